@@ -1,0 +1,173 @@
+// Package config is berth's configuration: one typed tree, loaded from YAML,
+// overridden by BERTH_* environment variables and then by command-line flags,
+// and validated before anything starts. The zero configuration is valid.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/berth-registry/berth/storage"
+)
+
+// Config is the whole configuration of berth serve.
+type Config struct {
+	// Addr is the listen address, host:port (default ":5000").
+	Addr string `yaml:"addr"`
+	// Data is the directory for embedded state (default "./data").
+	Data string `yaml:"data"`
+	// ShutdownTimeout bounds how long in-flight requests may run after a
+	// shutdown signal (default 30s).
+	ShutdownTimeout time.Duration  `yaml:"shutdownTimeout"`
+	Log             Log            `yaml:"log"`
+	Storage         storage.Config `yaml:"storage"`
+	Registry        Registry       `yaml:"registry"`
+	// Namespaces hold per-namespace policy; the first entry whose name
+	// matches a namespace applies to it.
+	Namespaces []Namespace `yaml:"namespaces"`
+}
+
+// Log configures the server's structured log.
+type Log struct {
+	// Level is debug, info (default), warn or error.
+	Level string `yaml:"level"`
+	// Format is text (default) or json.
+	Format string `yaml:"format"`
+}
+
+// Registry configures the embedded OCI registry.
+type Registry struct {
+	// HTTPSecretFile holds the secret that signs upload state. Replicas
+	// behind one load balancer must share it. Default <data>/http-secret,
+	// created on first start.
+	HTTPSecretFile string `yaml:"httpSecretFile"`
+}
+
+// Namespace is the policy of the namespaces whose name matches Name.
+type Namespace struct {
+	// Name is a namespace or a glob over namespaces (path.Match syntax).
+	Name string `yaml:"name"`
+	// AllowOverwrite lets a package version tag be re-pointed to another digest.
+	AllowOverwrite bool `yaml:"allowOverwrite"`
+}
+
+// EnvPrefix starts the name of every environment variable berth reads.
+const EnvPrefix = "BERTH_"
+
+// Default returns the configuration berth runs with when nothing is set.
+func Default() *Config {
+	c := &Config{}
+	c.SetDefaults()
+	return c
+}
+
+// SetDefaults fills every unset setting with its default.
+func (c *Config) SetDefaults() {
+	if c.Addr == "" {
+		c.Addr = ":5000"
+	}
+	if c.Data == "" {
+		c.Data = "./data"
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = 30 * time.Second
+	}
+	if c.Log.Level == "" {
+		c.Log.Level = "info"
+	}
+	if c.Log.Format == "" {
+		c.Log.Format = "text"
+	}
+	c.Storage.SetDefaults(c.Data)
+	if c.Registry.HTTPSecretFile == "" {
+		c.Registry.HTTPSecretFile = path.Join(c.Data, "http-secret")
+	}
+}
+
+// Load reads the YAML file at file (none when empty), then applies the
+// BERTH_* variables of environ (as os.Environ returns them). It does not fill
+// defaults or validate: callers apply flags, then SetDefaults and Validate.
+// Errors name the file, line and key that is wrong.
+func Load(file string, environ []string) (*Config, error) {
+	c := &Config{}
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("config: %w", err)
+		}
+		if err := decodeYAML(b, c); err != nil {
+			return nil, fmt.Errorf("config %s: %w", file, err)
+		}
+	}
+	if err := applyEnv(c, environ); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return c, nil
+}
+
+// decodeYAML decodes b into c, refusing keys that c does not have.
+func decodeYAML(b []byte, c *Config) error {
+	var root yaml.Node
+	if err := yaml.Unmarshal(b, &root); err != nil {
+		return err
+	}
+	if len(root.Content) == 0 {
+		return nil
+	}
+	if err := checkKeys(root.Content[0], c, ""); err != nil {
+		return err
+	}
+	return root.Decode(c)
+}
+
+// Validate reports the first bad setting, naming its key.
+func (c *Config) Validate() error {
+	if _, port, err := net.SplitHostPort(c.Addr); err != nil || port == "" {
+		return fmt.Errorf("addr: want host:port or :port (got %q)", c.Addr)
+	}
+	if c.Data == "" {
+		return errors.New("data: required")
+	}
+	if c.ShutdownTimeout < 0 {
+		return fmt.Errorf("shutdownTimeout: must not be negative (got %s)", c.ShutdownTimeout)
+	}
+	if _, err := ParseLevel(c.Log.Level); err != nil {
+		return fmt.Errorf("log.level: %w", err)
+	}
+	if c.Log.Format != "text" && c.Log.Format != "json" {
+		return fmt.Errorf("log.format: want text or json (got %q)", c.Log.Format)
+	}
+	if err := c.Storage.Validate("storage"); err != nil {
+		return err
+	}
+	for i, ns := range c.Namespaces {
+		key := fmt.Sprintf("namespaces[%d].name", i)
+		if ns.Name == "" {
+			return fmt.Errorf("%s: required", key)
+		}
+		if _, err := path.Match(ns.Name, ""); err != nil {
+			return fmt.Errorf("%s: bad glob %q: %w", key, ns.Name, err)
+		}
+		if strings.Contains(ns.Name, "/") {
+			return fmt.Errorf("%s: a namespace has no '/' (got %q)", key, ns.Name)
+		}
+	}
+	return nil
+}
+
+// AllowOverwrite reports whether version tags in namespace may be re-pointed.
+func (c *Config) AllowOverwrite(namespace string) bool {
+	for _, ns := range c.Namespaces {
+		if ok, _ := path.Match(ns.Name, namespace); ok {
+			return ns.AllowOverwrite
+		}
+	}
+	return false
+}

@@ -1,0 +1,160 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func writeFile(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "berth.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestZeroConfigIsValid(t *testing.T) {
+	c := Default()
+	if err := c.Validate(); err != nil {
+		t.Fatalf("default config invalid: %v", err)
+	}
+	if c.Addr != ":5000" || c.Data != "./data" || c.Storage.Driver != "filesystem" {
+		t.Errorf("defaults: addr %q data %q driver %q", c.Addr, c.Data, c.Storage.Driver)
+	}
+	if c.Storage.Filesystem.RootDirectory != filepath.Join("data", "registry") {
+		t.Errorf("filesystem root %q, want under the data dir", c.Storage.Filesystem.RootDirectory)
+	}
+	if c.ShutdownTimeout != 30*time.Second {
+		t.Errorf("shutdownTimeout %s", c.ShutdownTimeout)
+	}
+}
+
+func TestLoadFileThenEnv(t *testing.T) {
+	file := writeFile(t, `
+addr: 127.0.0.1:6000
+shutdownTimeout: 5s
+log:
+  level: debug
+storage:
+  driver: s3
+  s3:
+    bucket: packages
+    regionEndpoint: http://127.0.0.1:9000
+namespaces:
+  - name: dev-*
+    allowOverwrite: true
+`)
+	c, err := Load(file, []string{
+		"BERTH_LOG_LEVEL=warn",
+		"BERTH_STORAGE_S3_BUCKET=other",
+		"BERTH_STORAGE_S3_FORCEPATHSTYLE=true",
+		"BERTH_SHUTDOWNTIMEOUT=1m",
+		"UNRELATED=1",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetDefaults()
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if c.Addr != "127.0.0.1:6000" {
+		t.Errorf("addr %q from file", c.Addr)
+	}
+	if c.Log.Level != "warn" || c.Storage.S3.Bucket != "other" || !c.Storage.S3.ForcePathStyle {
+		t.Errorf("env did not override: level %q bucket %q forcePathStyle %v", c.Log.Level, c.Storage.S3.Bucket, c.Storage.S3.ForcePathStyle)
+	}
+	if c.ShutdownTimeout != time.Minute {
+		t.Errorf("shutdownTimeout %s, want 1m from env", c.ShutdownTimeout)
+	}
+	if !c.AllowOverwrite("dev-alice") || c.AllowOverwrite("stable") {
+		t.Errorf("namespace policy: dev-alice %v stable %v", c.AllowOverwrite("dev-alice"), c.AllowOverwrite("stable"))
+	}
+}
+
+func TestLoadErrorsNameTheKey(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml string
+		env        []string
+		want       string
+	}{
+		{name: "unknown top-level key", yaml: "adress: :5000\n", want: `line 1: unknown key "adress"`},
+		{name: "unknown nested key", yaml: "log:\n  colour: red\n", want: `line 2: unknown key "log.colour"`},
+		{name: "unknown key in list item", yaml: "namespaces:\n  - name: dev\n    overwrite: true\n", want: `unknown key "namespaces[0].overwrite"`},
+		{name: "wrong type", yaml: "shutdownTimeout: soon\n", want: "soon"},
+		{name: "not yaml", yaml: "addr: [\n", want: "config"},
+		{name: "bad env duration", env: []string{"BERTH_SHUTDOWNTIMEOUT=soon"}, want: "BERTH_SHUTDOWNTIMEOUT (shutdownTimeout): want a duration"},
+		{name: "bad env bool", env: []string{"BERTH_STORAGE_DISABLEREDIRECT=maybe"}, want: "BERTH_STORAGE_DISABLEREDIRECT (storage.disableRedirect): want true or false"},
+		{name: "bad env int", env: []string{"BERTH_STORAGE_FILESYSTEM_MAXTHREADS=many"}, want: "storage.filesystem.maxThreads): want an integer"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := ""
+			if tc.yaml != "" {
+				file = writeFile(t, tc.yaml)
+			}
+			_, err := Load(file, tc.env)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Load error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	_, err := Load(filepath.Join(t.TempDir(), "nope.yaml"), nil)
+	if err == nil || !strings.Contains(err.Error(), "nope.yaml") {
+		t.Fatalf("error %v should name the missing file", err)
+	}
+}
+
+func TestValidateNamesTheKey(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		modify func(*Config)
+		want   string
+	}{
+		{"addr without port", func(c *Config) { c.Addr = "localhost" }, "addr: want host:port"},
+		{"log level", func(c *Config) { c.Log.Level = "loud" }, `log.level: want debug, info, warn or error (got "loud")`},
+		{"log format", func(c *Config) { c.Log.Format = "xml" }, `log.format: want text or json (got "xml")`},
+		{"negative shutdown", func(c *Config) { c.ShutdownTimeout = -time.Second }, "shutdownTimeout: must not be negative"},
+		{"unknown driver", func(c *Config) { c.Storage.Driver = "floppy" }, `storage.driver: unknown driver "floppy" (want one of azure, filesystem, gcs, inmemory, s3)`},
+		{"s3 without bucket", func(c *Config) { c.Storage.Driver = "s3" }, "storage.s3.bucket: required"},
+		{"s3 without region", func(c *Config) { c.Storage.Driver = "s3"; c.Storage.S3.Bucket = "b" }, "storage.s3.region: required unless storage.s3.regionEndpoint is set"},
+		{"s3 key without secret", func(c *Config) {
+			c.Storage.Driver = "s3"
+			c.Storage.S3.Bucket, c.Storage.S3.Region, c.Storage.S3.AccessKey = "b", "us-east-1", "AK"
+		}, "storage.s3.secretKeyFile: accessKey and secretKeyFile go together"},
+		{"s3 missing secret file", func(c *Config) {
+			c.Storage.Driver = "s3"
+			c.Storage.S3.Bucket, c.Storage.S3.Region, c.Storage.S3.AccessKey, c.Storage.S3.SecretKeyFile = "b", "us-east-1", "AK", "/nonexistent/secret"
+		}, "storage.s3.secretKeyFile: stat /nonexistent/secret"},
+		{"gcs without bucket", func(c *Config) { c.Storage.Driver = "gcs" }, "storage.gcs.bucket: required"},
+		{"azure without account", func(c *Config) { c.Storage.Driver = "azure" }, "storage.azure.accountName: required"},
+		{"filesystem threads", func(c *Config) { c.Storage.Filesystem.MaxThreads = 3 }, "storage.filesystem.maxThreads: must be at least 25"},
+		{"namespace without name", func(c *Config) { c.Namespaces = []Namespace{{AllowOverwrite: true}} }, "namespaces[0].name: required"},
+		{"namespace bad glob", func(c *Config) { c.Namespaces = []Namespace{{Name: "dev"}, {Name: "[x"}} }, "namespaces[1].name: bad glob"},
+		{"namespace with slash", func(c *Config) { c.Namespaces = []Namespace{{Name: "a/b"}} }, `namespaces[0].name: a namespace has no '/'`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Default()
+			tc.modify(c)
+			err := c.Validate()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Validate() = %v, want error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestEnvNamesCoverEveryScalar(t *testing.T) {
+	names := strings.Join(EnvNames(), " ")
+	for _, want := range []string{"BERTH_ADDR", "BERTH_DATA", "BERTH_LOG_LEVEL", "BERTH_STORAGE_DRIVER", "BERTH_STORAGE_S3_REGIONENDPOINT", "BERTH_REGISTRY_HTTPSECRETFILE"} {
+		if !strings.Contains(names, want) {
+			t.Errorf("EnvNames lacks %s", want)
+		}
+	}
+}

@@ -1,0 +1,426 @@
+package pkgformat
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+)
+
+func TestHelm(t *testing.T) {
+	p, err := Load("testdata/hello-chart", Options{})
+	must(t, err)
+	md := p.Metadata
+	want := Metadata{
+		SchemaVersion:    MetadataSchemaVersion,
+		Name:             "hello",
+		Version:          "1.2.3+build.5",
+		Format:           Helm,
+		AppVersion:       "2.0",
+		Description:      "A tiny chart for berth's tests.",
+		Keywords:         []string{"example", "greeting"},
+		Maintainers:      []Maintainer{{Name: "Jo Doe", Email: "jo@example.com"}},
+		Links:            []Link{{Name: "Home", URL: "https://example.com/hello"}, {Name: "Source", URL: "https://github.com/example/hello"}},
+		License:          "Apache-2.0",
+		Icon:             &Icon{URL: "https://example.com/hello.png"},
+		ProvidedAPIs:     []API{{Group: "hello.example.com", Version: "v1", Kind: "Greeting", Plural: "greetings"}, {Group: "hello.example.com", Version: "v1alpha1", Kind: "Greeting", Plural: "greetings"}},
+		RequiredPackages: []PackageRequirement{{Name: "redis", VersionRange: ">=17.0.0"}},
+		MinKubeVersion:   "1.21.0",
+		MaxKubeVersion:   "1.30.0",
+		Source:           "https://github.com/example/hello",
+		Readme:           "# hello\n\nSays hello.\n",
+		Files:            md.Files,
+	}
+	if !reflect.DeepEqual(md, want) {
+		t.Errorf("got  %+v\nwant %+v", md, want)
+	}
+	if len(md.Files) != 5 || md.Files[0] != (FileInfo{Path: "Chart.yaml", Size: int64(len(p.Files[0].Data))}) {
+		t.Errorf("files %v", md.Files)
+	}
+	if Tag(md.Version) != "1.2.3_build.5" || ContentTitle(md.Name, md.Version) != "hello-1.2.3+build.5.tgz" {
+		t.Errorf("tag %s, title %s", Tag(md.Version), ContentTitle(md.Name, md.Version))
+	}
+}
+
+func TestHelmPackageFolder(t *testing.T) {
+	// `helm package` puts the chart in a folder named after it.
+	files, err := ReadDir("testdata/hello-chart", Limits{})
+	must(t, err)
+	var archive []tarEntry
+	for _, f := range files {
+		archive = append(archive, reg("hello/"+f.Path, string(f.Data)))
+	}
+	inFolder, err := ReadArchive(bytes.NewReader(tgz(t, archive...)), Limits{})
+	must(t, err)
+	p, err := New(inFolder, Options{})
+	must(t, err)
+	if !reflect.DeepEqual(p.Files, files) || p.Metadata.Name != "hello" {
+		t.Errorf("the chart folder did not become the package root: %v", p.Metadata.Files)
+	}
+}
+
+func TestPlain(t *testing.T) {
+	p, err := Load("testdata/plain-bundle", Options{Name: "widgets", Version: "0.1.0"})
+	must(t, err)
+	md := p.Metadata
+	wantPerms := &Permissions{
+		Cluster:    []PolicyRule{{APIGroups: []string{"example.com"}, Resources: []string{"widgets", "widgets/status"}, Verbs: []string{"get", "list", "update", "watch"}}},
+		Namespaced: []PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create", "get"}}},
+	}
+	if md.Format != Plain || md.Name != "widgets" || md.Version != "0.1.0" ||
+		!reflect.DeepEqual(md.ProvidedAPIs, []API{{Group: "example.com", Version: "v1", Kind: "Widget", Plural: "widgets"}}) ||
+		!reflect.DeepEqual(md.Permissions, wantPerms) ||
+		!reflect.DeepEqual(md.RelatedImages, []string{"busybox:1.36", "quay.io/example/widget-operator:v0.1.0"}) {
+		t.Errorf("got %+v", md)
+	}
+}
+
+func TestPlainList(t *testing.T) {
+	list := `{"apiVersion": "v1", "kind": "List", "items": [
+  {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}]},
+  {"apiVersion": "v1", "kind": "Pod", "spec": {"containers": [{"name": "a", "image": "alpine:3"}]}}
+]}`
+	p, err := New([]File{file("manifests/list.json", list)}, Options{Name: "demo", Version: "1.0.0"})
+	must(t, err)
+	md := p.Metadata
+	if md.Permissions == nil || len(md.Permissions.Cluster) != 1 || !reflect.DeepEqual(md.RelatedImages, []string{"alpine:3"}) {
+		t.Errorf("got %+v", md)
+	}
+}
+
+func TestKUDO(t *testing.T) {
+	operator := `apiVersion: kudo.dev/v1beta1
+name: demo
+description: Demo operator
+operatorVersion: "0.2.0"
+appVersion: 5.7
+kubernetesVersion: 1.20.0
+url: https://example.com/demo
+maintainers:
+  - name: Jo Doe
+    email: jo@example.com
+tasks:
+  - name: child
+    kind: KudoOperator
+    spec:
+      package: ./packages/zookeeper
+      appVersion: 3.6.2
+      operatorVersion: 0.3.3
+  - name: app
+    kind: Apply
+    spec:
+      resources: [deploy.yaml]
+`
+	role := `{{ if .Params.RBAC }}
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: {{ .Name }}-role
+rules:
+  - apiGroups: [""]
+    resources: ["pods"]
+    verbs: ["get"]
+{{ end }}
+`
+	deploy := `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Name }}
+spec:
+  template:
+    spec:
+      containers:
+        - name: app
+          image: mysql:5.7
+        - name: sidecar
+          image: {{ .Params.SIDECAR_IMAGE }}
+`
+	broken := "{{ range .Params.X }}\n  - {{ . }: x\n"
+	p, err := New([]File{file("operator.yaml", operator), file("templates/role.yaml", role), file("templates/deploy.yaml", deploy), file("templates/broken.yaml", broken)}, Options{})
+	must(t, err)
+	md := p.Metadata
+	if md.Version != "5.7_0.2.0" || md.AppVersion != "5.7" || md.OperatorVersion != "0.2.0" || md.Description != "Demo operator" ||
+		md.MinKubeVersion != "1.20.0" || md.Source != "https://example.com/demo" {
+		t.Errorf("identity %+v", md)
+	}
+	if !reflect.DeepEqual(md.RequiredPackages, []PackageRequirement{{Name: "zookeeper", VersionRange: "3.6.2_0.3.3"}}) {
+		t.Errorf("required packages %v", md.RequiredPackages)
+	}
+	if md.Permissions == nil || !reflect.DeepEqual(md.Permissions.Namespaced, []PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}}}) {
+		t.Errorf("permissions %+v", md.Permissions)
+	}
+	if !reflect.DeepEqual(md.RelatedImages, []string{"mysql:5.7"}) {
+		t.Errorf("images %v", md.RelatedImages)
+	}
+}
+
+func TestOLMBundle(t *testing.T) {
+	csv := `apiVersion: operators.coreos.com/v1alpha1
+kind: ClusterServiceVersion
+metadata:
+  name: demo.v1.1.0
+  annotations:
+    createdAt: "2021-06-01T10:00:00+02:00"
+    repository: https://github.com/example/demo
+    olm.skipRange: ">=1.0.0 <1.1.0"
+spec:
+  version: 1.1.0
+  replaces: demo.v1.0.0
+  skips: [demo.v1.0.1, demo.v1.0.1]
+  displayName: Demo Operator
+  description: |
+    Demo manages demos.
+
+    More words.
+  provider:
+    name: Example Inc.
+  icon:
+    - base64data: aGVsbG8=
+      mediatype: image/png
+  customresourcedefinitions:
+    owned:
+      - name: demos.example.com
+        version: v1
+        kind: Demo
+    required:
+      - name: certificates.cert-manager.io
+        version: v1
+        kind: Certificate
+  install:
+    strategy: deployment
+    spec:
+      clusterPermissions:
+        - serviceAccountName: demo
+          rules:
+            - apiGroups: [example.com]
+              resources: [demos]
+              verbs: ["*"]
+      deployments:
+        - name: demo
+          spec:
+            template:
+              spec:
+                containers:
+                  - name: manager
+                    image: quay.io/example/demo:1.1.0
+  relatedImages:
+    - name: operand
+      image: quay.io/example/operand:2.0
+`
+	deps := `dependencies:
+  - type: olm.package
+    value:
+      packageName: cert-manager
+      version: ">=1.0.0"
+  - type: olm.gvk
+    value:
+      group: monitoring.coreos.com
+      kind: Prometheus
+      version: v1
+`
+	annotations := "annotations:\n  operators.operatorframework.io.bundle.package.v1: demo\n  operators.operatorframework.io.bundle.channels.v1: stable, fast\n  operators.operatorframework.io.bundle.channel.default.v1: stable\n"
+	p, err := New([]File{file(bundleAnnotations, annotations), file(bundleDependencies, deps), file("manifests/demo"+csvSuffix, csv)}, Options{})
+	must(t, err)
+	md := p.Metadata
+	edges := Channel{Replaces: "demo.v1.0.0", Skips: []string{"demo.v1.0.1"}, SkipRange: ">=1.0.0 <1.1.0"}
+	fast, stable := edges, edges
+	fast.Name, stable.Name = "fast", "stable"
+	created := time.Date(2021, 6, 1, 8, 0, 0, 0, time.UTC)
+	want := Metadata{
+		SchemaVersion: MetadataSchemaVersion, Name: "demo", Version: "1.1.0", Format: OLM, CSVName: "demo.v1.1.0",
+		DisplayName: "Demo Operator", Description: "Demo manages demos.", Vendor: "Example Inc.",
+		Icon:             &Icon{MediaType: "image/png", Digest: "sha256:2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824", Size: 5, Path: "manifests/demo" + csvSuffix},
+		Channels:         []Channel{fast, stable},
+		DefaultChannel:   "stable",
+		ProvidedAPIs:     []API{{Group: "example.com", Version: "v1", Kind: "Demo", Plural: "demos"}},
+		RequiredAPIs:     []API{{Group: "cert-manager.io", Version: "v1", Kind: "Certificate", Plural: "certificates"}, {Group: "monitoring.coreos.com", Version: "v1", Kind: "Prometheus"}},
+		RequiredPackages: []PackageRequirement{{Name: "cert-manager", VersionRange: ">=1.0.0"}},
+		Permissions:      &Permissions{Cluster: []PolicyRule{{APIGroups: []string{"example.com"}, Resources: []string{"demos"}, Verbs: []string{"*"}}}},
+		RelatedImages:    []string{"quay.io/example/demo:1.1.0", "quay.io/example/operand:2.0"},
+		Created:          &created,
+		Source:           "https://github.com/example/demo",
+		Readme:           "Demo manages demos.\n\nMore words.",
+		Files:            md.Files,
+	}
+	if !reflect.DeepEqual(md, want) {
+		t.Errorf("got  %+v\nwant %+v", md, want)
+	}
+}
+
+func TestKubeVersionBounds(t *testing.T) {
+	tests := []struct{ constraint, min, max string }{
+		{">=1.19.0-0", "1.19.0", ""},
+		{">= 1.19.0-0 <= 1.25.0", "1.19.0", "1.25.0"},
+		{">=1.16.0, <=1.22", "1.16.0", "1.22"},
+		{"^1.20", "1.20", ""},
+		{"~1.21.0", "1.21.0", ""},
+		{"1.24.3", "1.24.3", "1.24.3"},
+		{">1.18 <1.25", "", ""},
+		{">=1.18 || >=2.0", "", ""},
+		{"1.20.x", "", ""},
+		{"", "", ""},
+	}
+	for _, tt := range tests {
+		if lo, hi := kubeVersionBounds(tt.constraint); lo != tt.min || hi != tt.max {
+			t.Errorf("%q: got [%q, %q], want [%q, %q]", tt.constraint, lo, hi, tt.min, tt.max)
+		}
+	}
+}
+
+func TestParseCreated(t *testing.T) {
+	utc := func(y int, mo time.Month, d, h, mi, s int) *time.Time {
+		t := time.Date(y, mo, d, h, mi, s, 0, time.UTC)
+		return &t
+	}
+	tests := []struct {
+		in   string
+		want *time.Time
+	}{
+		{"2019-02-28T01:03:00Z", utc(2019, 2, 28, 1, 3, 0)},
+		{"2019-02-28 01:03:00", utc(2019, 2, 28, 1, 3, 0)},
+		{"2020-10-02T08:00:00+02:00", utc(2020, 10, 2, 6, 0, 0)},
+		{"2020-10-02T08:00:00+0200", utc(2020, 10, 2, 6, 0, 0)},
+		{"2019-12-31 19:40Z", utc(2019, 12, 31, 19, 40, 0)},
+		{"2019-01-24T15-33-43Z", utc(2019, 1, 24, 15, 33, 43)},
+		{"2020-11-12-T12:59:59Z", utc(2020, 11, 12, 12, 59, 59)},
+		{"2020-05-07:10:00:00", utc(2020, 5, 7, 10, 0, 0)},
+		{"2021-06-23", utc(2021, 6, 23, 0, 0, 0)},
+		{"2020/01/09", utc(2020, 1, 9, 0, 0, 0)},
+		{"Wed Dec  4 06:41:31 EST 2019", utc(2019, 12, 4, 11, 41, 31)},
+		{"Thu Feb 11 18:14:05 IST 2021", utc(2021, 2, 11, 12, 44, 5)},
+		{"10/29/2019", utc(2019, 10, 29, 0, 0, 0)},
+		{"15-06-2021", utc(2021, 6, 15, 0, 0, 0)},
+		{"03-01-2021", nil},
+		{"2020-006-28 22:25:53", nil},
+		{"Tue Jun  9 11:18:01 XYZ 2020", nil},
+		{"", nil},
+	}
+	for _, tt := range tests {
+		got := parseCreated(tt.in)
+		if (got == nil) != (tt.want == nil) || (got != nil && !got.Equal(*tt.want)) {
+			t.Errorf("%q: got %v, want %v", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestNames(t *testing.T) {
+	for _, name := range []string{"kafka", "etcd", "a", "ibm-block-csi-operator-community", "my_chart", "a.b-c_d"} {
+		if err := ValidName(name); err != nil {
+			t.Errorf("%q: %v", name, err)
+		}
+	}
+	for _, name := range []string{"", "Kafka", "-a", "a-", "a--b", "a/b", "a b", string(bytes.Repeat([]byte("a"), 129))} {
+		if err := ValidName(name); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%q: %v", name, err)
+		}
+	}
+	if Tag("1.0.0+abc") != "1.0.0_abc" || Tag("2.5.1_1.3.2") != "2.5.1_1.3.2" {
+		t.Error("Tag")
+	}
+	if ContentTitle("kafka", "2.5.1_1.3.2") != "kafka-2.5.1_1.3.2.tgz" {
+		t.Error("ContentTitle")
+	}
+	for _, tt := range []struct {
+		artifactType, config string
+		want                 bool
+	}{
+		{ArtifactType, ocispec.MediaTypeEmptyJSON, true},
+		{"", ConfigMediaType, true},
+		{"", HelmConfigMediaType, true},
+		{"", ocispec.MediaTypeImageConfig, false},
+		{"application/vnd.example", ocispec.MediaTypeEmptyJSON, false},
+	} {
+		if IsPackage(tt.artifactType, tt.config) != tt.want {
+			t.Errorf("IsPackage(%q, %q) != %v", tt.artifactType, tt.config, tt.want)
+		}
+	}
+	if d := DefaultLimits(); d != (Limits{}).withDefaults() || d.MaxFileSize != 16<<20 || d.MaxTotalSize != 128<<20 ||
+		d.MaxFiles != 10000 || d.MaxArchiveSize != 128<<20 || d.MaxPathLength != 1024 {
+		t.Errorf("DefaultLimits %+v", d)
+	}
+}
+
+func TestMetadataFromArtifact(t *testing.T) {
+	p, err := Load("testdata/plain-bundle", Options{Name: "widgets", Version: "0.1.0"})
+	must(t, err)
+	content, err := p.Archive()
+	must(t, err)
+	a, err := p.Artifact()
+	must(t, err)
+
+	// Plain `oras push` of the tarball: the empty config, name and version from repository and tag.
+	md, err := MetadataFromArtifact([]byte("{}"), ocispec.MediaTypeEmptyJSON, bytes.NewReader(content), Options{Name: "widgets", Version: "0.1.0"})
+	must(t, err)
+	if !reflect.DeepEqual(*md, p.Metadata) {
+		t.Errorf("derived %+v\nwant %+v", md, p.Metadata)
+	}
+
+	// `helm push`: Chart.yaml as JSON, without the content.
+	chart := `{"apiVersion":"v2","name":"hello","version":"1.2.3+build.5","description":"Hi","keywords":["b","a"]}`
+	md, err = MetadataFromArtifact([]byte(chart), HelmConfigMediaType, nil, Options{Version: "1.2.3_build.5"})
+	must(t, err)
+	if md.Name != "hello" || md.Version != "1.2.3+build.5" || md.Format != Helm || md.Description != "Hi" || !reflect.DeepEqual(md.Keywords, []string{"a", "b"}) {
+		t.Errorf("helm config %+v", md)
+	}
+
+	tests := []struct {
+		name      string
+		config    []byte
+		mediaType string
+		content   []byte
+		opts      Options
+		want      error
+		rule      string
+	}{
+		{"unknown media type", []byte("{}"), "application/vnd.example+json", nil, Options{}, ErrInvalid, "unsupported config media type"},
+		{"bad JSON", []byte("{"), ConfigMediaType, nil, Options{}, ErrInvalid, "not valid JSON"},
+		{"no format", []byte(`{"name":"a","version":"1.0.0"}`), ConfigMediaType, nil, Options{}, ErrInvalid, "no format"},
+		{"bad name", []byte(`{"name":"A","version":"1.0.0","format":"kudo"}`), ConfigMediaType, nil, Options{}, ErrInvalid, "lowercase"},
+		{"other name", a.Config, ConfigMediaType, nil, Options{Name: "other"}, ErrInvalid, "does not match"},
+		{"empty config without content", []byte("{}"), ocispec.MediaTypeEmptyJSON, nil, Options{}, ErrInvalid, "missing"},
+		{"empty config, plain content without version", []byte("{}"), ocispec.MediaTypeEmptyJSON, content, Options{Name: "widgets"}, ErrInvalid, "its name and version must be given"},
+		{"empty config, corrupt content", []byte("{}"), ocispec.MediaTypeEmptyJSON, []byte("junk"), Options{}, ErrInvalid, "gzip"},
+		{"huge config", make([]byte, 2048), ConfigMediaType, nil, Options{Limits: Limits{MaxFileSize: 1024}}, ErrLimit, "config blob is larger"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var content io.Reader // a nil interface when there is no content
+			if tt.content != nil {
+				content = bytes.NewReader(tt.content)
+			}
+			_, err := MetadataFromArtifact(tt.config, tt.mediaType, content, tt.opts)
+			assertError(t, err, tt.want, "", tt.rule)
+		})
+	}
+}
+
+func TestArtifactRefusesInvalidPackage(t *testing.T) {
+	for _, p := range []*Package{
+		{Metadata: Metadata{Name: "", Version: "1.0.0"}},
+		{Metadata: Metadata{Name: "demo", Version: "1.0 beta"}},
+		{Metadata: Metadata{Name: "demo", Version: "1.0.0"}, Files: []File{file("../x", "")}},
+	} {
+		if _, err := p.Artifact(); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%+v: %v", p.Metadata, err)
+		}
+	}
+}
+
+func TestLoadTarball(t *testing.T) {
+	p, err := Load("testdata/hello-chart", Options{})
+	must(t, err)
+	content, err := p.Archive()
+	must(t, err)
+	path := filepath.Join(t.TempDir(), ContentTitle(p.Metadata.Name, p.Metadata.Version))
+	must(t, WriteFiles(filepath.Dir(path), []File{{Path: filepath.Base(path), Mode: 0o644, Data: content}}))
+	again, err := Load(path, Options{})
+	must(t, err)
+	if !reflect.DeepEqual(again, p) {
+		t.Error("the tarball does not load as the directory")
+	}
+}

@@ -1,0 +1,72 @@
+package pkgformat
+
+import (
+	"archive/tar"
+	"bytes"
+	"errors"
+	"reflect"
+	"testing"
+)
+
+func FuzzReadArchive(f *testing.F) {
+	var good bytes.Buffer
+	if err := WriteArchive(&good, []File{file("operator.yaml", goodOperator), file("templates/a.yaml", "a: b\n")}); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good.Bytes())
+	f.Add(tgz(f, reg("./a", "x"), tarEntry{name: "b", typ: tar.TypeSymlink, link: "a"}, tarEntry{name: "c", typ: tar.TypeLink, link: "a"}))
+	f.Add(tgz(f, tarEntry{name: "d/", typ: tar.TypeDir}, reg("d/e", "x"), tarEntry{name: "l", typ: tar.TypeSymlink, link: "d"}))
+	f.Add(tgz(f, reg("../x", "x")))
+	f.Add(gz(f, []byte("not a tar")))
+	f.Add([]byte{0x1f, 0x8b})
+	f.Add([]byte{})
+	limits := Limits{MaxFileSize: 1 << 16, MaxTotalSize: 1 << 18, MaxFiles: 64, MaxArchiveSize: 1 << 18, MaxPathLength: 256}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		files, err := ReadArchive(bytes.NewReader(data), limits)
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrLimit) {
+				t.Fatalf("error wraps neither ErrInvalid nor ErrLimit: %v", err)
+			}
+			return
+		}
+		checked, err := checkFiles(files, limits)
+		if err != nil {
+			t.Fatalf("ReadArchive returned files that do not pass its own checks: %v", err)
+		}
+		if !reflect.DeepEqual(checked, files) {
+			t.Fatal("files are not sorted or not in canonical form")
+		}
+		var out bytes.Buffer
+		if err := WriteArchive(&out, files); err != nil {
+			t.Fatal(err)
+		}
+		again, err := ReadArchive(bytes.NewReader(out.Bytes()), limits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(again, files) {
+			t.Fatal("files do not survive WriteArchive and ReadArchive")
+		}
+	})
+}
+
+func FuzzParseYAML(f *testing.F) {
+	f.Add(goodOperator)
+	f.Add(aliasBomb)
+	f.Add("a: &a [*a]\n")
+	f.Add("a: &a {b: *a}\n---\nc: [1, 2]\n")
+	f.Add(goodCSV)
+	f.Fuzz(func(t *testing.T, doc string) {
+		docs, err := parseYAML("fuzz.yaml", []byte(doc), DefaultLimits())
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrLimit) {
+				t.Fatalf("error wraps neither ErrInvalid nor ErrLimit: %v", err)
+			}
+			return
+		}
+		for _, d := range docs {
+			var v any
+			_ = decodeNode("fuzz.yaml", d, &v)
+		}
+	})
+}

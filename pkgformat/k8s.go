@@ -1,0 +1,200 @@
+package pkgformat
+
+import (
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// objectHeader is what every Kubernetes object starts with.
+type objectHeader struct {
+	APIVersion string `yaml:"apiVersion"`
+	Kind       string `yaml:"kind"`
+}
+
+// crdObject is the part of a CustomResourceDefinition berth indexes
+// (apiextensions v1 and v1beta1).
+type crdObject struct {
+	Spec struct {
+		Group string `yaml:"group"`
+		Names struct {
+			Kind   string `yaml:"kind"`
+			Plural string `yaml:"plural"`
+		} `yaml:"names"`
+		Version  string `yaml:"version"`
+		Versions []struct {
+			Name string `yaml:"name"`
+		} `yaml:"versions"`
+	} `yaml:"spec"`
+}
+
+// listObject is a v1 List.
+type listObject struct {
+	Items []yaml.Node `yaml:"items"`
+}
+
+// roleObject is a Role or ClusterRole.
+type roleObject struct {
+	Rules []rbacRule `yaml:"rules"`
+}
+
+// rbacRule is a Kubernetes RBAC PolicyRule as written in YAML.
+type rbacRule struct {
+	APIGroups       []string `yaml:"apiGroups"`
+	Resources       []string `yaml:"resources"`
+	ResourceNames   []string `yaml:"resourceNames"`
+	Verbs           []string `yaml:"verbs"`
+	NonResourceURLs []string `yaml:"nonResourceURLs"`
+}
+
+func (r rbacRule) policyRule() PolicyRule {
+	return PolicyRule{APIGroups: r.APIGroups, Resources: r.Resources, ResourceNames: r.ResourceNames,
+		Verbs: r.Verbs, NonResourceURLs: r.NonResourceURLs}
+}
+
+// policyRules converts RBAC rules read from YAML.
+func policyRules(rules []rbacRule) []PolicyRule {
+	out := make([]PolicyRule, 0, len(rules))
+	for _, r := range rules {
+		out = append(out, r.policyRule())
+	}
+	return out
+}
+
+// objects collects what berth indexes from plain Kubernetes objects: the
+// CRDs they define, the RBAC rules they grant and the images they run.
+type objects struct {
+	provided []API
+	cluster  []PolicyRule
+	ns       []PolicyRule
+	images   []string
+}
+
+// addFile reads every object of a YAML file. Errors name file and wrap
+// ErrInvalid or ErrLimit.
+func (o *objects) addFile(file string, data []byte, limits Limits) error {
+	docs, err := parseYAML(file, data, limits)
+	if err != nil {
+		return err
+	}
+	for _, doc := range docs {
+		if err := o.add(file, doc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// add reads one object (or the items of a List).
+func (o *objects) add(file string, n *yaml.Node) error {
+	var h objectHeader
+	if err := decodeNode(file, n, &h); err != nil {
+		return err
+	}
+	switch h.Kind {
+	case "List":
+		var l listObject
+		if err := decodeNode(file, n, &l); err != nil {
+			return err
+		}
+		for i := range l.Items {
+			if err := o.add(file, &l.Items[i]); err != nil {
+				return err
+			}
+		}
+	case "CustomResourceDefinition":
+		var crd crdObject
+		if err := decodeNode(file, n, &crd); err != nil {
+			return err
+		}
+		o.provided = append(o.provided, crd.apis()...)
+	case "ClusterRole", "Role":
+		var r roleObject
+		if err := decodeNode(file, n, &r); err != nil {
+			return err
+		}
+		if h.Kind == "ClusterRole" {
+			o.cluster = append(o.cluster, policyRules(r.Rules)...)
+		} else {
+			o.ns = append(o.ns, policyRules(r.Rules)...)
+		}
+	default:
+		o.images = appendImages(o.images, n)
+	}
+	return nil
+}
+
+// merge adds what other collected.
+func (o *objects) merge(other objects) {
+	o.provided = append(o.provided, other.provided...)
+	o.cluster = append(o.cluster, other.cluster...)
+	o.ns = append(o.ns, other.ns...)
+	o.images = append(o.images, other.images...)
+}
+
+// permissions returns the collected RBAC rules, or nil when there are none.
+func (o *objects) permissions() *Permissions {
+	if len(o.cluster) == 0 && len(o.ns) == 0 {
+		return nil
+	}
+	return &Permissions{Cluster: o.cluster, Namespaced: o.ns}
+}
+
+// apis lists the group, versions and kind a CRD defines.
+func (c crdObject) apis() []API {
+	versions := []string{c.Spec.Version}
+	for _, v := range c.Spec.Versions {
+		versions = append(versions, v.Name)
+	}
+	var out []API
+	for _, v := range versions {
+		if v != "" && c.Spec.Group != "" && c.Spec.Names.Kind != "" {
+			out = append(out, API{Group: c.Spec.Group, Version: v, Kind: c.Spec.Names.Kind, Plural: c.Spec.Names.Plural})
+		}
+	}
+	return out
+}
+
+// containerKeys are the pod spec fields that hold containers.
+var containerKeys = map[string]bool{"containers": true, "initContainers": true, "ephemeralContainers": true}
+
+// appendImages appends the image of every container found anywhere under n
+// (pods, deployments, jobs, CSV install strategies...). Images that are
+// templated (KUDO, Helm) are left out: they are not references.
+func appendImages(images []string, n *yaml.Node) []string {
+	if n.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			key, value := n.Content[i], n.Content[i+1]
+			if containerKeys[key.Value] && value.Kind == yaml.SequenceNode {
+				for _, c := range value.Content {
+					if img := mappingValue(c, "image"); img != "" && !isTemplated(img) {
+						images = append(images, img)
+					}
+				}
+			}
+		}
+	}
+	for _, c := range n.Content {
+		images = appendImages(images, c)
+	}
+	return images
+}
+
+// mappingValue returns the scalar value of key in mapping n, or "".
+func mappingValue(n *yaml.Node, key string) string {
+	if n.Kind != yaml.MappingNode {
+		return ""
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key && n.Content[i+1].Kind == yaml.ScalarNode {
+			return strings.TrimSpace(n.Content[i+1].Value)
+		}
+	}
+	return ""
+}
+
+// isTemplated reports whether s is (or holds) a template expression rather
+// than a value.
+func isTemplated(s string) bool {
+	return strings.Contains(s, "{{") || strings.Contains(s, templatePlaceholder)
+}

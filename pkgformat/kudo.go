@@ -1,0 +1,116 @@
+package pkgformat
+
+import (
+	"path"
+	"regexp"
+	"strings"
+)
+
+// kudoOperator is KUDO's operator.yaml (kudo.dev/v1beta1).
+type kudoOperator struct {
+	Name              string       `yaml:"name"`
+	Description       string       `yaml:"description"`
+	OperatorVersion   string       `yaml:"operatorVersion"`
+	AppVersion        string       `yaml:"appVersion"`
+	KubernetesVersion string       `yaml:"kubernetesVersion"`
+	URL               string       `yaml:"url"`
+	Maintainers       []Maintainer `yaml:"maintainers"`
+	Tasks             []kudoTask   `yaml:"tasks"`
+}
+
+// kudoTask is a task of operator.yaml; only KudoOperator tasks, which install
+// another operator, matter to the metadata.
+type kudoTask struct {
+	Kind string `yaml:"kind"`
+	Spec struct {
+		Package         string `yaml:"package"`
+		AppVersion      string `yaml:"appVersion"`
+		OperatorVersion string `yaml:"operatorVersion"`
+	} `yaml:"spec"`
+}
+
+// kudoVersion is KUDO's package version: "<appVersion>_<operatorVersion>" when
+// appVersion is set (KUDO names such a tarball kafka-2.5.1_1.3.2.tgz), else
+// operatorVersion.
+func kudoVersion(appVersion, operatorVersion string) string {
+	if appVersion == "" {
+		return operatorVersion
+	}
+	return appVersion + "_" + operatorVersion
+}
+
+// readKUDO reads a KUDO operator package: operator.yaml for the identity, the
+// templates for the CRDs, RBAC rules and images.
+func readKUDO(pf *pkgFiles) (*parsed, error) {
+	const file = kudoOperatorFile
+	var op kudoOperator
+	if err := decodeYAML(file, pf.data(file), pf.limits, &op); err != nil {
+		return nil, err
+	}
+	op.Name, op.OperatorVersion, op.AppVersion = strings.TrimSpace(op.Name), strings.TrimSpace(op.OperatorVersion), strings.TrimSpace(op.AppVersion)
+	if op.Name == "" {
+		return nil, invalid(file, "missing required field name")
+	}
+	if op.OperatorVersion == "" {
+		return nil, invalid(file, "missing required field operatorVersion")
+	}
+	md := &Metadata{
+		Format:          KUDO,
+		Name:            op.Name,
+		Version:         kudoVersion(op.AppVersion, op.OperatorVersion),
+		AppVersion:      op.AppVersion,
+		OperatorVersion: op.OperatorVersion,
+		Description:     strings.TrimSpace(op.Description),
+		MinKubeVersion:  strings.TrimSpace(op.KubernetesVersion),
+		Maintainers:     op.Maintainers,
+	}
+	if url := strings.TrimSpace(op.URL); url != "" {
+		md.Links = append(md.Links, Link{Name: "Home", URL: url})
+		md.Source = url
+	}
+	for _, t := range op.Tasks {
+		if t.Kind == "KudoOperator" && t.Spec.Package != "" {
+			md.RequiredPackages = append(md.RequiredPackages, PackageRequirement{
+				Name:         path.Base(strings.TrimSuffix(t.Spec.Package, "/")),
+				VersionRange: kudoVersion(t.Spec.AppVersion, t.Spec.OperatorVersion),
+			})
+		}
+	}
+	var objs objects
+	for _, f := range yamlFiles(pf.under("templates")) {
+		var o objects
+		if o.addFile(f.Path, untemplate(f.Data), pf.limits) != nil {
+			continue // a template that is not YAML once its actions are blanked out: nothing to extract
+		}
+		objs.merge(o)
+	}
+	md.ProvidedAPIs, md.Permissions, md.RelatedImages = objs.provided, objs.permissions(), objs.images
+	return &parsed{md: md, nameFile: file, versionFile: file}, nil
+}
+
+// templatePlaceholder replaces a Go template action inside a line of a
+// template so that the rest of the line still reads as YAML.
+const templatePlaceholder = "berth-template-value"
+
+// templateAction matches one Go template action on one line.
+var templateAction = regexp.MustCompile(`\{\{.*?\}\}`)
+
+// untemplate turns a Go-templated YAML file into plain YAML good enough for
+// extracting metadata: lines that hold only actions ({{ if }}, {{ end }}...)
+// are dropped and actions inside a line become templatePlaceholder. The result
+// describes no real object; it is only read for CRDs, RBAC rules and images.
+func untemplate(data []byte) []byte {
+	lines := strings.Split(string(data), "\n")
+	out := lines[:0]
+	for _, line := range lines {
+		if !strings.Contains(line, "{{") {
+			out = append(out, line)
+			continue
+		}
+		if strings.TrimSpace(templateAction.ReplaceAllString(line, "")) == "" {
+			continue
+		}
+		out = append(out, templateAction.ReplaceAllString(line, templatePlaceholder))
+	}
+	return []byte(strings.Join(out, "\n"))
+}

@@ -1,0 +1,68 @@
+package pkgformat
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// HelmConfigMediaType is the config media type of a Helm chart pushed by
+// `helm push`. berth treats such charts as packages: their tags are immutable
+// and the catalog indexes them.
+const HelmConfigMediaType = "application/vnd.cncf.helm.config.v1+json"
+
+// maxNameLength is the longest package name ValidName accepts, in bytes.
+const maxNameLength = 128
+
+var (
+	nameRE = regexp.MustCompile(`^[a-z0-9]+([._-][a-z0-9]+)*$`)
+	// tagRE is the OCI distribution grammar of a tag.
+	tagRE = regexp.MustCompile(`^[a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}$`)
+)
+
+// ValidName reports whether name can be a package name: one OCI repository
+// path component, [a-z0-9]+([._-][a-z0-9]+)*, at most 128 bytes. The error
+// wraps ErrInvalid and says which rule is broken.
+func ValidName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("package name is empty: %w", ErrInvalid)
+	case len(name) > maxNameLength:
+		return fmt.Errorf("package name %q is longer than %d bytes: %w", name, maxNameLength, ErrInvalid)
+	case !nameRE.MatchString(name):
+		return fmt.Errorf("package name %q must be lowercase letters and digits separated by single '.', '_' or '-': %w", name, ErrInvalid)
+	}
+	return nil
+}
+
+// Tag returns the OCI tag of a package version: the version with '+' written
+// '_', as Helm does, since '+' is not allowed in a tag.
+func Tag(version string) string {
+	return strings.ReplaceAll(version, "+", "_")
+}
+
+// validVersion reports whether version can be written as an OCI tag. The error
+// wraps ErrInvalid.
+func validVersion(version string) error {
+	if version == "" {
+		return fmt.Errorf("version is empty: %w", ErrInvalid)
+	}
+	if !tagRE.MatchString(Tag(version)) {
+		return fmt.Errorf("version %q cannot be written as an OCI tag ([a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}, '+' written '_'): %w", version, ErrInvalid)
+	}
+	return nil
+}
+
+// ContentTitle is the file name of a package's content tarball,
+// "<name>-<version>.tgz"; the content layer carries it as
+// org.opencontainers.image.title so that `oras pull` writes a file of that name.
+func ContentTitle(name, version string) string {
+	return name + "-" + version + ".tgz"
+}
+
+// IsPackage reports whether a manifest with this artifactType and config media
+// type is a package whose tags are immutable: a berth package (ArtifactType or
+// ConfigMediaType) or a Helm chart (HelmConfigMediaType).
+func IsPackage(artifactType, configMediaType string) bool {
+	return artifactType == ArtifactType || configMediaType == ConfigMediaType || configMediaType == HelmConfigMediaType
+}

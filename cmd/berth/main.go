@@ -1,0 +1,61 @@
+// Command berth is the berth registry server and its client.
+//
+// berth serve runs the registry, and the client commands (package, push, pull,
+// inspect) package and move operator packages. This file only wires commands
+// together; each subcommand lives in a file of its own.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run executes the berth command line and returns the process exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	root := newRootCmd(stdout, stderr)
+	root.SetArgs(args)
+	if err := root.ExecuteContext(ctx); err != nil {
+		var exit exitError
+		if errors.As(err, &exit) {
+			return exit.code
+		}
+		fmt.Fprintf(stderr, "Error: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// exitError ends the command with a given exit code after the command has
+// already reported the failure itself.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "berth",
+		Short:         "An OCI-native registry for Kubernetes operator packages",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.AddCommand(
+		newServeCmd(),
+	)
+	return root
+}

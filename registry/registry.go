@@ -1,0 +1,185 @@
+// Package registry embeds distribution's registry (handlers.App) and adds what
+// berth needs around it: package version immutability, a readiness check on
+// the storage, and distribution's logs routed into berth's slog logger.
+package registry
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/distribution/distribution/v3"
+	"github.com/distribution/distribution/v3/configuration"
+	"github.com/distribution/distribution/v3/registry/handlers"
+	registrymiddleware "github.com/distribution/distribution/v3/registry/middleware/registry"
+	storagedriver "github.com/distribution/distribution/v3/registry/storage/driver"
+
+	"github.com/berth-registry/berth/storage"
+)
+
+// middlewareName is the name berth's guard is registered under with
+// distribution's registry middleware.
+const middlewareName = "berth"
+
+func init() {
+	if err := registrymiddleware.Register(middlewareName, initGuard); err != nil {
+		panic(err)
+	}
+}
+
+// Options configure a Registry.
+type Options struct {
+	// Storage selects and configures the blob storage.
+	Storage *storage.Config
+	// HTTPSecret signs upload state; replicas behind one load balancer must share it.
+	HTTPSecret string
+	// AllowOverwrite reports whether package version tags in a namespace may
+	// be re-pointed to another digest. Nil means never.
+	AllowOverwrite func(namespace string) bool
+	// Logger receives distribution's own logs. Nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Registry is an OCI distribution registry serving /v2/.
+type Registry struct {
+	app    *handlers.App
+	guard  *guard
+	driver storagedriver.StorageDriver
+	locks  keyedMutex
+}
+
+var _ http.Handler = (*Registry)(nil)
+
+// New builds a registry on the configured storage. It returns an error when
+// the storage driver cannot be created from the configuration.
+func New(ctx context.Context, opts Options) (*Registry, error) {
+	if opts.Storage == nil {
+		return nil, errors.New("registry: no storage configured")
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	bridgeLogs(logger)
+
+	driverName, params, err := opts.Storage.Distribution()
+	if err != nil {
+		return nil, err
+	}
+	g := &guard{allowOverwrite: opts.AllowOverwrite}
+	if g.allowOverwrite == nil {
+		g.allowOverwrite = func(string) bool { return false }
+	}
+
+	cfg := &configuration.Configuration{
+		Storage: configuration.Storage{
+			driverName: params,
+			"delete":   configuration.Parameters{"enabled": true},
+			"cache":    configuration.Parameters{"blobdescriptor": "inmemory"},
+			"redirect": configuration.Parameters{"disable": opts.Storage.DisableRedirect},
+		},
+		Middleware: map[string][]configuration.Middleware{
+			"registry": {{Name: middlewareName, Options: configuration.Parameters{"guard": g}}},
+		},
+	}
+	cfg.HTTP.Secret = opts.HTTPSecret
+	// Layers may point at URLs (non-distributable layers); berth never fetches
+	// them, so any http(s) URL is accepted, as the OCI conformance suite expects.
+	cfg.Validation.Manifests.URLs.Allow = []string{"^https?://"}
+
+	app, err := newApp(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("registry: storage %s: %w", opts.Storage.Driver, err)
+	}
+	return &Registry{app: app, guard: g, driver: g.driver}, nil
+}
+
+// newApp turns the panics with which distribution reports bad configuration into errors.
+func newApp(ctx context.Context, cfg *configuration.Configuration) (app *handlers.App, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	return handlers.NewApp(ctx, cfg), nil
+}
+
+// ServeHTTP serves the OCI distribution API under /v2/. Manifest PUTs by tag
+// are serialised per repository and tag, so that the immutability check and
+// the tag write that follows it are one step.
+func (r *Registry) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if req.Method == http.MethodPut {
+		if repo, ref, ok := manifestPath(req.URL.Path); ok && !strings.Contains(ref, ":") {
+			defer r.locks.lock(repo + ":" + ref)()
+		}
+	}
+	r.app.ServeHTTP(w, req)
+}
+
+// Namespace is the registry's view of its repositories, for in-process readers.
+func (r *Registry) Namespace() distribution.Namespace { return r.guard.namespace }
+
+// Ready reports whether the storage answers within timeout.
+func (r *Registry) Ready(ctx context.Context, timeout time.Duration) error {
+	return storage.Check(ctx, r.driver, timeout)
+}
+
+// Close stops the registry's background work (upload purging).
+func (r *Registry) Close() error { return r.app.Shutdown() }
+
+// manifestPath splits /v2/<repo>/manifests/<reference>.
+func manifestPath(p string) (repo, ref string, ok bool) {
+	rest, ok := strings.CutPrefix(p, "/v2/")
+	if !ok {
+		return "", "", false
+	}
+	i := strings.LastIndex(rest, "/manifests/")
+	if i <= 0 {
+		return "", "", false
+	}
+	return rest[:i], rest[i+len("/manifests/"):], true
+}
+
+// LoadOrCreateSecret returns the secret kept in file, creating the file with a
+// new random secret (mode 0600) when it does not exist yet.
+func LoadOrCreateSecret(file string) (string, error) {
+	b, err := os.ReadFile(file)
+	if err == nil {
+		if s := strings.TrimSpace(string(b)); s != "" {
+			return s, nil
+		}
+		return "", fmt.Errorf("%s: empty secret", file)
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return "", err
+	}
+	buf := make([]byte, 32)
+	if _, err := rand.Read(buf); err != nil {
+		return "", err
+	}
+	secret := hex.EncodeToString(buf)
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return "", err
+	}
+	f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return LoadOrCreateSecret(file) // another process created it first
+	}
+	if err != nil {
+		return "", err
+	}
+	if _, err := f.WriteString(secret + "\n"); err != nil {
+		f.Close()
+		return "", err
+	}
+	return secret, f.Close()
+}

@@ -1,0 +1,353 @@
+package registry
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/berth-registry/berth/pkgformat"
+	"github.com/berth-registry/berth/storage"
+)
+
+// newTestRegistry serves a registry on in-memory storage. Namespaces named
+// "scratch" allow overwrites.
+func newTestRegistry(t *testing.T) *httptest.Server {
+	t.Helper()
+	reg, err := New(context.Background(), Options{
+		Storage:        &storage.Config{Driver: "inmemory"},
+		HTTPSecret:     "test",
+		AllowOverwrite: func(ns string) bool { return ns == "scratch" },
+		Logger:         slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(reg)
+	t.Cleanup(func() { srv.Close(); reg.Close() })
+	return srv
+}
+
+// pushBlob uploads b (POST, then PUT with the digest) and returns its descriptor.
+func pushBlob(t *testing.T, base, repo, mediaType string, b []byte) ocispec.Descriptor {
+	t.Helper()
+	d := digest.FromBytes(b)
+	resp, err := http.Post(fmt.Sprintf("%s/v2/%s/blobs/uploads/", base, repo), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("blob upload start: %s", resp.Status)
+	}
+	loc, err := resp.Location()
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := loc.Query()
+	q.Set("digest", d.String())
+	loc.RawQuery = q.Encode()
+	req, _ := http.NewRequest(http.MethodPut, loc.String(), bytes.NewReader(b))
+	req.Header.Set("Content-Type", "application/octet-stream")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("blob upload: %s", resp.Status)
+	}
+	return ocispec.Descriptor{MediaType: mediaType, Digest: d, Size: int64(len(b))}
+}
+
+// manifest builds and uploads the blobs of an image manifest whose layer holds
+// content. Package manifests carry berth's artifact type and config.
+func manifest(t *testing.T, base, repo, content string, isPackage bool) []byte {
+	t.Helper()
+	m := ocispec.Manifest{MediaType: ocispec.MediaTypeImageManifest}
+	m.SchemaVersion = 2
+	if isPackage {
+		m.ArtifactType = pkgformat.ArtifactType
+		m.Config = pushBlob(t, base, repo, pkgformat.ConfigMediaType, []byte(`{"name":"x"}`))
+		m.Layers = []ocispec.Descriptor{pushBlob(t, base, repo, pkgformat.ContentMediaType, []byte(content))}
+	} else {
+		m.Config = pushBlob(t, base, repo, ocispec.MediaTypeImageConfig, []byte(`{}`))
+		m.Layers = []ocispec.Descriptor{pushBlob(t, base, repo, ocispec.MediaTypeImageLayer, []byte(content))}
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+type ociErrors struct {
+	Errors []struct{ Code, Message string } `json:"errors"`
+}
+
+// putManifest PUTs a manifest and returns the status and the OCI error body.
+func putManifest(t *testing.T, base, repo, ref string, body []byte) (int, ociErrors) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPut, fmt.Sprintf("%s/v2/%s/manifests/%s", base, repo, ref), bytes.NewReader(body))
+	req.Header.Set("Content-Type", ocispec.MediaTypeImageManifest)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var e ociErrors
+	_ = json.NewDecoder(resp.Body).Decode(&e)
+	return resp.StatusCode, e
+}
+
+// tagDigest returns the digest a tag points at.
+func tagDigest(t *testing.T, base, repo, tag string) digest.Digest {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodHead, fmt.Sprintf("%s/v2/%s/manifests/%s", base, repo, tag), nil)
+	req.Header.Set("Accept", ocispec.MediaTypeImageManifest)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("HEAD %s:%s: %s", repo, tag, resp.Status)
+	}
+	return digest.Digest(resp.Header.Get("Docker-Content-Digest"))
+}
+
+func TestTagImmutability(t *testing.T) {
+	for _, tc := range []struct {
+		name                string
+		repo                string
+		firstPkg, secondPkg bool
+		sameContent         bool
+		wantStatus          int
+		wantSecondTagged    bool
+	}{
+		{name: "package re-pushed with the same digest", repo: "kudo/kafka", firstPkg: true, secondPkg: true, sameContent: true, wantStatus: http.StatusCreated, wantSecondTagged: true},
+		{name: "package version re-pointed to another package", repo: "kudo/kafka", firstPkg: true, secondPkg: true, wantStatus: http.StatusForbidden},
+		{name: "package version re-pointed to a non-package", repo: "kudo/kafka", firstPkg: true, secondPkg: false, wantStatus: http.StatusForbidden},
+		{name: "non-package tag re-pointed to a package", repo: "kudo/kafka", firstPkg: false, secondPkg: true, wantStatus: http.StatusCreated, wantSecondTagged: true},
+		{name: "non-package tags stay mutable", repo: "library/app", firstPkg: false, secondPkg: false, wantStatus: http.StatusCreated, wantSecondTagged: true},
+		{name: "namespace that allows overwrites", repo: "scratch/kafka", firstPkg: true, secondPkg: true, wantStatus: http.StatusCreated, wantSecondTagged: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := newTestRegistry(t).URL
+			first := manifest(t, base, tc.repo, "first", tc.firstPkg)
+			secondContent := "second"
+			if tc.sameContent {
+				secondContent = "first"
+			}
+			second := manifest(t, base, tc.repo, secondContent, tc.secondPkg)
+
+			if status, e := putManifest(t, base, tc.repo, "1.0.0", first); status != http.StatusCreated {
+				t.Fatalf("first push: %d %v", status, e)
+			}
+			status, e := putManifest(t, base, tc.repo, "1.0.0", second)
+			if status != tc.wantStatus {
+				t.Fatalf("second push: status %d, want %d (%v)", status, tc.wantStatus, e)
+			}
+			want := digest.FromBytes(first)
+			if tc.wantSecondTagged {
+				want = digest.FromBytes(second)
+			}
+			if got := tagDigest(t, base, tc.repo, "1.0.0"); got != want {
+				t.Errorf("tag points at %s, want %s", got, want)
+			}
+			if status != http.StatusForbidden {
+				return
+			}
+			if len(e.Errors) != 1 || e.Errors[0].Code != "DENIED" {
+				t.Fatalf("errors %+v, want one DENIED", e.Errors)
+			}
+			msg := e.Errors[0].Message
+			for _, part := range []string{tc.repo + ":1.0.0", digest.FromBytes(first).String(), digest.FromBytes(second).String(), "immutable"} {
+				if !strings.Contains(msg, part) {
+					t.Errorf("message %q does not name %q", msg, part)
+				}
+			}
+		})
+	}
+}
+
+func TestConcurrentPushesToOneVersionHaveOneWinner(t *testing.T) {
+	base := newTestRegistry(t).URL
+	const pushers, rounds = 16, 10
+	bodies := make([][]byte, pushers)
+	for i := range bodies {
+		bodies[i] = manifest(t, base, "kudo/race", fmt.Sprintf("content-%d", i), true)
+	}
+	for round := range rounds {
+		tag := fmt.Sprintf("1.0.%d", round)
+		statuses := make([]int, pushers)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range bodies {
+			wg.Go(func() {
+				<-start
+				statuses[i], _ = putManifest(t, base, "kudo/race", tag, bodies[i])
+			})
+		}
+		close(start)
+		wg.Wait()
+		winner := -1
+		for i, s := range statuses {
+			switch s {
+			case http.StatusCreated:
+				if winner >= 0 {
+					t.Fatalf("%s: pushes %d and %d both succeeded", tag, winner, i)
+				}
+				winner = i
+			case http.StatusForbidden:
+			default:
+				t.Fatalf("%s: push %d: unexpected status %d", tag, i, s)
+			}
+		}
+		if winner < 0 {
+			t.Fatalf("%s: no push succeeded", tag)
+		}
+		if got := tagDigest(t, base, "kudo/race", tag); got != digest.FromBytes(bodies[winner]) {
+			t.Fatalf("%s points at %s, want the winner's %s", tag, got, digest.FromBytes(bodies[winner]))
+		}
+	}
+}
+
+func TestDeletedVersionCanBePushedAgain(t *testing.T) {
+	base := newTestRegistry(t).URL
+	first := manifest(t, base, "kudo/kafka", "first", true)
+	second := manifest(t, base, "kudo/kafka", "second", true)
+	if status, _ := putManifest(t, base, "kudo/kafka", "1.0.0", first); status != http.StatusCreated {
+		t.Fatal("first push failed")
+	}
+	req, _ := http.NewRequest(http.MethodDelete, base+"/v2/kudo/kafka/manifests/"+digest.FromBytes(first).String(), nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("delete: %s", resp.Status)
+	}
+	if status, e := putManifest(t, base, "kudo/kafka", "1.0.0", second); status != http.StatusCreated {
+		t.Fatalf("push after delete: %d %v", status, e)
+	}
+}
+
+func TestCosignSignatureTagsStayMutable(t *testing.T) {
+	base := newTestRegistry(t).URL
+	pkg := manifest(t, base, "stable/kafka", "pkg", true)
+	if status, _ := putManifest(t, base, "stable/kafka", "1.0.0", pkg); status != http.StatusCreated {
+		t.Fatal("package push failed")
+	}
+	sigTag := "sha256-" + digest.FromBytes(pkg).Encoded() + ".sig"
+	for i := range 3 {
+		sig := manifest(t, base, "stable/kafka", fmt.Sprintf("signature-%d", i), false)
+		if status, e := putManifest(t, base, "stable/kafka", sigTag, sig); status != http.StatusCreated {
+			t.Fatalf("signature %d: %d %v", i, status, e)
+		}
+		if got := tagDigest(t, base, "stable/kafka", sigTag); got != digest.FromBytes(sig) {
+			t.Fatalf("signature tag not re-pointed: %s", got)
+		}
+	}
+}
+
+func TestManifestPath(t *testing.T) {
+	for _, tc := range []struct{ path, repo, ref string }{
+		{"/v2/kudo/kafka/manifests/1.0.0", "kudo/kafka", "1.0.0"},
+		{"/v2/a/b/c/manifests/sha256:abc", "a/b/c", "sha256:abc"},
+		{"/v2/manifests/manifests/x", "manifests", "x"},
+		{"/v2/kudo/kafka/blobs/sha256:abc", "", ""},
+		{"/v2/", "", ""},
+		{"/other/a/manifests/x", "", ""},
+	} {
+		repo, ref, ok := manifestPath(tc.path)
+		if ok != (tc.repo != "") || repo != tc.repo || ref != tc.ref {
+			t.Errorf("manifestPath(%q) = %q, %q, %v", tc.path, repo, ref, ok)
+		}
+	}
+}
+
+func TestKeyedMutexSerialisesOneKey(t *testing.T) {
+	var k keyedMutex
+	var inside, maxInside int
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			defer k.lock("a")()
+			mu.Lock()
+			inside++
+			maxInside = max(maxInside, inside)
+			mu.Unlock()
+			time.Sleep(time.Millisecond)
+			mu.Lock()
+			inside--
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if maxInside != 1 {
+		t.Fatalf("%d holders at once", maxInside)
+	}
+	if len(k.locks) != 0 {
+		t.Fatalf("%d locks left behind", len(k.locks))
+	}
+}
+
+func TestLoadOrCreateSecret(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "sub", "http-secret")
+	s1, err := LoadOrCreateSecret(file)
+	if err != nil || len(s1) != 64 {
+		t.Fatalf("created %q, %v", s1, err)
+	}
+	fi, err := os.Stat(file)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("secret file mode: %v %v", fi, err)
+	}
+	s2, err := LoadOrCreateSecret(file)
+	if err != nil || s2 != s1 {
+		t.Fatalf("reloaded %q, %v; want %q", s2, err, s1)
+	}
+	empty := filepath.Join(t.TempDir(), "empty")
+	os.WriteFile(empty, []byte("\n"), 0o600)
+	if _, err := LoadOrCreateSecret(empty); err == nil || !strings.Contains(err.Error(), "empty secret") {
+		t.Fatalf("empty secret file: %v", err)
+	}
+}
+
+func TestNewReportsBadStorage(t *testing.T) {
+	_, err := New(context.Background(), Options{Storage: &storage.Config{Driver: "s3", S3: storage.S3{Bucket: "b", Region: "no-such-region-1"}}})
+	if err == nil || !strings.Contains(err.Error(), "storage s3") {
+		t.Fatalf("error %v, want one naming the storage", err)
+	}
+}
+
+func TestReadyChecksStorage(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "file")
+	os.WriteFile(root, nil, 0o600)
+	reg, err := New(context.Background(), Options{
+		Storage: &storage.Config{Driver: "filesystem", Filesystem: storage.Filesystem{RootDirectory: filepath.Join(root, "sub")}},
+		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Close()
+	if err := reg.Ready(context.Background(), time.Second); err == nil {
+		t.Fatal("storage below a regular file reported ready")
+	}
+}

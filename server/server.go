@@ -1,0 +1,145 @@
+// Package server assembles berth serve's HTTP surface on one port: the
+// registry under /v2/, /healthz, /readyz and /metrics, behind middleware that
+// assigns request IDs, writes the access log and records Prometheus metrics.
+// Run serves until its context ends, then shuts down cleanly.
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// ReadyChecker reports whether a part the server depends on can serve.
+type ReadyChecker interface {
+	Ready(ctx context.Context, timeout time.Duration) error
+}
+
+// Options configure a Server.
+type Options struct {
+	// Registry serves the OCI distribution API under /v2/.
+	Registry http.Handler
+	// Ready names the checks /readyz runs (e.g. "storage").
+	Ready map[string]ReadyChecker
+	// Logger is the server's logger. Nil means slog.Default().
+	Logger *slog.Logger
+	// ShutdownTimeout bounds how long in-flight requests may run after Run's
+	// context ends. Zero means 30s.
+	ShutdownTimeout time.Duration
+}
+
+// readyTimeout bounds each readiness check.
+const readyTimeout = 2 * time.Second
+
+// Server is berth's HTTP server.
+type Server struct {
+	opts     Options
+	log      *slog.Logger
+	handler  http.Handler
+	draining atomic.Bool
+}
+
+// New builds the server and its routes.
+func New(opts Options) *Server {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.ShutdownTimeout == 0 {
+		opts.ShutdownTimeout = 30 * time.Second
+	}
+	s := &Server{opts: opts, log: opts.Logger}
+
+	metrics := newHTTPMetrics()
+	r := chi.NewRouter()
+	r.Use(requestID, accessLog(s.log, metrics), recoverPanics(s.log))
+	r.Get("/healthz", s.healthz)
+	r.Get("/readyz", s.readyz)
+	r.Handle("/metrics", promhttp.HandlerFor(prometheus.Gatherers{metrics.registry, prometheus.DefaultGatherer}, promhttp.HandlerOpts{}))
+	if opts.Registry != nil {
+		r.Handle("/v2", opts.Registry)
+		r.Handle("/v2/*", opts.Registry)
+	}
+	s.handler = r
+	return s
+}
+
+// Handler returns the server's root handler.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Run serves on ln until ctx ends, then stops accepting connections, marks
+// the server not ready and lets in-flight requests finish for up to
+// ShutdownTimeout. It returns an error if serving failed or requests were
+// still running when the timeout passed.
+func (s *Server) Run(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	s.log.Info("berth serving", "addr", ln.Addr().String())
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	s.draining.Store(true)
+	s.log.Info("shutting down", "timeout", s.opts.ShutdownTimeout.String())
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		srv.Close()
+		return fmt.Errorf("shutdown: in-flight requests did not finish within %s: %w", s.opts.ShutdownTimeout, err)
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	s.log.Info("stopped")
+	return nil
+}
+
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// readyz runs every readiness check; it fails while the server drains.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	checks := map[string]string{}
+	ready := !s.draining.Load()
+	if !ready {
+		checks["server"] = "shutting down"
+	}
+	for name, c := range s.opts.Ready {
+		if err := c.Ready(r.Context(), readyTimeout); err != nil {
+			checks[name] = err.Error()
+			ready = false
+			continue
+		}
+		checks[name] = "ok"
+	}
+	if !ready {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "checks": checks})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "checks": checks})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

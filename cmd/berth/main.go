@@ -56,6 +56,10 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root.SetErr(stderr)
 	root.AddCommand(
 		newServeCmd(),
+		newPackageCmd(),
+		newPushCmd(),
+		newPullCmd(),
+		newInspectCmd(),
 	)
 	return root
 }

@@ -1,0 +1,162 @@
+// Package client pushes, pulls and inspects berth packages in any OCI
+// registry, on oras-go v2.
+//
+// A package version is one OCI image manifest (DESIGN.md, "Package artifact"):
+// a metadata config blob and one gzipped tar content layer, tagged with the
+// package version. References are host[:port]/namespace/name[:version] or
+// ...@sha256:<hex> (ParseReference).
+//
+// Errors wrap one of the sentinels below with the operation and reference that
+// failed; errors the registry sent also keep its *errcode.ErrorResponse in
+// the chain, and their text carries the registry's code and message.
+package client
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+
+	"oras.land/oras-go/v2/registry"
+	"oras.land/oras-go/v2/registry/remote"
+	"oras.land/oras-go/v2/registry/remote/auth"
+	"oras.land/oras-go/v2/registry/remote/credentials"
+	"oras.land/oras-go/v2/registry/remote/retry"
+
+	"github.com/berth-registry/berth/pkgformat"
+)
+
+// Sentinel errors. Errors returned by Client methods wrap one of these when
+// the cause is known.
+var (
+	// ErrNotFound: the repository, tag, manifest or blob does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrNotPackage: the artifact exists but is not a berth package.
+	ErrNotPackage = errors.New("not a berth package")
+	// ErrDenied: the registry refused the operation (OCI DENIED, HTTP 403),
+	// e.g. pushing a different digest to an existing version.
+	ErrDenied = errors.New("denied")
+	// ErrUnauthorized: the registry wants credentials, or rejected the ones given.
+	ErrUnauthorized = errors.New("unauthorized")
+	// ErrDigestMismatch: content did not match its digest or size.
+	ErrDigestMismatch = errors.New("content does not match its digest")
+	// ErrTooLarge: a manifest or blob is larger than the client accepts.
+	ErrTooLarge = errors.New("too large")
+	// ErrRegistry: the registry answered with another error.
+	ErrRegistry = errors.New("registry error")
+)
+
+// DefaultUserAgent is the User-Agent sent when Options.UserAgent is empty.
+const DefaultUserAgent = "berth"
+
+// DefaultProgressThreshold is the blob size from which progress is reported
+// when Options.ProgressThreshold is not set.
+const DefaultProgressThreshold = 4 << 20
+
+// Options configure a Client. The zero value is a working default.
+type Options struct {
+	// PlainHTTP selects plain HTTP (true) or HTTPS (false) for every registry.
+	// If nil, plain HTTP is used for localhost and loopback addresses (any
+	// port), as docker does, and HTTPS for every other host.
+	PlainHTTP *bool
+
+	// Credentials resolves the credentials for a registry. If nil, the Docker
+	// config file is read ($DOCKER_CONFIG/config.json, else
+	// ~/.docker/config.json, with its credential helpers), as docker, oras and
+	// helm do.
+	Credentials credentials.Store
+
+	// UserAgent is sent with every request. If empty, DefaultUserAgent is used.
+	UserAgent string
+
+	// HTTPClient sends the requests. If nil, oras-go's retrying client
+	// (retry.DefaultClient) is used.
+	HTTPClient *http.Client
+
+	// Progress, if not nil, is called as blobs of at least ProgressThreshold
+	// bytes are pushed or pulled. Smaller blobs report nothing.
+	Progress func(Progress)
+
+	// ProgressThreshold is the smallest blob size that reports progress. If
+	// <= 0, DefaultProgressThreshold is used.
+	ProgressThreshold int64
+
+	// Package tunes how pulled packages are read: limits (the zero value
+	// uses pkgformat's defaults; MaxArchiveSize caps the content download),
+	// and the name and version of packages that carry none. Packages pushed
+	// with the empty config that carry no name or version take them from the
+	// reference (repository name and tag).
+	Package pkgformat.Options
+}
+
+// Client pushes, pulls and inspects berth packages. It is safe for concurrent use.
+type Client struct {
+	opts Options
+	auth *auth.Client
+}
+
+// New returns a Client. It returns an error if Options.Credentials is nil and
+// the Docker config file exists but cannot be read.
+func New(opts Options) (*Client, error) {
+	store := opts.Credentials
+	if store == nil {
+		docker, err := credentials.NewStoreFromDocker(credentials.StoreOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("read docker credentials: %w", err)
+		}
+		store = docker
+	}
+	if opts.UserAgent == "" {
+		opts.UserAgent = DefaultUserAgent
+	}
+	if opts.ProgressThreshold <= 0 {
+		opts.ProgressThreshold = DefaultProgressThreshold
+	}
+	httpClient := opts.HTTPClient
+	if httpClient == nil {
+		httpClient = retry.DefaultClient
+	}
+	return &Client{
+		opts: opts,
+		auth: &auth.Client{
+			Client:     httpClient,
+			Header:     http.Header{"User-Agent": {opts.UserAgent}},
+			Cache:      auth.NewCache(),
+			Credential: credentials.Credential(store),
+		},
+	}, nil
+}
+
+// PlainHTTP reports whether the client talks plain HTTP to the registry
+// host[:port].
+func (c *Client) PlainHTTP(registryHost string) bool {
+	if c.opts.PlainHTTP != nil {
+		return *c.opts.PlainHTTP
+	}
+	return isLoopback(registryHost)
+}
+
+// isLoopback reports whether host[:port] names this machine: localhost or a
+// loopback IP address (127.0.0.0/8, ::1).
+func isLoopback(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// repository returns the oras-go repository that ref lives in.
+func (c *Client) repository(ref Reference) *remote.Repository {
+	return &remote.Repository{
+		Client:    c.auth,
+		Reference: registry.Reference{Registry: ref.Registry, Repository: ref.Repository()},
+		PlainHTTP: c.PlainHTTP(ref.Registry),
+	}
+}

@@ -1,0 +1,283 @@
+package client
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2/content"
+	"oras.land/oras-go/v2/registry/remote"
+
+	"github.com/berth-registry/berth/pkgformat"
+)
+
+const (
+	// maxManifestSize caps a manifest, as oras-go and distribution do.
+	maxManifestSize = 4 << 20
+	// maxConfigSize caps the metadata config blob.
+	maxConfigSize = 16 << 20
+)
+
+// Package is a package version as found in a registry.
+type Package struct {
+	// Reference is the reference that was resolved, with Digest set to the
+	// manifest digest.
+	Reference Reference
+	// ManifestDesc describes the manifest: digest, size and media type.
+	ManifestDesc ocispec.Descriptor
+	// Manifest is the parsed manifest.
+	Manifest ocispec.Manifest
+	// ConfigDesc and ContentDesc describe the config blob and the content layer.
+	ConfigDesc  ocispec.Descriptor
+	ContentDesc ocispec.Descriptor
+	// Metadata is read from the config blob, or derived from the content when
+	// the config is the OCI empty config (a package pushed by plain oras push).
+	Metadata *pkgformat.Metadata
+	// Content is the content layer, the package as a gzipped tar, byte for
+	// byte as pushed. Only Pull sets it.
+	Content []byte
+}
+
+// Push pushes a package artifact: the config and content blobs (skipping
+// those the registry already has), then the manifest, tagged with ref.Tag or,
+// when ref has no tag, with the version in the manifest's
+// org.opencontainers.image.version annotation. Pushing identical bytes again
+// succeeds. It returns the manifest descriptor.
+//
+// Errors wrap ErrInvalidReference (ref has a digest, or no version can be
+// found), ErrDenied (e.g. the version exists with another digest; the text
+// carries the registry's message), ErrUnauthorized, ErrRegistry, or the
+// transport error.
+func (c *Client) Push(ctx context.Context, ref Reference, art *pkgformat.Artifact) (ocispec.Descriptor, error) {
+	if art == nil {
+		return ocispec.Descriptor{}, fmt.Errorf("push %s: no artifact", ref)
+	}
+	if ref.Digest != "" {
+		return ocispec.Descriptor{}, fmt.Errorf("push %s: %w: a pushed package is tagged with its version; remove the digest", ref, ErrInvalidReference)
+	}
+	if ref.Tag == "" {
+		tag, err := manifestVersionTag(art.Manifest)
+		if err != nil {
+			return ocispec.Descriptor{}, fmt.Errorf("push %s: %w", ref, err)
+		}
+		ref.Tag = tag
+	}
+	repo := c.repository(ref)
+	blobs := []struct {
+		desc ocispec.Descriptor
+		data []byte
+	}{{art.ConfigDesc, art.Config}, {art.ContentDesc, art.Content}}
+	for _, b := range blobs {
+		exists, err := repo.Exists(ctx, b.desc)
+		if err != nil {
+			return ocispec.Descriptor{}, wrapError("push", ref, "check blob "+b.desc.Digest.String(), err)
+		}
+		if exists {
+			continue
+		}
+		r := c.track("push", b.desc, bytes.NewReader(b.data))
+		if err := repo.Push(ctx, b.desc, r); err != nil {
+			return ocispec.Descriptor{}, wrapError("push", ref, "blob "+b.desc.Digest.String(), err)
+		}
+	}
+	if err := repo.PushReference(ctx, art.ManifestDesc, bytes.NewReader(art.Manifest), ref.Tag); err != nil {
+		return ocispec.Descriptor{}, wrapError("push", ref, "", err)
+	}
+	return art.ManifestDesc, nil
+}
+
+// manifestVersionTag returns the tag for the version a package manifest
+// carries in its org.opencontainers.image.version annotation.
+func manifestVersionTag(manifest []byte) (string, error) {
+	var m ocispec.Manifest
+	if err := json.Unmarshal(manifest, &m); err != nil {
+		return "", fmt.Errorf("read manifest: %w", err)
+	}
+	v := m.Annotations[ocispec.AnnotationVersion]
+	if v == "" {
+		return "", fmt.Errorf("%w: no version given and the manifest has no %s annotation", ErrInvalidReference, ocispec.AnnotationVersion)
+	}
+	tag, err := versionTag(v)
+	if err != nil {
+		return "", fmt.Errorf("%w: manifest version: %v", ErrInvalidReference, err)
+	}
+	return tag, nil
+}
+
+// Pull resolves ref (by tag or digest), checks that it is a berth package and
+// downloads its config and content, verifying every digest and size. The
+// content is returned byte for byte as pushed.
+//
+// Errors wrap ErrInvalidReference (ref has neither version nor digest),
+// ErrNotFound, ErrNotPackage (naming what the artifact is instead),
+// ErrDigestMismatch, ErrTooLarge, ErrUnauthorized, ErrDenied, ErrRegistry, or
+// pkgformat.ErrInvalid / pkgformat.ErrLimit when the metadata cannot be read.
+func (c *Client) Pull(ctx context.Context, ref Reference) (*Package, error) {
+	return c.get(ctx, "pull", ref, true)
+}
+
+// Inspect is Pull without downloading the content layer, except when the
+// config is the OCI empty config and the metadata must be derived from the
+// content. Package.Content is nil. It returns the errors Pull does.
+func (c *Client) Inspect(ctx context.Context, ref Reference) (*Package, error) {
+	return c.get(ctx, "inspect", ref, false)
+}
+
+// get is Pull (withContent) and Inspect.
+func (c *Client) get(ctx context.Context, op string, ref Reference, withContent bool) (*Package, error) {
+	if ref.Tag == "" && ref.Digest == "" {
+		return nil, fmt.Errorf("%s %s: %w: give a version (name:version) or a digest (name@sha256:...)", op, ref, ErrInvalidReference)
+	}
+	repo := c.repository(ref)
+	pkg, err := c.fetchManifest(ctx, repo, ref)
+	if err != nil {
+		return nil, wrapError(op, ref, "", err)
+	}
+	ref = pkg.Reference
+	if pkg.ConfigDesc.Size > maxConfigSize {
+		return nil, wrapError(op, ref, "config", fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, pkg.ConfigDesc.Size, maxConfigSize))
+	}
+	config, err := content.FetchAll(ctx, repo, pkg.ConfigDesc)
+	if err != nil {
+		return nil, wrapError(op, ref, "config "+pkg.ConfigDesc.Digest.String(), err)
+	}
+	var data []byte
+	if withContent || pkg.ConfigDesc.MediaType == ocispec.MediaTypeEmptyJSON {
+		if limit := c.contentLimit(); pkg.ContentDesc.Size > limit {
+			return nil, wrapError(op, ref, "content", fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, pkg.ContentDesc.Size, limit))
+		}
+		if data, err = c.fetchBlob(ctx, repo, pkg.ContentDesc); err != nil {
+			return nil, wrapError(op, ref, "content "+pkg.ContentDesc.Digest.String(), err)
+		}
+		if withContent {
+			pkg.Content = data
+		}
+	}
+	md, err := c.metadata(ref, pkg.ConfigDesc.MediaType, config, data)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: read metadata: %w", op, ref, err)
+	}
+	pkg.Metadata = md
+	return pkg, nil
+}
+
+// metadata reads a package's metadata from its config blob and, when data is
+// not nil, its content. A package with the empty config whose content carries
+// no name or version (plain manifests pushed by oras push) is read again with
+// the repository name and the tag of ref where Options.Package sets none.
+func (c *Client) metadata(ref Reference, configMediaType string, config, data []byte) (*pkgformat.Metadata, error) {
+	read := func(opts pkgformat.Options) (*pkgformat.Metadata, error) {
+		var content io.Reader
+		if data != nil {
+			content = bytes.NewReader(data)
+		}
+		return pkgformat.MetadataFromArtifact(config, configMediaType, content, opts)
+	}
+	opts := c.opts.Package
+	md, err := read(opts)
+	if err == nil || configMediaType != ocispec.MediaTypeEmptyJSON {
+		return md, err
+	}
+	opts.Name = cmp.Or(opts.Name, ref.Name)
+	opts.Version = cmp.Or(opts.Version, ref.Tag)
+	return read(opts)
+}
+
+// fetchManifest fetches and parses the manifest ref points at and checks that
+// it is a berth package.
+func (c *Client) fetchManifest(ctx context.Context, repo *remote.Repository, ref Reference) (*Package, error) {
+	desc, rc, err := repo.FetchReference(ctx, ref.manifestReference())
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	if desc.Size > maxManifestSize {
+		return nil, fmt.Errorf("manifest: %w: %d bytes, the limit is %d", ErrTooLarge, desc.Size, maxManifestSize)
+	}
+	data, err := content.ReadAll(rc, desc)
+	if err != nil {
+		return nil, fmt.Errorf("manifest %s: %w", desc.Digest, err)
+	}
+	if desc.MediaType != ocispec.MediaTypeImageManifest {
+		return nil, fmt.Errorf("%w: it is %s (media type %s)", ErrNotPackage, describeMediaType(desc.MediaType), desc.MediaType)
+	}
+	var m ocispec.Manifest
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("%w: manifest %s is not valid JSON: %v", ErrNotPackage, desc.Digest, err)
+	}
+	if !pkgformat.IsPackage(m.ArtifactType, m.Config.MediaType) {
+		return nil, fmt.Errorf("%w: it is %s (artifactType %q, config media type %q)", ErrNotPackage,
+			describeMediaType(m.Config.MediaType), m.ArtifactType, m.Config.MediaType)
+	}
+	layer, err := contentLayer(m)
+	if err != nil {
+		return nil, err
+	}
+	ref.Digest = desc.Digest
+	return &Package{Reference: ref, ManifestDesc: desc, Manifest: m, ConfigDesc: m.Config, ContentDesc: layer}, nil
+}
+
+// helmChartContentMediaType is the media type of the chart layer of a Helm chart.
+const helmChartContentMediaType = "application/vnd.cncf.helm.chart.content.v1.tar+gzip"
+
+// contentLayer picks the package content out of a package manifest: the layer
+// of the berth content media type (or a Helm chart's chart layer), or else the
+// only layer.
+func contentLayer(m ocispec.Manifest) (ocispec.Descriptor, error) {
+	for _, l := range m.Layers {
+		if l.MediaType == pkgformat.ContentMediaType || l.MediaType == helmChartContentMediaType {
+			return l, nil
+		}
+	}
+	if len(m.Layers) == 1 {
+		return m.Layers[0], nil
+	}
+	return ocispec.Descriptor{}, fmt.Errorf("%w: the manifest has %d layers and none of media type %s", ErrNotPackage, len(m.Layers), pkgformat.ContentMediaType)
+}
+
+// describeMediaType names the kind of artifact a manifest or config media
+// type belongs to, for ErrNotPackage messages.
+func describeMediaType(mediaType string) string {
+	switch mediaType {
+	case ocispec.MediaTypeImageIndex, "application/vnd.docker.distribution.manifest.list.v2+json":
+		return "an image index (a multi-platform image)"
+	case ocispec.MediaTypeImageConfig, "application/vnd.docker.container.image.v1+json",
+		"application/vnd.docker.distribution.manifest.v2+json":
+		return "a container image"
+	case "application/vnd.cncf.helm.config.v1+json":
+		return "a Helm chart (pull it with helm)"
+	case "application/vnd.dev.cosign.simplesigning.v1+json":
+		return "a cosign signature"
+	case ocispec.MediaTypeEmptyJSON:
+		return "an artifact with an empty config and no berth artifactType"
+	}
+	return "an artifact of another kind"
+}
+
+// contentLimit is the largest content layer Pull accepts: the package limit
+// on compressed archives.
+func (c *Client) contentLimit() int64 {
+	if l := c.opts.Package.Limits.MaxArchiveSize; l > 0 {
+		return l
+	}
+	return pkgformat.DefaultLimits().MaxArchiveSize
+}
+
+// fetchBlob downloads a blob, reporting progress for large ones, and verifies
+// its size and digest.
+func (c *Client) fetchBlob(ctx context.Context, repo *remote.Repository, desc ocispec.Descriptor) ([]byte, error) {
+	rc, err := repo.Fetch(ctx, desc)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	data, err := content.ReadAll(c.track("pull", desc, rc), desc)
+	if err != nil {
+		return nil, err
+	}
+	return data, nil
+}

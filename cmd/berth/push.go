@@ -1,0 +1,267 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/berth-registry/berth/client"
+	"github.com/berth-registry/berth/pkgformat"
+)
+
+// remoteFlags are the flags of every command that talks to a registry.
+type remoteFlags struct {
+	plainHTTP bool
+}
+
+// add registers the flags on cmd.
+func (f *remoteFlags) add(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&f.plainHTTP, "plain-http", false,
+		"use plain HTTP instead of HTTPS (default: plain HTTP for localhost and loopback addresses only)")
+}
+
+// client returns a registry client: credentials from the Docker config file,
+// --plain-http when given, progress bars when stderr is a terminal.
+func (f *remoteFlags) client(cmd *cobra.Command) (*client.Client, error) {
+	opts := client.Options{Progress: progressFunc(cmd.ErrOrStderr())}
+	if cmd.Flags().Changed("plain-http") {
+		opts.PlainHTTP = &f.plainHTTP
+	}
+	return client.New(opts)
+}
+
+// pushResult is the --format json output of a single-package push.
+type pushResult struct {
+	Digest    string `json:"digest"`
+	Reference string `json:"reference"`
+	Size      int64  `json:"size"`
+}
+
+// pushedPackage is one version of a multi-version push in --format json output.
+type pushedPackage struct {
+	Name      string `json:"name"`
+	Version   string `json:"version"`
+	Digest    string `json:"digest,omitempty"`
+	Reference string `json:"reference"`
+	Error     string `json:"error,omitempty"`
+}
+
+// newPushCmd returns `berth push PATH REF`.
+func newPushCmd() *cobra.Command {
+	var (
+		remote        remoteFlags
+		name, version string
+		format        outputFormat
+	)
+	cmd := &cobra.Command{
+		Use:   "push PATH REF",
+		Short: "Push a package directory or tarball to a registry",
+		Long: `Push a package to a registry. PATH is a package directory or a tarball made by
+berth package; REF is host[:port]/namespace/name[:version]. The version defaults
+to the package's; a name or version in REF that contradicts the package is
+refused. Plain-manifest packages take their name and version from REF (or
+--name and --version).
+
+Given a directory with one folder per version (the OLM package-manifest layout,
+or a folder of OLM bundles) and REF host[:port]/namespace, every version is
+pushed as its own package, each carrying its channels.`,
+		Example: `  berth push ./kafka localhost:5000/kudo/kafka
+  berth push kafka-1.0.0.tgz registry.example.com/kudo/kafka:1.0.0
+  berth push ./etcd-olm localhost:5000/operators`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			path, refArg := args[0], args[1]
+			c, err := remote.client(cmd)
+			if err != nil {
+				return err
+			}
+			if fi, err := os.Stat(path); err == nil && fi.IsDir() && pkgformat.IsRepository(path) {
+				if version != "" {
+					return fmt.Errorf("--version cannot be used with %s, which holds one folder per version", path)
+				}
+				return pushRepository(cmd, c, path, refArg, name, format)
+			}
+			ref, pkg, err := loadForPush(path, refArg, name, version)
+			if err != nil {
+				return err
+			}
+			art, err := pkg.Artifact()
+			if err != nil {
+				return fmt.Errorf("push %s: %w", path, err)
+			}
+			desc, err := c.Push(cmd.Context(), ref, art)
+			if err != nil {
+				return err
+			}
+			if format == formatJSON {
+				return writeJSON(cmd.OutOrStdout(), pushResult{Digest: desc.Digest.String(), Reference: ref.String(), Size: desc.Size})
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Pushed %s\nDigest: %s\n", ref, desc.Digest)
+			return nil
+		},
+	}
+	remote.add(cmd)
+	cmd.Flags().StringVar(&name, "name", "", "package name, for formats that do not carry one (default: from REF)")
+	cmd.Flags().StringVar(&version, "version", "", "package version, for formats that do not carry one (default: from REF)")
+	addFormatFlag(cmd, &format)
+	return cmd
+}
+
+// loadForPush parses REF, loads the package at path and checks that the two
+// agree. The returned reference carries the package's version tag.
+func loadForPush(path, refArg, name, version string) (client.Reference, *pkgformat.Package, error) {
+	ref, err := client.ParseReference(refArg)
+	if err != nil {
+		if _, prefixErr := client.ParseRepositoryPrefix(refArg); prefixErr == nil {
+			return client.Reference{}, nil, fmt.Errorf("%w (host[:port]/namespace alone is for a directory with one folder per version, and %s is not one)", err, path)
+		}
+		return client.Reference{}, nil, err
+	}
+	if ref.Digest != "" {
+		return client.Reference{}, nil, fmt.Errorf("REF %q has a digest; a package is pushed under its version: want host[:port]/namespace/name[:version]", refArg)
+	}
+	if name != "" && name != ref.Name {
+		return client.Reference{}, nil, fmt.Errorf("--name %q contradicts the name %q in REF %q", name, ref.Name, refArg)
+	}
+	if version != "" && ref.Tag != "" && pkgformat.Tag(version) != ref.Tag {
+		return client.Reference{}, nil, fmt.Errorf("--version %q contradicts the version %q in REF %q", version, ref.Tag, refArg)
+	}
+	pkg, err := loadPackage(path, ref, name, version)
+	if err != nil {
+		return client.Reference{}, nil, err
+	}
+	md := pkg.Metadata
+	if md.Name != ref.Name {
+		return client.Reference{}, nil, fmt.Errorf("package %s is named %q but REF %q names %q: the repository must be <namespace>/%s",
+			path, md.Name, refArg, ref.Name, md.Name)
+	}
+	if ref.Tag != "" && pkgformat.Tag(md.Version) != ref.Tag {
+		return client.Reference{}, nil, fmt.Errorf("package %s has version %q but REF %q says %q", path, md.Version, refArg, ref.Tag)
+	}
+	ref.Tag = pkgformat.Tag(md.Version)
+	return ref, pkg, nil
+}
+
+// loadPackage reads the package at path (a directory or tarball). Formats that
+// carry their own name and version are read as they are, so that a REF that
+// contradicts them gets a clear error from the caller; a package that needs a
+// name or version (plain manifests) is read again with those of REF.
+func loadPackage(path string, ref client.Reference, name, version string) (*pkgformat.Package, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	var files []pkgformat.File
+	if fi.IsDir() {
+		files, err = pkgformat.ReadDir(path, pkgformat.Limits{})
+	} else {
+		files, err = readArchiveFile(path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("push %s: %w", path, err)
+	}
+	pkg, err := pkgformat.New(files, pkgformat.Options{Name: name, Version: version})
+	if err != nil && (name == "" || (version == "" && ref.Tag != "")) {
+		pkg, err = pkgformat.New(files, pkgformat.Options{Name: cmp.Or(name, ref.Name), Version: cmp.Or(version, ref.Tag)})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("push %s: %w", path, err)
+	}
+	return pkg, nil
+}
+
+// readArchiveFile reads the package tarball at path.
+func readArchiveFile(path string) ([]pkgformat.File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return pkgformat.ReadArchive(f, pkgformat.Limits{})
+}
+
+// pushRepository pushes every version in a directory with one folder per
+// version. REF is host[:port]/namespace, or host[:port]/namespace/name when
+// it names the package. Every version is tried; failures are reported on
+// stderr as they happen and summed up in the returned error.
+func pushRepository(cmd *cobra.Command, c *client.Client, dir, refArg, name string, format outputFormat) error {
+	prefix, wantName, err := parseRepositoryRef(refArg)
+	if err != nil {
+		return err
+	}
+	if name != "" && wantName != "" && name != wantName {
+		return fmt.Errorf("--name %q contradicts the name %q in REF %q", name, wantName, refArg)
+	}
+	if name == "" {
+		name = wantName
+	}
+	pkgs, err := pkgformat.LoadRepository(dir, pkgformat.Options{Name: name})
+	if err != nil {
+		return fmt.Errorf("push %s: %w", dir, err)
+	}
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	results := make([]pushedPackage, 0, len(pkgs))
+	var failed []string
+	for _, pkg := range pkgs {
+		md := pkg.Metadata
+		ref := prefix.Package(md.Name, md.Version)
+		res := pushedPackage{Name: md.Name, Version: md.Version, Reference: ref.String()}
+		if dgst, err := pushVersion(cmd.Context(), c, ref, pkg); err != nil {
+			res.Error = err.Error()
+			failed = append(failed, md.Name+" "+md.Version)
+			fmt.Fprintf(stderr, "Error: %v\n", err)
+		} else {
+			res.Digest = dgst
+			if format == formatText {
+				fmt.Fprintf(stdout, "Pushed %s %s\n", ref, res.Digest)
+			}
+		}
+		results = append(results, res)
+	}
+	if format == formatJSON {
+		if err := writeJSON(stdout, struct {
+			Packages []pushedPackage `json:"packages"`
+		}{results}); err != nil {
+			return err
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%d of %d versions failed to push: %s", len(failed), len(pkgs), strings.Join(failed, ", "))
+	}
+	return nil
+}
+
+// pushVersion pushes one version of a multi-version push and returns its
+// manifest digest.
+func pushVersion(ctx context.Context, c *client.Client, ref client.Reference, pkg *pkgformat.Package) (string, error) {
+	art, err := pkg.Artifact()
+	if err != nil {
+		return "", fmt.Errorf("push %s: %w", ref, err)
+	}
+	desc, err := c.Push(ctx, ref, art)
+	if err != nil {
+		return "", err
+	}
+	return desc.Digest.String(), nil
+}
+
+// parseRepositoryRef parses the REF of a multi-version push:
+// host[:port]/namespace, or host[:port]/namespace/name without a version.
+func parseRepositoryRef(refArg string) (client.RepositoryPrefix, string, error) {
+	prefix, err := client.ParseRepositoryPrefix(refArg)
+	if err == nil {
+		return prefix, "", nil
+	}
+	ref, refErr := client.ParseReference(refArg)
+	if refErr != nil {
+		return client.RepositoryPrefix{}, "", err
+	}
+	if ref.Tag != "" || ref.Digest != "" {
+		return client.RepositoryPrefix{}, "", fmt.Errorf("REF %q names one version, but PATH holds one folder per version: want host[:port]/namespace", refArg)
+	}
+	return client.RepositoryPrefix{Registry: ref.Registry, Namespace: ref.Namespace}, ref.Name, nil
+}

@@ -6,7 +6,6 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/spf13/cobra"
 
-	"github.com/berth-registry/berth/client"
 	"github.com/berth-registry/berth/pkgformat"
 )
 
@@ -43,14 +42,7 @@ version in a registry. Only the manifest and the metadata blob are downloaded
   berth inspect localhost:5000/kudo/kafka@sha256:... --format json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ref, err := client.ParseReference(args[0])
-			if err != nil {
-				return err
-			}
-			if ref.Tag == "" && ref.Digest == "" {
-				return fmt.Errorf("REF %q has no version: want host[:port]/namespace/name:version or host[:port]/namespace/name@sha256:<hex>", args[0])
-			}
-			c, err := remote.client(cmd)
+			c, ref, err := remote.versionRef(cmd, args[0])
 			if err != nil {
 				return err
 			}

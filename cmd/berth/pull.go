@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/berth-registry/berth/client"
 	"github.com/berth-registry/berth/pkgformat"
 )
 
@@ -47,14 +46,7 @@ the current directory (or -o DIR), byte for byte as pushed.`,
   berth pull registry.example.com/kudo/kafka:1.0.0 --tarball -o ./dist`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ref, err := client.ParseReference(args[0])
-			if err != nil {
-				return err
-			}
-			if ref.Tag == "" && ref.Digest == "" {
-				return fmt.Errorf("REF %q has no version: want host[:port]/namespace/name:version or host[:port]/namespace/name@sha256:<hex>", args[0])
-			}
-			c, err := remote.client(cmd)
+			c, ref, err := remote.versionRef(cmd, args[0])
 			if err != nil {
 				return err
 			}

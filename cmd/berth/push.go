@@ -34,6 +34,20 @@ func (f *remoteFlags) client(cmd *cobra.Command) (*client.Client, error) {
 	return client.New(opts)
 }
 
+// versionRef parses arg, a reference to one package version (by tag or
+// digest), and returns it with a client for its registry.
+func (f *remoteFlags) versionRef(cmd *cobra.Command, arg string) (*client.Client, client.Reference, error) {
+	ref, err := client.ParseReference(arg)
+	if err != nil {
+		return nil, ref, err
+	}
+	if ref.Tag == "" && ref.Digest == "" {
+		return nil, ref, fmt.Errorf("REF %q has no version: want host[:port]/namespace/name:version or host[:port]/namespace/name@sha256:<hex>", arg)
+	}
+	c, err := f.client(cmd)
+	return c, ref, err
+}
+
 // pushResult is the --format json output of a single-package push.
 type pushResult struct {
 	Digest    string `json:"digest"`

@@ -261,7 +261,7 @@ func TestFixturesOLM(t *testing.T) {
 				if ownsAPIs.Match(csvData) && len(md.ProvidedAPIs) == 0 {
 					t.Errorf("%s: the CSV owns APIs but ProvidedAPIs is empty", folder)
 				}
-				if want := iconDigest(t, csvData); digestOf(md.Icon) != want {
+				if want, _ := iconDigest(t, csvData); digestOf(md.Icon) != want {
 					t.Errorf("%s: icon %+v, want digest %q", folder, md.Icon, want)
 				}
 			}
@@ -280,9 +280,9 @@ func TestFixturesOLM(t *testing.T) {
 	}
 }
 
-// iconDigest is the digest of a CSV's first icon, or "" when it has none or
-// its base64 data does not decode (chaosblade-operator 0.5.1 has "**" in it).
-func iconDigest(t *testing.T, csvData []byte) string {
+// iconDigest is the digest and size of a CSV's first icon, or "" when it has
+// none or its base64 data does not decode (chaosblade-operator 0.5.1 has "**" in it).
+func iconDigest(t *testing.T, csvData []byte) (string, int64) {
 	t.Helper()
 	var csv struct {
 		Spec struct {
@@ -295,14 +295,14 @@ func iconDigest(t *testing.T, csvData []byte) string {
 		t.Fatal(err)
 	}
 	if len(csv.Spec.Icon) == 0 {
-		return ""
+		return "", 0
 	}
 	raw, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(csv.Spec.Icon[0].Data), ""))
 	if err != nil || len(raw) == 0 {
-		return ""
+		return "", 0
 	}
 	sum := sha256.Sum256(raw)
-	return "sha256:" + hex.EncodeToString(sum[:])
+	return "sha256:" + hex.EncodeToString(sum[:]), int64(len(raw))
 }
 
 // digestOf is the digest of icon, or "" for no icon.
@@ -371,26 +371,12 @@ func TestFixturesOLMIcon(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var csv struct {
-		Spec struct {
-			Icon []struct {
-				Data string `yaml:"base64data"`
-			} `yaml:"icon"`
-		} `yaml:"spec"`
-	}
-	if err := yaml.Unmarshal(data, &csv); err != nil {
-		t.Fatal(err)
-	}
-	raw, err := base64.StdEncoding.DecodeString(csv.Spec.Icon[0].Data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256(raw)
+	digest, size := iconDigest(t, data)
 	icon := p.Metadata.Icon
-	if icon == nil || icon.Digest != "sha256:"+hex.EncodeToString(sum[:]) || icon.Size != int64(len(raw)) || icon.Path != csvPath || icon.MediaType == "" {
-		t.Fatalf("icon %+v, want %d bytes, digest of the decoded data, path %s", icon, len(raw), csvPath)
+	if icon == nil || digest == "" || icon.Digest != digest || icon.Size != size || icon.Path != csvPath || icon.MediaType == "" {
+		t.Fatalf("icon %+v, want %d bytes, digest %s of the decoded data, path %s", icon, size, digest, csvPath)
 	}
-	if len(raw) < 500_000 {
-		t.Errorf("the fixture icon is only %d bytes", len(raw))
+	if size < 500_000 {
+		t.Errorf("the fixture icon is only %d bytes", size)
 	}
 }

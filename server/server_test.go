@@ -153,54 +153,48 @@ func listen(t *testing.T) net.Listener {
 	return ln
 }
 
-func TestShutdownLetsInFlightRequestsFinish(t *testing.T) {
+// shutdownWithRequestInFlight runs a server whose registry answers after
+// delay, sends it a request, and cancels Run's context once the request has
+// reached the handler. It returns the server, its address, Run's result and
+// the response body ("" when the request failed).
+func shutdownWithRequestInFlight(t *testing.T, timeout, delay time.Duration) (s *Server, addr string, ran <-chan error, body <-chan string) {
+	t.Helper()
 	started := make(chan struct{}, 1)
-	s := New(Options{Logger: quiet, ShutdownTimeout: 5 * time.Second, Registry: slowRegistry(300*time.Millisecond, started)})
+	s = New(Options{Logger: quiet, ShutdownTimeout: timeout, Registry: slowRegistry(delay, started)})
 	ln := listen(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan error, 1)
-	go func() { ran <- s.Run(ctx, ln) }()
-
-	type result struct {
-		body string
-		err  error
-	}
-	got := make(chan result, 1)
+	runErr, got := make(chan error, 1), make(chan string, 1)
+	go func() { runErr <- s.Run(ctx, ln) }()
 	go func() {
 		resp, err := http.Get("http://" + ln.Addr().String() + "/v2/")
 		if err != nil {
-			got <- result{err: err}
+			got <- ""
 			return
 		}
-		b, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		got <- result{string(b), err}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		got <- string(b)
 	}()
 	<-started
 	cancel()
+	return s, ln.Addr().String(), runErr, got
+}
 
-	r := <-got
-	if r.err != nil || r.body != "done" {
-		t.Fatalf("in-flight request: %q, %v", r.body, r.err)
+func TestShutdownLetsInFlightRequestsFinish(t *testing.T) {
+	_, addr, ran, body := shutdownWithRequestInFlight(t, 5*time.Second, 300*time.Millisecond)
+	if got := <-body; got != "done" {
+		t.Fatalf("in-flight request got %q, want it finished", got)
 	}
 	if err := <-ran; err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	if _, err := http.Get("http://" + ln.Addr().String() + "/healthz"); err == nil {
+	if _, err := http.Get("http://" + addr + "/healthz"); err == nil {
 		t.Fatal("server still accepts connections after shutdown")
 	}
 }
 
 func TestShutdownTimeoutIsReported(t *testing.T) {
-	started := make(chan struct{}, 1)
-	s := New(Options{Logger: quiet, ShutdownTimeout: 50 * time.Millisecond, Registry: slowRegistry(2*time.Second, started)})
-	ln := listen(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan error, 1)
-	go func() { ran <- s.Run(ctx, ln) }()
-	go http.Get("http://" + ln.Addr().String() + "/v2/")
-	<-started
-	cancel()
+	_, _, ran, _ := shutdownWithRequestInFlight(t, 50*time.Millisecond, 2*time.Second)
 	err := <-ran
 	if err == nil || !strings.Contains(err.Error(), "did not finish within 50ms") {
 		t.Fatalf("Run = %v, want a shutdown timeout error", err)
@@ -208,15 +202,7 @@ func TestShutdownTimeoutIsReported(t *testing.T) {
 }
 
 func TestNotReadyWhileDraining(t *testing.T) {
-	started := make(chan struct{}, 1)
-	s := New(Options{Logger: quiet, ShutdownTimeout: 5 * time.Second, Registry: slowRegistry(300*time.Millisecond, started)})
-	ln := listen(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan error, 1)
-	go func() { ran <- s.Run(ctx, ln) }()
-	go http.Get("http://" + ln.Addr().String() + "/v2/")
-	<-started
-	cancel()
+	s, _, ran, _ := shutdownWithRequestInFlight(t, 5*time.Second, 300*time.Millisecond)
 	deadline := time.Now().Add(time.Second)
 	for !s.draining.Load() && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)

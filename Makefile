@@ -7,13 +7,14 @@ BIN     := bin/berth
 GOFLAGS ?=
 # Test timeout for the whole suite; CI allows 90 minutes, a cold run takes far less.
 TEST_TIMEOUT ?= 30m
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
 .PHONY: all build run test tools bench lint conformance clean
 
 all: build
 
 build:
-	$(GO) build -o $(BIN) ./cmd/berth
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/berth
 
 ## run: build and start `berth serve` with embedded defaults (filesystem storage under ./data)
 run: build

@@ -73,17 +73,29 @@ func pushBlob(t *testing.T, base, repo, mediaType string, b []byte) ocispec.Desc
 	return ocispec.Descriptor{MediaType: mediaType, Digest: d, Size: int64(len(b))}
 }
 
-// manifest builds and uploads the blobs of an image manifest whose layer holds
-// content. Package manifests carry berth's artifact type and config.
-func manifest(t *testing.T, base, repo, content string, isPackage bool) []byte {
+// Kinds of manifest the tests push.
+const (
+	image     = "image"
+	berthPkg  = "berth package"
+	helmChart = "helm chart"
+)
+
+// manifest builds an image manifest of the given kind whose layer holds
+// content, uploading its blobs. Packages are berth packages (artifact type
+// and config) and Helm charts (config media type, as helm push writes them).
+func manifest(t *testing.T, base, repo, content, kind string) []byte {
 	t.Helper()
 	m := ocispec.Manifest{MediaType: ocispec.MediaTypeImageManifest}
 	m.SchemaVersion = 2
-	if isPackage {
+	switch kind {
+	case berthPkg:
 		m.ArtifactType = pkgformat.ArtifactType
 		m.Config = pushBlob(t, base, repo, pkgformat.ConfigMediaType, []byte(`{"name":"x"}`))
 		m.Layers = []ocispec.Descriptor{pushBlob(t, base, repo, pkgformat.ContentMediaType, []byte(content))}
-	} else {
+	case helmChart:
+		m.Config = pushBlob(t, base, repo, pkgformat.HelmConfigMediaType, []byte(`{"name":"x","version":"1.0.0"}`))
+		m.Layers = []ocispec.Descriptor{pushBlob(t, base, repo, "application/vnd.cncf.helm.chart.content.v1.tar+gzip", []byte(content))}
+	default:
 		m.Config = pushBlob(t, base, repo, ocispec.MediaTypeImageConfig, []byte(`{}`))
 		m.Layers = []ocispec.Descriptor{pushBlob(t, base, repo, ocispec.MediaTypeImageLayer, []byte(content))}
 	}
@@ -131,28 +143,30 @@ func tagDigest(t *testing.T, base, repo, tag string) digest.Digest {
 
 func TestTagImmutability(t *testing.T) {
 	for _, tc := range []struct {
-		name                string
-		repo                string
-		firstPkg, secondPkg bool
-		sameContent         bool
-		wantStatus          int
-		wantSecondTagged    bool
+		name             string
+		repo             string
+		first, second    string
+		sameContent      bool
+		wantStatus       int
+		wantSecondTagged bool
 	}{
-		{name: "package re-pushed with the same digest", repo: "kudo/kafka", firstPkg: true, secondPkg: true, sameContent: true, wantStatus: http.StatusCreated, wantSecondTagged: true},
-		{name: "package version re-pointed to another package", repo: "kudo/kafka", firstPkg: true, secondPkg: true, wantStatus: http.StatusForbidden},
-		{name: "package version re-pointed to a non-package", repo: "kudo/kafka", firstPkg: true, secondPkg: false, wantStatus: http.StatusForbidden},
-		{name: "non-package tag re-pointed to a package", repo: "kudo/kafka", firstPkg: false, secondPkg: true, wantStatus: http.StatusCreated, wantSecondTagged: true},
-		{name: "non-package tags stay mutable", repo: "library/app", firstPkg: false, secondPkg: false, wantStatus: http.StatusCreated, wantSecondTagged: true},
-		{name: "namespace that allows overwrites", repo: "scratch/kafka", firstPkg: true, secondPkg: true, wantStatus: http.StatusCreated, wantSecondTagged: true},
+		{name: "package re-pushed with the same digest", repo: "kudo/kafka", first: berthPkg, second: berthPkg, sameContent: true, wantStatus: http.StatusCreated, wantSecondTagged: true},
+		{name: "package version re-pointed to another package", repo: "kudo/kafka", first: berthPkg, second: berthPkg, wantStatus: http.StatusForbidden},
+		{name: "package version re-pointed to a non-package", repo: "kudo/kafka", first: berthPkg, second: image, wantStatus: http.StatusForbidden},
+		{name: "helm chart version re-pointed to another chart", repo: "charts/nginx", first: helmChart, second: helmChart, wantStatus: http.StatusForbidden},
+		{name: "helm chart re-pushed with the same digest", repo: "charts/nginx", first: helmChart, second: helmChart, sameContent: true, wantStatus: http.StatusCreated, wantSecondTagged: true},
+		{name: "non-package tag re-pointed to a package", repo: "kudo/kafka", first: image, second: berthPkg, wantStatus: http.StatusCreated, wantSecondTagged: true},
+		{name: "non-package tags stay mutable", repo: "library/app", first: image, second: image, wantStatus: http.StatusCreated, wantSecondTagged: true},
+		{name: "namespace that allows overwrites", repo: "scratch/kafka", first: berthPkg, second: berthPkg, wantStatus: http.StatusCreated, wantSecondTagged: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			base := newTestRegistry(t).URL
-			first := manifest(t, base, tc.repo, "first", tc.firstPkg)
+			first := manifest(t, base, tc.repo, "first", tc.first)
 			secondContent := "second"
 			if tc.sameContent {
 				secondContent = "first"
 			}
-			second := manifest(t, base, tc.repo, secondContent, tc.secondPkg)
+			second := manifest(t, base, tc.repo, secondContent, tc.second)
 
 			if status, e := putManifest(t, base, tc.repo, "1.0.0", first); status != http.StatusCreated {
 				t.Fatalf("first push: %d %v", status, e)
@@ -189,7 +203,7 @@ func TestConcurrentPushesToOneVersionHaveOneWinner(t *testing.T) {
 	const pushers, rounds = 16, 10
 	bodies := make([][]byte, pushers)
 	for i := range bodies {
-		bodies[i] = manifest(t, base, "kudo/race", fmt.Sprintf("content-%d", i), true)
+		bodies[i] = manifest(t, base, "kudo/race", fmt.Sprintf("content-%d", i), berthPkg)
 	}
 	for round := range rounds {
 		tag := fmt.Sprintf("1.0.%d", round)
@@ -228,8 +242,8 @@ func TestConcurrentPushesToOneVersionHaveOneWinner(t *testing.T) {
 
 func TestDeletedVersionCanBePushedAgain(t *testing.T) {
 	base := newTestRegistry(t).URL
-	first := manifest(t, base, "kudo/kafka", "first", true)
-	second := manifest(t, base, "kudo/kafka", "second", true)
+	first := manifest(t, base, "kudo/kafka", "first", berthPkg)
+	second := manifest(t, base, "kudo/kafka", "second", berthPkg)
 	if status, _ := putManifest(t, base, "kudo/kafka", "1.0.0", first); status != http.StatusCreated {
 		t.Fatal("first push failed")
 	}
@@ -249,13 +263,13 @@ func TestDeletedVersionCanBePushedAgain(t *testing.T) {
 
 func TestCosignSignatureTagsStayMutable(t *testing.T) {
 	base := newTestRegistry(t).URL
-	pkg := manifest(t, base, "stable/kafka", "pkg", true)
+	pkg := manifest(t, base, "stable/kafka", "pkg", berthPkg)
 	if status, _ := putManifest(t, base, "stable/kafka", "1.0.0", pkg); status != http.StatusCreated {
 		t.Fatal("package push failed")
 	}
 	sigTag := "sha256-" + digest.FromBytes(pkg).Encoded() + ".sig"
 	for i := range 3 {
-		sig := manifest(t, base, "stable/kafka", fmt.Sprintf("signature-%d", i), false)
+		sig := manifest(t, base, "stable/kafka", fmt.Sprintf("signature-%d", i), image)
 		if status, e := putManifest(t, base, "stable/kafka", sigTag, sig); status != http.StatusCreated {
 			t.Fatalf("signature %d: %d %v", i, status, e)
 		}

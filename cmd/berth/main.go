@@ -12,6 +12,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -49,6 +51,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "berth",
 		Short:         "An OCI-native registry for Kubernetes operator packages",
+		Version:       versionString(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -62,4 +65,22 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newInspectCmd(),
 	)
 	return root
+}
+
+// version is berth's release, set at build time by the Makefile
+// (-ldflags "-X main.version=...").
+var version = "dev"
+
+// versionString is what berth --version prints: berth's version, and the
+// distribution registry and Go it was built with.
+func versionString() string {
+	distribution := "unknown"
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, dep := range info.Deps {
+			if dep.Path == "github.com/distribution/distribution/v3" {
+				distribution = dep.Version
+			}
+		}
+	}
+	return fmt.Sprintf("%s (distribution %s, %s)", version, distribution, runtime.Version())
 }

@@ -174,3 +174,13 @@ func TestWriteFileAtomic(t *testing.T) {
 		t.Errorf("leftover files: %v %v", entries, err)
 	}
 }
+
+func TestVersionNamesDistribution(t *testing.T) {
+	var out bytes.Buffer
+	if code := run([]string{"--version"}, &out, &out); code != 0 {
+		t.Fatalf("berth --version exited %d: %s", code, out.String())
+	}
+	if !strings.Contains(out.String(), "berth version dev (distribution v3.") {
+		t.Fatalf("berth --version printed %q", out.String())
+	}
+}

@@ -3,10 +3,13 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/spf13/cobra"
 
 	"github.com/berth-registry/berth/client"
@@ -103,11 +106,7 @@ pushed as its own package, each carrying its channels.`,
 			if err != nil {
 				return err
 			}
-			art, err := pkg.Artifact()
-			if err != nil {
-				return fmt.Errorf("push %s: %w", path, err)
-			}
-			desc, err := c.Push(cmd.Context(), ref, art)
+			desc, err := pushVersion(cmd.Context(), c, ref, pkg)
 			if err != nil {
 				return err
 			}
@@ -160,42 +159,20 @@ func loadForPush(path, refArg, name, version string) (client.Reference, *pkgform
 	return ref, pkg, nil
 }
 
-// loadPackage reads the package at path (a directory or tarball). Formats that
-// carry their own name and version are read as they are, so that a REF that
-// contradicts them gets a clear error from the caller; a package that needs a
-// name or version (plain manifests) is read again with those of REF.
+// loadPackage reads the package at path (a directory or tarball) with
+// pkgformat.Load. Formats that carry their own name and version are read as
+// they are, so that a REF that contradicts them gets a clear error from the
+// caller; a package that needs a name or version (plain manifests) is read
+// again with those of REF.
 func loadPackage(path string, ref client.Reference, name, version string) (*pkgformat.Package, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	var files []pkgformat.File
-	if fi.IsDir() {
-		files, err = pkgformat.ReadDir(path, pkgformat.Limits{})
-	} else {
-		files, err = readArchiveFile(path)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("push %s: %w", path, err)
-	}
-	pkg, err := pkgformat.New(files, pkgformat.Options{Name: name, Version: version})
-	if err != nil && (name == "" || (version == "" && ref.Tag != "")) {
-		pkg, err = pkgformat.New(files, pkgformat.Options{Name: cmp.Or(name, ref.Name), Version: cmp.Or(version, ref.Tag)})
+	pkg, err := pkgformat.Load(path, pkgformat.Options{Name: name, Version: version})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) && (name == "" || (version == "" && ref.Tag != "")) {
+		pkg, err = pkgformat.Load(path, pkgformat.Options{Name: cmp.Or(name, ref.Name), Version: cmp.Or(version, ref.Tag)})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("push %s: %w", path, err)
 	}
 	return pkg, nil
-}
-
-// readArchiveFile reads the package tarball at path.
-func readArchiveFile(path string) ([]pkgformat.File, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return pkgformat.ReadArchive(f, pkgformat.Limits{})
 }
 
 // pushRepository pushes every version in a directory with one folder per
@@ -224,12 +201,12 @@ func pushRepository(cmd *cobra.Command, c *client.Client, dir, refArg, name stri
 		md := pkg.Metadata
 		ref := prefix.Package(md.Name, md.Version)
 		res := pushedPackage{Name: md.Name, Version: md.Version, Reference: ref.String()}
-		if dgst, err := pushVersion(cmd.Context(), c, ref, pkg); err != nil {
+		if desc, err := pushVersion(cmd.Context(), c, ref, pkg); err != nil {
 			res.Error = err.Error()
 			failed = append(failed, md.Name+" "+md.Version)
 			fmt.Fprintf(stderr, "Error: %v\n", err)
 		} else {
-			res.Digest = dgst
+			res.Digest = desc.Digest.String()
 			if format == formatText {
 				fmt.Fprintf(stdout, "Pushed %s %s\n", ref, res.Digest)
 			}
@@ -249,18 +226,14 @@ func pushRepository(cmd *cobra.Command, c *client.Client, dir, refArg, name stri
 	return nil
 }
 
-// pushVersion pushes one version of a multi-version push and returns its
-// manifest digest.
-func pushVersion(ctx context.Context, c *client.Client, ref client.Reference, pkg *pkgformat.Package) (string, error) {
+// pushVersion builds the artifact of one package version and pushes it
+// under ref, returning the manifest descriptor.
+func pushVersion(ctx context.Context, c *client.Client, ref client.Reference, pkg *pkgformat.Package) (ocispec.Descriptor, error) {
 	art, err := pkg.Artifact()
 	if err != nil {
-		return "", fmt.Errorf("push %s: %w", ref, err)
+		return ocispec.Descriptor{}, fmt.Errorf("push %s: %w", ref, err)
 	}
-	desc, err := c.Push(ctx, ref, art)
-	if err != nil {
-		return "", err
-	}
-	return desc.Digest.String(), nil
+	return c.Push(ctx, ref, art)
 }
 
 // parseRepositoryRef parses the REF of a multi-version push:

@@ -250,3 +250,22 @@ func TestPushOLMBundleFolder(t *testing.T) {
 		t.Fatalf("kogito-operator 1.6.0 channels %v default %q", names, md.Metadata.DefaultChannel)
 	}
 }
+
+// TestPushLoneOLMVersionFolder: a version folder of the package-manifest
+// layout pushed on its own carries the name and channels of the package file
+// beside it, and is the very artifact the whole-folder push makes of it.
+func TestPushLoneOLMVersionFolder(t *testing.T) {
+	s := startServer(t, "")
+	dir := filepath.Join(fixtures, "olm-community", "etcd")
+	alone := digestOf(t, berth(t, "", "push", filepath.Join(dir, "0.9.4"), s.addr+"/single/etcd", "--format", "json").stdout)
+	berth(t, "", "push", dir, s.addr+"/whole")
+	whole := digestOf(t, berth(t, "", "inspect", s.addr+"/whole/etcd:0.9.4", "--format", "json").stdout)
+	if alone != whole {
+		t.Fatalf("etcd 0.9.4 pushed alone is %s, pushed with its folder %s", alone, whole)
+	}
+	packaged := berth(t, t.TempDir(), "package", filepath.Join(dir, "0.9.4"), "--format", "json")
+	var md struct{ Channels []struct{ Name string } }
+	if err := json.Unmarshal([]byte(packaged.stdout), &md); err != nil || len(md.Channels) != 1 || md.Channels[0].Name != "singlenamespace-alpha" {
+		t.Fatalf("berth package of the lone folder: channels %+v (%v)", md.Channels, err)
+	}
+}

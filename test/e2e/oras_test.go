@@ -87,7 +87,7 @@ func TestBerthReadsWhatOrasPushed(t *testing.T) {
 	}
 }
 
-// TestOrasPushOfNonPackageIsNotAPackage: berth refuses, with a clear
+// TestBerthRefusesNonPackageArtifacts: berth refuses, with a clear
 // message, to pull an artifact that is not a package.
 func TestBerthRefusesNonPackageArtifacts(t *testing.T) {
 	requireOras(t)
@@ -103,7 +103,7 @@ func TestBerthRefusesNonPackageArtifacts(t *testing.T) {
 	}
 }
 
-// TestOrasRetagOfPackageVersionIsDenied: immutability holds for any client.
+// TestOrasOverwriteOfPackageVersionIsDenied: immutability holds for any client.
 func TestOrasOverwriteOfPackageVersionIsDenied(t *testing.T) {
 	requireOras(t)
 	s := startServer(t, "")

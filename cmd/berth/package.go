@@ -41,7 +41,7 @@ unless -o names another file (or an existing directory to write it into).`,
 			dir := args[0]
 			pkg, err := pkgformat.Load(dir, pkgformat.Options{Name: name, Version: version})
 			if err != nil {
-				return fmt.Errorf("package %s: %w", dir, err)
+				return fmt.Errorf("package: %w", err)
 			}
 			data, err := pkg.Archive()
 			if err != nil {

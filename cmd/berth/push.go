@@ -170,7 +170,7 @@ func loadPackage(path string, ref client.Reference, name, version string) (*pkgf
 		pkg, err = pkgformat.Load(path, pkgformat.Options{Name: cmp.Or(name, ref.Name), Version: cmp.Or(version, ref.Tag)})
 	}
 	if err != nil {
-		return nil, fmt.Errorf("push %s: %w", path, err)
+		return nil, fmt.Errorf("push: %w", err)
 	}
 	return pkg, nil
 }

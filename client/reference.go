@@ -28,8 +28,6 @@ var (
 	// componentRegexp is one path component of an OCI repository name
 	// (distribution-spec: [a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*).
 	componentRegexp = regexp.MustCompile(`^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$`)
-	// tagRegexp is an OCI tag.
-	tagRegexp = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
 	// hostnameRegexp is a DNS name or IPv4 address, without port.
 	hostnameRegexp = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*$`)
 )
@@ -271,14 +269,10 @@ func versionTag(version string) (string, error) {
 	if version == "" {
 		return "", errors.New("empty version after ':'")
 	}
-	tag := pkgformat.Tag(version)
-	switch {
-	case len(tag) > 128:
-		return "", fmt.Errorf("version is %d characters long, the limit is 128", len(tag))
-	case !tagRegexp.MatchString(tag):
-		return "", fmt.Errorf("version %q is not a valid tag: use letters, digits, '_', '.', '-' and '+' (written '_'), not starting with '.' or '-'", version)
+	if err := pkgformat.ValidVersion(version); err != nil {
+		return "", err
 	}
-	return tag, nil
+	return pkgformat.Tag(version), nil
 }
 
 // parseDigest validates a digest given after '@'.

@@ -35,7 +35,7 @@ func (p *Package) Artifact() (*Artifact, error) {
 	if err := ValidName(md.Name); err != nil {
 		return nil, err
 	}
-	if err := validVersion(md.Version); err != nil {
+	if err := ValidVersion(md.Version); err != nil {
 		return nil, err
 	}
 	config, err := marshalJSON(md)
@@ -169,7 +169,7 @@ func finishConfig(md *Metadata, file string, opts Options) error {
 	if err := ValidName(md.Name); err != nil {
 		return fmt.Errorf("%s: %w", file, err)
 	}
-	if err := validVersion(md.Version); err != nil {
+	if err := ValidVersion(md.Version); err != nil {
 		return fmt.Errorf("%s: %w", file, err)
 	}
 	if opts.Name != "" && opts.Name != md.Name {

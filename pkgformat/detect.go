@@ -242,7 +242,7 @@ func finish(src *parsed, pf *pkgFiles) error {
 	if want := pf.opts.Name; want != "" && want != md.Name {
 		return invalid(src.nameFile, "package name %q does not match the expected name %q", md.Name, want)
 	}
-	if err := validVersion(md.Version); err != nil {
+	if err := ValidVersion(md.Version); err != nil {
 		return fmt.Errorf("%s: %w", src.versionFile, err)
 	}
 	if want := pf.opts.Version; want != "" && Tag(want) != Tag(md.Version) {

@@ -16,8 +16,8 @@ const maxNameLength = 128
 
 var (
 	nameRE = regexp.MustCompile(`^[a-z0-9]+([._-][a-z0-9]+)*$`)
-	// tagRE is the OCI distribution grammar of a tag.
-	tagRE = regexp.MustCompile(`^[a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}$`)
+	// tagRE is the OCI distribution grammar of a tag (its length is checked apart).
+	tagRE = regexp.MustCompile(`^[a-zA-Z0-9_][a-zA-Z0-9._-]*$`)
 )
 
 // ValidName reports whether name can be a package name: one OCI repository
@@ -41,14 +41,20 @@ func Tag(version string) string {
 	return strings.ReplaceAll(version, "+", "_")
 }
 
-// validVersion reports whether version can be written as an OCI tag. The error
-// wraps ErrInvalid.
-func validVersion(version string) error {
-	if version == "" {
+// maxTagLength is the longest OCI tag.
+const maxTagLength = 128
+
+// ValidVersion reports whether version can be written as an OCI tag (with '+'
+// written '_', see Tag). The error says what is wrong and wraps ErrInvalid.
+func ValidVersion(version string) error {
+	tag := Tag(version)
+	switch {
+	case version == "":
 		return fmt.Errorf("version is empty: %w", ErrInvalid)
-	}
-	if !tagRE.MatchString(Tag(version)) {
-		return fmt.Errorf("version %q cannot be written as an OCI tag ([a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}, '+' written '_'): %w", version, ErrInvalid)
+	case len(tag) > maxTagLength:
+		return fmt.Errorf("version is %d characters long, the limit is %d: %w", len(tag), maxTagLength, ErrInvalid)
+	case !tagRE.MatchString(tag):
+		return fmt.Errorf("version %q is not a valid tag (OCI tag grammar): use letters, digits, '_', '.', '-' and '+' (written '_'), not starting with '.' or '-': %w", version, ErrInvalid)
 	}
 	return nil
 }

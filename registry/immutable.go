@@ -23,6 +23,7 @@ import (
 // sha256-<hex>.sig tags on every signature.
 type guard struct {
 	allowOverwrite func(namespace string) bool
+	onEvent        func(Event)
 	namespace      distribution.Namespace
 	driver         storagedriver.StorageDriver
 }

@@ -36,6 +36,9 @@ func init() {
 	}
 }
 
+// catalogMaxEntries is the largest page /v2/_catalog serves.
+const catalogMaxEntries = 1000
+
 // Options configure a Registry.
 type Options struct {
 	// Storage selects and configures the blob storage.
@@ -45,6 +48,9 @@ type Options struct {
 	// AllowOverwrite reports whether package version tags in a namespace may
 	// be re-pointed to another digest. Nil means never.
 	AllowOverwrite func(namespace string) bool
+	// OnEvent, when set, is called after every tag write, tag removal and
+	// manifest deletion, before the client gets its response. It must not block.
+	OnEvent func(Event)
 	// Logger receives distribution's own logs. Nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -75,7 +81,7 @@ func New(ctx context.Context, opts Options) (*Registry, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &guard{allowOverwrite: opts.AllowOverwrite}
+	g := &guard{allowOverwrite: opts.AllowOverwrite, onEvent: opts.OnEvent}
 	if g.allowOverwrite == nil {
 		g.allowOverwrite = func(string) bool { return false }
 	}
@@ -92,6 +98,9 @@ func New(ctx context.Context, opts Options) (*Registry, error) {
 		},
 	}
 	cfg.HTTP.Secret = opts.HTTPSecret
+	// distribution's configuration parser defaults this to 1000; built in
+	// code it would be 0, and every /v2/_catalog?n= request would be refused.
+	cfg.Catalog.MaxEntries = catalogMaxEntries
 	// Layers may point at URLs (non-distributable layers); berth never fetches
 	// them, so any http(s) URL is accepted, as the OCI conformance suite expects.
 	cfg.Validation.Manifests.URLs.Allow = []string{"^https?://"}

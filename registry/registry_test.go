@@ -365,3 +365,34 @@ func TestReadyChecksStorage(t *testing.T) {
 		t.Fatal("storage below a regular file reported ready")
 	}
 }
+
+// TestCatalogPagination checks that /v2/_catalog serves pages of up to
+// 1000 repositories and refuses larger ones, as distribution configured
+// from a file does.
+func TestCatalogPagination(t *testing.T) {
+	srv := newTestRegistry(t)
+	for _, repo := range []string{"a/one", "b/two", "c/three"} {
+		if code, e := putManifest(t, srv.URL, repo, "v1", manifest(t, srv.URL, repo, repo, "image")); code != http.StatusCreated {
+			t.Fatalf("push %s: %d %v", repo, code, e)
+		}
+	}
+	for _, tc := range []struct {
+		query string
+		code  int
+		want  string
+	}{
+		{"?n=2", http.StatusOK, `{"repositories":["a/one","b/two"]}`},
+		{"?n=1000", http.StatusOK, `{"repositories":["a/one","b/two","c/three"]}`},
+		{"?n=1001", http.StatusBadRequest, "PAGINATION_NUMBER_INVALID"},
+	} {
+		resp, err := http.Get(srv.URL + "/v2/_catalog" + tc.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.code || !strings.Contains(string(b), tc.want) {
+			t.Errorf("_catalog%s = %d %s, want %d with %s", tc.query, resp.StatusCode, b, tc.code, tc.want)
+		}
+	}
+}

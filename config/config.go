@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path"
 	"strings"
@@ -29,6 +30,7 @@ type Config struct {
 	Log             Log            `yaml:"log"`
 	Storage         storage.Config `yaml:"storage"`
 	Registry        Registry       `yaml:"registry"`
+	Catalog         Catalog        `yaml:"catalog"`
 	// Namespaces hold per-namespace policy; the first entry whose name
 	// matches a namespace applies to it.
 	Namespaces []Namespace `yaml:"namespaces"`
@@ -48,6 +50,24 @@ type Registry struct {
 	// behind one load balancer must share it. Default <data>/http-secret,
 	// created on first start.
 	HTTPSecretFile string `yaml:"httpSecretFile"`
+}
+
+// Catalog configures the search and metadata catalog.
+type Catalog struct {
+	// Database is the SQLite file of the catalog (default <data>/catalog.db).
+	Database string `yaml:"database"`
+	// ReconcileInterval is how often the catalog re-checks every tag of the
+	// registry, after doing so at start (default 5m; a negative value: only
+	// at start).
+	ReconcileInterval time.Duration `yaml:"reconcileInterval"`
+	// Registry is the base URL (http(s)://host[:port]) of the registry that
+	// `berth serve catalog` indexes. berth serve indexes its own registry and
+	// ignores it.
+	Registry string `yaml:"registry"`
+	// PublicURL is the base URL clients reach the registry at, used in the
+	// download links of /index.yaml. Default: the host the request came to
+	// (berth serve) or Registry (berth serve catalog).
+	PublicURL string `yaml:"publicURL"`
 }
 
 // Namespace is the policy of the namespaces whose name matches Name.
@@ -88,6 +108,12 @@ func (c *Config) SetDefaults() {
 	c.Storage.SetDefaults(c.Data)
 	if c.Registry.HTTPSecretFile == "" {
 		c.Registry.HTTPSecretFile = path.Join(c.Data, "http-secret")
+	}
+	if c.Catalog.Database == "" {
+		c.Catalog.Database = path.Join(c.Data, "catalog.db")
+	}
+	if c.Catalog.ReconcileInterval == 0 {
+		c.Catalog.ReconcileInterval = 5 * time.Minute
 	}
 }
 
@@ -147,6 +173,12 @@ func (c *Config) Validate() error {
 	if err := c.Storage.Validate("storage"); err != nil {
 		return err
 	}
+	if err := checkBaseURL(c.Catalog.Registry); err != nil {
+		return fmt.Errorf("catalog.registry: %w", err)
+	}
+	if err := checkBaseURL(c.Catalog.PublicURL); err != nil {
+		return fmt.Errorf("catalog.publicURL: %w", err)
+	}
 	for i, ns := range c.Namespaces {
 		key := fmt.Sprintf("namespaces[%d].name", i)
 		if ns.Name == "" {
@@ -158,6 +190,18 @@ func (c *Config) Validate() error {
 		if strings.Contains(ns.Name, "/") {
 			return fmt.Errorf("%s: a namespace has no '/' (got %q)", key, ns.Name)
 		}
+	}
+	return nil
+}
+
+// checkBaseURL accepts "" and http(s)://host[:port] with no path.
+func checkBaseURL(s string) error {
+	if s == "" {
+		return nil
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || strings.Trim(u.Path, "/") != "" || u.RawQuery != "" {
+		return fmt.Errorf("want http(s)://host[:port] (got %q)", s)
 	}
 	return nil
 }

@@ -1,0 +1,549 @@
+package graph_test
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/berth-registry/berth/catalog/apiv1"
+	"github.com/berth-registry/berth/catalog/graph"
+	"github.com/berth-registry/berth/pkgformat"
+)
+
+// fixtures holds the real third-party packages (see its README).
+const fixtures = "../../../shared/fixtures"
+
+// fixturePackage is one package of the fixtures: its versions as the catalog
+// stores them and, for the OLM package-manifest layout, the head its package
+// file names for each channel (currentCSV).
+type fixturePackage struct {
+	name     string
+	format   pkgformat.Format
+	versions []graph.Version
+	heads    map[string]string // channel -> CSV name
+}
+
+// loadFixtures reads every KUDO and OLM package of the fixtures once, sorted
+// by format and name.
+var loadFixtures = sync.OnceValues(func() ([]fixturePackage, error) {
+	var out []fixturePackage
+	for _, name := range dirs(filepath.Join(fixtures, "kudo")) {
+		out = append(out, fixturePackage{name: name, format: pkgformat.KUDO})
+	}
+	for _, name := range dirs(filepath.Join(fixtures, "olm-community")) {
+		out = append(out, fixturePackage{name: name, format: pkgformat.OLM, heads: map[string]string{}})
+	}
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i := range out {
+		g.Go(out[i].load)
+	}
+	return out, g.Wait()
+})
+
+// load reads the versions of fp and, from an OLM package file, the heads.
+func (fp *fixturePackage) load() error {
+	if fp.format == pkgformat.KUDO {
+		dir := filepath.Join(fixtures, "kudo", fp.name)
+		for _, folder := range dirs(dir) {
+			p, err := pkgformat.Load(filepath.Join(dir, folder), pkgformat.Options{})
+			if err != nil {
+				return err
+			}
+			fp.versions = append(fp.versions, stored(p))
+		}
+		return nil
+	}
+	dir := filepath.Join(fixtures, "olm-community", fp.name)
+	pkgs, err := pkgformat.LoadRepository(dir, pkgformat.Options{})
+	if err != nil {
+		return err
+	}
+	for _, p := range pkgs {
+		fp.versions = append(fp.versions, stored(p))
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.package.yaml"))
+	for _, file := range files {
+		var pm struct {
+			Channels []struct {
+				Name       string `yaml:"name"`
+				CurrentCSV string `yaml:"currentCSV"`
+			} `yaml:"channels"`
+		}
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return err
+		}
+		if err := yaml.Unmarshal(data, &pm); err != nil {
+			return fmt.Errorf("%s: %w", file, err)
+		}
+		for _, c := range pm.Channels {
+			fp.heads[c.Name] = c.CurrentCSV
+		}
+	}
+	return nil
+}
+
+// dirs lists the folders in dir; none when it cannot be read.
+func dirs(dir string) []string {
+	entries, _ := os.ReadDir(dir)
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// stored is p as the catalog hands it to the graph: tag, a digest, metadata.
+func stored(p *pkgformat.Package) graph.Version {
+	tag := pkgformat.Tag(p.Metadata.Version)
+	return graph.Version{
+		Version:  tag,
+		Digest:   fmt.Sprintf("sha256:%x", sha256.Sum256([]byte(p.Metadata.Name+"@"+tag))),
+		Metadata: &p.Metadata,
+	}
+}
+
+func fixturePackages(t *testing.T) []fixturePackage {
+	t.Helper()
+	pkgs, err := loadFixtures()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pkgs
+}
+
+// fixture returns the fixture package called name.
+func fixture(t *testing.T, name string) fixturePackage {
+	t.Helper()
+	for _, fp := range fixturePackages(t) {
+		if fp.name == name {
+			return fp
+		}
+	}
+	t.Fatalf("no fixture package %s", name)
+	return fixturePackage{}
+}
+
+// checkInvariants checks g, built from versions, against what must hold of
+// every graph: each version is a node of every channel it belongs to and of
+// no other; nodes are newest first; edges join distinct members, once each;
+// the head has no outgoing edge; Next lists the edges leaving a version;
+// Path is empty for the head and a shortest path to the head for every
+// version that can reach it, and empty exactly when it cannot. It returns
+// the versions that cannot reach their channel's head, as channel/version.
+func checkInvariants(t *testing.T, versions []graph.Version, g *graph.Graph) (unreachable []string) {
+	t.Helper()
+	format := pkgformat.Format("")
+	members := map[string][]string{} // channel -> versions that belong to it
+	latest := ""
+	for _, v := range versions {
+		if latest == "" || pkgformat.VersionKey(v.Version) > pkgformat.VersionKey(latest) {
+			latest, format = v.Version, v.Metadata.Format
+		}
+	}
+	for _, v := range versions {
+		names := map[string]bool{}
+		for _, c := range v.Metadata.Channels {
+			names[c.Name] = true
+		}
+		if len(names) == 0 && format != pkgformat.OLM {
+			names[graph.ImplicitChannel] = true
+		}
+		for name := range names {
+			members[name] = append(members[name], v.Version)
+		}
+	}
+	channels := g.Channels()
+	var names []string
+	for _, c := range channels {
+		names = append(names, c.Name)
+	}
+	if want := slices.Sorted(maps.Keys(members)); !slices.Equal(names, want) {
+		t.Fatalf("channels %v, want %v", names, want)
+	}
+	if def := g.DefaultChannel(); def != "" && !slices.Contains(names, def) || def == "" && len(names) == 1 {
+		t.Errorf("default channel %q, channels %v", def, names)
+	}
+	for _, c := range channels {
+		cg, err := g.Channel(c.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := slices.SortedFunc(slices.Values(members[c.Name]), func(a, b string) int {
+			return strings.Compare(pkgformat.VersionKey(b), pkgformat.VersionKey(a))
+		})
+		var nodes []string
+		for _, n := range cg.Nodes {
+			nodes = append(nodes, n.Version)
+		}
+		if !slices.Equal(nodes, want) || !slices.Equal(c.Versions, want) {
+			t.Errorf("channel %s: nodes %v, versions %v, want %v", c.Name, nodes, c.Versions, want)
+		}
+		if cg.Head != c.Head || !slices.Contains(nodes, c.Head) {
+			t.Errorf("channel %s: head %q (graph: %q) is not a member", c.Name, c.Head, cg.Head)
+		}
+		out := map[string][]string{}
+		seen := map[[2]string]bool{}
+		for _, e := range cg.Edges {
+			pair := [2]string{e.From, e.To}
+			if !slices.Contains(nodes, e.From) || !slices.Contains(nodes, e.To) || e.From == e.To || seen[pair] {
+				t.Errorf("channel %s: bad or repeated edge %+v", c.Name, e)
+			}
+			seen[pair] = true
+			out[e.From] = append(out[e.From], e.To)
+			if e.From == c.Head {
+				t.Errorf("channel %s: the head %s has an outgoing edge to %s", c.Name, c.Head, e.To)
+			}
+		}
+		for _, v := range nodes {
+			u, err := g.Upgrades(c.Name, v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			next := slices.SortedFunc(slices.Values(out[v]), func(a, b string) int {
+				return strings.Compare(pkgformat.VersionKey(b), pkgformat.VersionKey(a))
+			})
+			if format != pkgformat.OLM {
+				next = nodes[:slices.Index(nodes, v)] // every greater version
+			}
+			if !slices.Equal(u.Next, next) || u.Head != c.Head || u.Channel != c.Name || u.From != v {
+				t.Errorf("Upgrades(%s, %s) = %+v, want next %v, head %s", c.Name, v, u, next, c.Head)
+			}
+			dist := distances(out, v)
+			switch d, reachable := dist[c.Head]; {
+			case format != pkgformat.OLM && v != c.Head:
+				if !slices.Equal(u.Path, []string{c.Head}) {
+					t.Errorf("Upgrades(%s, %s): path %v, want the head alone", c.Name, v, u.Path)
+				}
+			case !reachable || v == c.Head:
+				if len(u.Path) != 0 {
+					t.Errorf("Upgrades(%s, %s): path %v to a head it cannot reach or is", c.Name, v, u.Path)
+				}
+				if v != c.Head {
+					unreachable = append(unreachable, c.Name+"/"+v)
+				}
+			case len(u.Path) != d || u.Path[len(u.Path)-1] != c.Head:
+				t.Errorf("Upgrades(%s, %s): path %v, want %d steps to %s", c.Name, v, u.Path, d, c.Head)
+			default:
+				for i, from := range append([]string{v}, u.Path[:len(u.Path)-1]...) {
+					if !seen[[2]string{from, u.Path[i]}] {
+						t.Errorf("Upgrades(%s, %s): path %v takes %s>%s, which is not an edge", c.Name, v, u.Path, from, u.Path[i])
+					}
+				}
+			}
+		}
+	}
+	return unreachable
+}
+
+// distances returns the number of edges from start to every version it reaches.
+func distances(out map[string][]string, start string) map[string]int {
+	dist := map[string]int{start: 0}
+	for queue := []string{start}; len(queue) > 0; queue = queue[1:] {
+		for _, w := range out[queue[0]] {
+			if _, ok := dist[w]; !ok {
+				dist[w] = dist[queue[0]] + 1
+				queue = append(queue, w)
+			}
+		}
+	}
+	return dist
+}
+
+// TestFixtures builds the graph of every fixture package and checks its
+// invariants, and, for OLM packages with a package file, that each channel's
+// head is the currentCSV that file names.
+func TestFixtures(t *testing.T) {
+	// The versions that cannot reach their channel's head, read by hand:
+	// couchbase-enterprise 1.1.0 replaces nothing, so 1.0.0 is cut off; the
+	// bundles of the other two name no replaces, skips or skipRange at all
+	// (poison-pill-operator's ci.yaml has community-operators infer its graph
+	// from the versions, "updateGraph: semver-mode", which no bundle records).
+	wantUnreachable := []string{
+		"couchbase-enterprise stable/1.0.0",
+		"istio-workspace-operator alpha/0.0.10", "istio-workspace-operator alpha/0.0.6", "istio-workspace-operator alpha/0.0.7",
+		"istio-workspace-operator alpha/0.0.8", "istio-workspace-operator alpha/0.0.9", "istio-workspace-operator alpha/0.1.0",
+		"istio-workspace-operator alpha/0.2.0",
+		"poison-pill-operator alpha/0.0.1", "poison-pill-operator alpha/0.0.2", "poison-pill-operator alpha/0.0.3",
+		"poison-pill-operator alpha/0.0.4", "poison-pill-operator alpha/0.0.5", "poison-pill-operator alpha/0.0.6",
+	}
+	versions, edges, unreachable := 0, map[string]int{}, []string{}
+	for _, fp := range fixturePackages(t) {
+		t.Run(string(fp.format)+"/"+fp.name, func(t *testing.T) {
+			g := graph.Build(fp.versions)
+			for _, v := range checkInvariants(t, fp.versions, g) {
+				unreachable = append(unreachable, fp.name+" "+v)
+			}
+			for _, c := range g.Channels() {
+				cg, _ := g.Channel(c.Name)
+				for _, e := range cg.Edges {
+					edges[e.Kind]++
+				}
+				csv, ok := fp.heads[c.Name]
+				if !ok {
+					continue
+				}
+				for _, v := range fp.versions {
+					if v.Metadata.CSVName == csv && v.Version != c.Head {
+						t.Errorf("channel %s: head %s, but the package file names %s (%s)", c.Name, c.Head, csv, v.Version)
+					}
+				}
+			}
+			latest := slices.MaxFunc(fp.versions, func(a, b graph.Version) int {
+				return strings.Compare(pkgformat.VersionKey(a.Version), pkgformat.VersionKey(b.Version))
+			})
+			if fp.format == pkgformat.OLM && g.DefaultChannel() != latest.Metadata.DefaultChannel {
+				t.Errorf("default channel %q, want %q, the latest version's", g.DefaultChannel(), latest.Metadata.DefaultChannel)
+			}
+			versions += len(fp.versions)
+		})
+	}
+	t.Logf("%d versions, edges by kind %v", versions, edges)
+	if versions != 38+489 {
+		t.Errorf("%d versions, want %d", versions, 38+489)
+	}
+	slices.Sort(unreachable)
+	if !slices.Equal(unreachable, wantUnreachable) {
+		t.Errorf("versions that cannot reach their channel's head: %q, want %q", unreachable, wantUnreachable)
+	}
+}
+
+// TestFixturesPinned checks graphs of fixture packages against what their
+// files say, read by hand.
+func TestFixturesPinned(t *testing.T) {
+	tests := []struct {
+		pkg      string
+		def      string
+		channels map[string]wantChannel // edges nil: not checked
+		upgrades []wantUpgrades
+	}{
+		{
+			// etcd.package.yaml: three channels; 0.9.2 and 0.9.2-clusterwide
+			// both replace 0.9.0, which is in two channels.
+			pkg: "etcd",
+			def: "singlenamespace-alpha",
+			channels: map[string]wantChannel{
+				"alpha":                 {"0.6.1", []string{"0.6.1"}, []string{}},
+				"clusterwide-alpha":     {"0.9.4-clusterwide", []string{"0.9.4-clusterwide", "0.9.2-clusterwide", "0.9.0"}, []string{"0.9.2-clusterwide>0.9.4-clusterwide replaces", "0.9.0>0.9.2-clusterwide replaces"}},
+				"singlenamespace-alpha": {"0.9.4", []string{"0.9.4", "0.9.2", "0.9.0"}, []string{"0.9.2>0.9.4 replaces", "0.9.0>0.9.2 replaces"}},
+			},
+			upgrades: []wantUpgrades{
+				{"", "0.9.0", []string{"0.9.2"}, []string{"0.9.2", "0.9.4"}},
+				{"clusterwide-alpha", "0.9.0", []string{"0.9.2-clusterwide"}, []string{"0.9.2-clusterwide", "0.9.4-clusterwide"}},
+				{"alpha", "0.6.1", nil, nil},
+			},
+		},
+		{
+			// Bundles whose skipRange ">=0.6.0 <X" covers every older version.
+			pkg: "cloud-native-postgresql",
+			def: "stable",
+			channels: map[string]wantChannel{
+				"stable": {"1.6.0", []string{"1.6.0", "1.5.1", "1.5.0", "1.4.0", "1.3.0", "1.2.1", "1.1.0"}, nil},
+			},
+			upgrades: []wantUpgrades{
+				{"", "1.1.0", []string{"1.6.0", "1.5.1", "1.5.0", "1.4.0", "1.3.0", "1.2.1"}, []string{"1.6.0"}},
+				{"", "1.5.0", []string{"1.6.0", "1.5.1"}, []string{"1.6.0"}},
+			},
+		},
+		{
+			// 1.0.1 skips "awss3operator.1.0.0", a CSV that does not exist
+			// (1.0.0's is awss3operator.v1.0.0, in channel original).
+			pkg: "awss3-operator-registry",
+			def: "alpha",
+			channels: map[string]wantChannel{
+				"alpha":    {"1.0.1", []string{"1.0.1"}, []string{}},
+				"original": {"1.0.0", []string{"1.0.0"}, []string{}},
+			},
+			upgrades: []wantUpgrades{{"", "1.0.1", nil, nil}},
+		},
+		{
+			// Channels named by versions; 1.0.2 only in alpha; 6.x with a
+			// skipRange that matches no member of their channels.
+			pkg: "aqua",
+			def: "6.2.0",
+			channels: map[string]wantChannel{
+				"5.3.0": {"5.3.0", []string{"5.3.0", "1.0.1", "1.0.0", "0.0.2", "0.0.1"}, []string{
+					"1.0.1>5.3.0 replaces", "1.0.0>1.0.1 replaces", "0.0.2>1.0.0 replaces", "0.0.1>0.0.2 replaces"}},
+				"6.0.0": {"6.0.0", []string{"6.0.0"}, []string{}},
+				"6.2.0": {"6.2.0", []string{"6.2.0"}, []string{}},
+				"alpha": {"1.0.2", []string{"1.0.2", "1.0.1", "1.0.0", "0.0.2", "0.0.1"}, []string{
+					"1.0.1>1.0.2 replaces", "1.0.0>1.0.1 replaces", "0.0.2>1.0.0 replaces", "0.0.1>0.0.2 replaces"}},
+			},
+			upgrades: []wantUpgrades{
+				{"5.3.0", "0.0.1", []string{"0.0.2"}, []string{"0.0.2", "1.0.0", "1.0.1", "5.3.0"}},
+				{"alpha", "0.0.1", []string{"0.0.2"}, []string{"0.0.2", "1.0.0", "1.0.1", "1.0.2"}},
+			},
+		},
+		{
+			// KUDO: "<appVersion>_<operatorVersion>", ordered by pkgformat.VersionKey.
+			pkg: "kafka",
+			def: graph.ImplicitChannel,
+			channels: map[string]wantChannel{
+				graph.ImplicitChannel: {"2.5.1_1.3.2", []string{"2.5.1_1.3.2", "2.5.0_1.3.2", "2.5.0_1.3.1", "2.5.0_1.3.0", "2.4.1_1.2.1", "2.4.0_1.2.1", "2.4.0_1.2.0"}, nil},
+			},
+			upgrades: []wantUpgrades{
+				{"", "2.5.0_1.3.1", []string{"2.5.1_1.3.2", "2.5.0_1.3.2"}, []string{"2.5.1_1.3.2"}},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.pkg, func(t *testing.T) {
+			g := graph.Build(fixture(t, tt.pkg).versions)
+			if g.DefaultChannel() != tt.def {
+				t.Errorf("default channel %q, want %q", g.DefaultChannel(), tt.def)
+			}
+			if got := len(g.Channels()); got != len(tt.channels) {
+				t.Errorf("%d channels, want %d", got, len(tt.channels))
+			}
+			for name, want := range tt.channels {
+				cg, err := g.Channel(name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var nodes []string
+				for _, n := range cg.Nodes {
+					nodes = append(nodes, n.Version)
+				}
+				edges := []string{}
+				for _, e := range cg.Edges {
+					edges = append(edges, fmt.Sprintf("%s>%s %s", e.From, e.To, e.Kind))
+				}
+				if cg.Head != want.head || !slices.Equal(nodes, want.versions) || want.edges != nil && !slices.Equal(edges, want.edges) {
+					t.Errorf("channel %s: head %s, nodes %v, edges %q; want head %s, nodes %v, edges %q",
+						name, cg.Head, nodes, edges, want.head, want.versions, want.edges)
+				}
+			}
+			for _, want := range tt.upgrades {
+				u, err := g.Upgrades(want.channel, want.from)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(u.Next, orEmpty(want.next)) || !slices.Equal(u.Path, orEmpty(want.path)) {
+					t.Errorf("Upgrades(%q, %q) = %+v, want next %q, path %q", want.channel, want.from, u, want.next, want.path)
+				}
+			}
+		})
+	}
+	// The skipRange edges of cloud-native-postgresql: each version to every greater one.
+	cg, _ := graph.Build(fixture(t, "cloud-native-postgresql").versions).Channel("stable")
+	if len(cg.Edges) != 7*6/2 || cg.Edges[0] != (apiv1.GraphEdge{From: "1.5.1", To: "1.6.0", Kind: apiv1.EdgeSkipRange}) {
+		t.Errorf("edges %v, want 21 skipRange edges from 1.5.1>1.6.0 on", cg.Edges)
+	}
+	// 1.0.0 of awss3-operator-registry is not in alpha.
+	if _, err := graph.Build(fixture(t, "awss3-operator-registry").versions).Upgrades("alpha", "1.0.0"); !errors.Is(err, graph.ErrNotFound) {
+		t.Errorf("Upgrades(alpha, 1.0.0): %v, want not found", err)
+	}
+}
+
+// snapshot is everything a Graph answers.
+type snapshot struct {
+	Default  string
+	Channels []apiv1.Channel
+	Graphs   []apiv1.Graph
+	Upgrades []apiv1.Upgrades
+	Errors   []string
+}
+
+// snapshotOf asks g everything about versions: each channel's graph, and
+// Upgrades from each version in each channel and in the default channel.
+func snapshotOf(g *graph.Graph, versions []graph.Version) snapshot {
+	s := snapshot{Default: g.DefaultChannel(), Channels: g.Channels()}
+	for _, channel := range append([]apiv1.Channel{{}}, s.Channels...) {
+		if cg, err := g.Channel(channel.Name); err == nil {
+			s.Graphs = append(s.Graphs, cg)
+		} else {
+			s.Errors = append(s.Errors, err.Error())
+		}
+		for _, v := range versions {
+			if u, err := g.Upgrades(channel.Name, v.Version); err == nil {
+				s.Upgrades = append(s.Upgrades, u)
+			} else {
+				s.Errors = append(s.Errors, err.Error())
+			}
+		}
+	}
+	return s
+}
+
+// TestBuildIgnoresOrder is the property that the graph depends only on what
+// is stored: for every fixture package, and for random subsets of its
+// versions (as left after random deletions), Build gives the same answers
+// whatever the order of its input. The graphs of the subsets, where
+// deletions break chains and leave edges naming missing versions, must also
+// keep the invariants of checkInvariants.
+func TestBuildIgnoresOrder(t *testing.T) {
+	const (
+		seed         = 20240611
+		permutations = 50 // of all versions of each package
+		subsets      = 10 // of each package
+		subsetOrders = 5  // of each subset
+	)
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, seed))
+	for _, fp := range fixturePackages(t) {
+		// Sorted, so that the versions asked about are in the same order for
+		// every build of a set.
+		all := slices.SortedFunc(slices.Values(fp.versions), func(a, b graph.Version) int { return strings.Compare(a.Version, b.Version) })
+		same := func(t *testing.T, set []graph.Version, want snapshot) {
+			t.Helper()
+			order := slices.Clone(set)
+			rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+			if got := snapshotOf(graph.Build(order), set); !reflect.DeepEqual(got, want) {
+				var names []string
+				for _, v := range order {
+					names = append(names, v.Version)
+				}
+				t.Fatalf("seed %d: built from %v: %s", seed, names, difference(got, want))
+			}
+		}
+		t.Run(string(fp.format)+"/"+fp.name, func(t *testing.T) {
+			want := snapshotOf(graph.Build(all), all)
+			for range permutations {
+				same(t, all, want)
+			}
+			for range subsets {
+				var kept []graph.Version
+				for _, v := range all {
+					if rng.IntN(3) > 0 {
+						kept = append(kept, v)
+					}
+				}
+				g := graph.Build(kept)
+				checkInvariants(t, kept, g)
+				want := snapshotOf(g, kept)
+				for range subsetOrders {
+					same(t, kept, want)
+				}
+			}
+		})
+	}
+}
+
+// difference describes where two snapshots first differ.
+func difference(got, want snapshot) string {
+	a, _ := json.Marshal(got)
+	b, _ := json.Marshal(want)
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	from := max(0, i-80)
+	return fmt.Sprintf("got …%s…, want …%s…", a[from:min(len(a), i+80)], b[from:min(len(b), i+80)])
+}

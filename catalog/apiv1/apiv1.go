@@ -1,0 +1,259 @@
+// Package apiv1 holds the JSON documents of berth's catalog API under /api/v1
+// (DESIGN.md, "HTTP API"). The server writes them and the client reads them;
+// field names are part of the API and keep their meaning.
+package apiv1
+
+import (
+	"time"
+
+	"github.com/berth-registry/berth/pkgformat"
+)
+
+// MediaTypeJSON is the content type of every document of the API.
+const MediaTypeJSON = "application/json"
+
+// SearchResponse is the answer of GET /api/v1/packages.
+type SearchResponse struct {
+	Packages []PackageSummary `json:"packages"`
+	Facets   Facets           `json:"facets"`
+	// Total is the number of packages that match, over all pages.
+	Total int `json:"total"`
+	// Next is the cursor of the next page, empty on the last one.
+	Next string `json:"next"`
+}
+
+// PackageSummary describes a package by its latest version.
+type PackageSummary struct {
+	Namespace   string           `json:"namespace"`
+	Name        string           `json:"name"`
+	Version     string           `json:"version"`
+	Format      pkgformat.Format `json:"format"`
+	DisplayName string           `json:"displayName,omitempty"`
+	Description string           `json:"description,omitempty"`
+	AppVersion  string           `json:"appVersion,omitempty"`
+	Keywords    []string         `json:"keywords,omitempty"`
+	Channels    []string         `json:"channels,omitempty"`
+	Digest      string           `json:"digest"`
+	Created     *time.Time       `json:"created,omitempty"`
+	// Updated is when the latest version was indexed.
+	Updated  time.Time `json:"updated"`
+	Verified bool      `json:"verified"`
+}
+
+// Facets count the matching packages by format and by namespace.
+type Facets struct {
+	Format    map[string]int `json:"format"`
+	Namespace map[string]int `json:"namespace"`
+}
+
+// Package is the answer of GET /api/v1/packages/{ns}/{name}.
+type Package struct {
+	Namespace      string                 `json:"namespace"`
+	Name           string                 `json:"name"`
+	Format         pkgformat.Format       `json:"format"`
+	DisplayName    string                 `json:"displayName,omitempty"`
+	Description    string                 `json:"description,omitempty"`
+	LatestVersion  string                 `json:"latestVersion"`
+	DefaultChannel string                 `json:"defaultChannel,omitempty"`
+	Maintainers    []pkgformat.Maintainer `json:"maintainers,omitempty"`
+	// Versions are the readable versions, newest first.
+	Versions []VersionSummary `json:"versions"`
+	Channels []Channel        `json:"channels"`
+	Verified bool             `json:"verified"`
+	// Unindexed are the tags of the repository that are not served as
+	// package versions: not packages, or packages that could not be read.
+	Unindexed []Artifact `json:"unindexed,omitempty"`
+}
+
+// VersionSummary is one version in a Package.
+type VersionSummary struct {
+	Version    string     `json:"version"`
+	Digest     string     `json:"digest"`
+	AppVersion string     `json:"appVersion,omitempty"`
+	Created    *time.Time `json:"created,omitempty"`
+	Indexed    time.Time  `json:"indexed"`
+	Channels   []string   `json:"channels,omitempty"`
+	Verified   bool       `json:"verified"`
+}
+
+// Channel is one channel of a package: its head and its versions, newest first.
+type Channel struct {
+	Name     string   `json:"name"`
+	Head     string   `json:"head"`
+	Versions []string `json:"versions"`
+}
+
+// Version is the answer of GET /api/v1/packages/{ns}/{name}/versions/{version}.
+type Version struct {
+	Namespace string           `json:"namespace"`
+	Name      string           `json:"name"`
+	Version   string           `json:"version"`
+	Digest    string           `json:"digest"`
+	Format    pkgformat.Format `json:"format"`
+	// PullReference is host/namespace/name@digest when the server knows its
+	// host, else namespace/name@digest.
+	PullReference string                 `json:"pullReference"`
+	Content       Content                `json:"content"`
+	Metadata      pkgformat.Metadata     `json:"metadata"`
+	Files         []pkgformat.FileInfo   `json:"files"`
+	Permissions   *pkgformat.Permissions `json:"permissions,omitempty"`
+	Indexed       time.Time              `json:"indexed"`
+	Verified      bool                   `json:"verified"`
+	Signatures    []Signature            `json:"signatures"`
+}
+
+// Content is the package tarball: layers[0] of the artifact.
+type Content struct {
+	Digest    string `json:"digest"`
+	Size      int64  `json:"size"`
+	MediaType string `json:"mediaType"`
+}
+
+// Signature is a signature of a version and whether the trust policy verified it.
+type Signature struct {
+	Digest   string `json:"digest"`
+	KeyID    string `json:"keyId"`
+	Verified bool   `json:"verified"`
+	Reason   string `json:"reason,omitempty"`
+	// Kind is "tag" (cosign's sha256-<hex>.sig tag) or "referrer".
+	Kind string `json:"kind"`
+}
+
+// Graph is the answer of GET /api/v1/packages/{ns}/{name}/channels/{channel}/graph.
+type Graph struct {
+	Namespace string      `json:"namespace"`
+	Name      string      `json:"name"`
+	Channel   string      `json:"channel"`
+	Head      string      `json:"head"`
+	Nodes     []GraphNode `json:"nodes"`
+	Edges     []GraphEdge `json:"edges"`
+}
+
+// GraphNode is a version in a channel.
+type GraphNode struct {
+	Version string `json:"version"`
+	Digest  string `json:"digest"`
+}
+
+// Edge kinds: how an upgrade edge was derived.
+const (
+	EdgeReplaces  = "replaces"
+	EdgeSkips     = "skips"
+	EdgeSkipRange = "skipRange"
+	EdgeSemver    = "semver"
+)
+
+// GraphEdge says that From can be upgraded to To directly.
+type GraphEdge struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+	Kind string `json:"kind"`
+}
+
+// Upgrades is the answer of GET /api/v1/packages/{ns}/{name}/upgrades.
+type Upgrades struct {
+	From    string `json:"from"`
+	Channel string `json:"channel"`
+	Head    string `json:"head"`
+	// Next are the versions From upgrades to directly, newest first.
+	Next []string `json:"next"`
+	// Path is the shortest upgrade path from From to Head, From excluded and
+	// Head included; empty when From is the head.
+	Path []string `json:"path"`
+}
+
+// Deleted is the answer of DELETE /api/v1/packages/{ns}/{name}.
+type Deleted struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// Deleted are the versions deleted, newest first.
+	Deleted []string `json:"deleted"`
+}
+
+// Accepted is the answer of POST /events.
+type Accepted struct {
+	// Accepted counts the events passed to the catalog.
+	Accepted int `json:"accepted"`
+}
+
+// Change actions.
+const (
+	ActionPut    = "put"
+	ActionDelete = "delete"
+)
+
+// Changes is the answer of GET /api/v1/changes.
+type Changes struct {
+	Changes []Change `json:"changes"`
+	// Next is the sequence number to ask for next (since=Next).
+	Next int64 `json:"next"`
+}
+
+// Change is one change to the catalog: a version indexed (put) or removed (delete).
+type Change struct {
+	Seq       int64     `json:"seq"`
+	Action    string    `json:"action"`
+	Namespace string    `json:"namespace"`
+	Name      string    `json:"name"`
+	Version   string    `json:"version"`
+	Digest    string    `json:"digest"`
+	Status    string    `json:"status"`
+	Time      time.Time `json:"time"`
+}
+
+// Artifact statuses: what the catalog made of a tag.
+const (
+	StatusIndexed = "indexed" // a readable package version, served by the API
+	StatusInvalid = "invalid" // a package that could not be read; Reason says why
+	StatusIgnored = "ignored" // not a package (a container image, a signature, ...)
+)
+
+// Artifact is a tag the catalog holds but does not serve as a package version.
+type Artifact struct {
+	Namespace string    `json:"namespace"`
+	Name      string    `json:"name"`
+	Tag       string    `json:"tag"`
+	Digest    string    `json:"digest"`
+	Status    string    `json:"status"`
+	Reason    string    `json:"reason"`
+	Indexed   time.Time `json:"indexed"`
+}
+
+// Artifacts is the answer of GET /api/v1/artifacts.
+type Artifacts struct {
+	Artifacts []Artifact `json:"artifacts"`
+	Next      string     `json:"next"`
+}
+
+// Status is the answer of GET /api/v1/status.
+type Status struct {
+	Packages  int             `json:"packages"`
+	Versions  int             `json:"versions"`
+	Unindexed int             `json:"unindexed"`
+	Seq       int64           `json:"seq"`
+	Reconcile ReconcileStatus `json:"reconcile"`
+}
+
+// ReconcileStatus reports the last complete reconciliation with the registry.
+type ReconcileStatus struct {
+	Runs     int64      `json:"runs"`
+	Started  *time.Time `json:"started,omitempty"`
+	Finished *time.Time `json:"finished,omitempty"`
+	Indexed  int        `json:"indexed"`
+	Removed  int        `json:"removed"`
+	Failed   int        `json:"failed"`
+	Error    string     `json:"error,omitempty"`
+}
+
+// Errors is the body of every error response, as in the distribution API.
+type Errors struct {
+	Errors []Error `json:"errors"`
+}
+
+// Error is one error: a code from the table in the API document, a message
+// for people, and optional detail.
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Detail  any    `json:"detail,omitempty"`
+}

@@ -1,0 +1,450 @@
+package catalog_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand"
+	"net/http"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	specs "github.com/opencontainers/image-spec/specs-go"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/berth-registry/berth/catalog"
+	"github.com/berth-registry/berth/catalog/apiv1"
+	"github.com/berth-registry/berth/pkgformat"
+)
+
+var all = catalog.Access{All: true}
+
+func TestPushedPackageIsSearchable(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	p := load(t, "kudo/kafka/2.5.1-1.3.2")
+	dgst := e.pushPackage("kudo", p)
+	e.waitFor("kafka in search", func() bool {
+		res, err := e.cat.Search(e.ctx, catalog.Query{Text: "kafka", Access: all})
+		return err == nil && len(res.Packages) == 1 && res.Packages[0].Digest == dgst
+	})
+	v, err := e.cat.Version(e.ctx, all, "kudo", "kafka", p.Metadata.Version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Digest != dgst || v.Format != pkgformat.KUDO || v.Metadata.Name != "kafka" || len(v.Files) != len(p.Files) {
+		t.Errorf("version = %+v", v)
+	}
+	if v.PullReference != "kudo/kafka@"+dgst {
+		t.Errorf("pull reference = %q", v.PullReference)
+	}
+}
+
+// TestFileServesExactBytes reads every file of real packages through File and
+// compares it with the package directory.
+func TestFileServesExactBytes(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	pkgs := []*pkgformat.Package{load(t, "kudo/kafka/2.5.1-1.3.2"), load(t, "kudo/cowsay/0.2.0")}
+	pkgs = append(pkgs, loadRepository(t, "olm-community/etcd")[0])
+	for _, p := range pkgs {
+		e.pushPackage("files", p)
+	}
+	for _, p := range pkgs {
+		tag := pkgformat.Tag(p.Metadata.Version)
+		e.waitFor(p.Metadata.Name, func() bool { return e.entry("files", p.Metadata.Name, tag) != nil })
+		for _, f := range p.Files {
+			rc, size, err := e.cat.File(e.ctx, all, "files", p.Metadata.Name, p.Metadata.Version, f.Path)
+			if err != nil {
+				t.Fatalf("%s %s: %v", p.Metadata.Name, f.Path, err)
+			}
+			got, err := io.ReadAll(rc)
+			rc.Close()
+			if err != nil || size != int64(len(f.Data)) || !bytes.Equal(got, f.Data) {
+				t.Errorf("%s %s: %d bytes (size %d, err %v), want %d", p.Metadata.Name, f.Path, len(got), size, err, len(f.Data))
+			}
+		}
+	}
+	_, _, err := e.cat.File(e.ctx, all, "files", "kafka", "2.5.1_1.3.2", "no/such/file")
+	if !errors.Is(err, catalog.ErrNotFound) {
+		t.Errorf("missing file: err = %v, want ErrNotFound", err)
+	}
+}
+
+// TestArtifactsThatAreNotValidPackages pushes what a registry may hold
+// besides good packages: each is recorded with its status and reason, and
+// never served as a version.
+func TestArtifactsThatAreNotValidPackages(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	good := load(t, "kudo/cowsay/0.2.0")
+	art, err := good.Artifact()
+	if err != nil {
+		t.Fatal(err)
+	}
+	content := layer{pkgformat.ContentMediaType, art.Content}
+	traversal := tarball(t, map[string]string{"../escape.yaml": "x: 1", "operator.yaml": "name: x"})
+	cfgFor := func(mutate func(*pkgformat.Metadata)) []byte {
+		md := good.Metadata
+		md.Name = "bad"
+		mutate(&md)
+		b, _ := json.Marshal(md)
+		return b
+	}
+	for i, tc := range []struct {
+		name, tag, status, reason string
+		push                      func(repo, tag string)
+	}{
+		{"container image", "v1", apiv1.StatusIgnored, "not a package: artifact of type application/vnd.oci.image.config.v1+json", func(repo, tag string) {
+			e.pushArtifact(repo, tag, "", ocispec.MediaTypeImageConfig, []byte(`{"architecture":"amd64","os":"linux"}`), layer{ocispec.MediaTypeImageLayerGzip, gz(t, []byte("x"))})
+		}},
+		{"cosign signature tag", "sha256-abc.sig", apiv1.StatusIgnored, "not a package", func(repo, tag string) {
+			e.pushArtifact(repo, tag, "", "application/vnd.oci.image.config.v1+json", []byte(`{}`), layer{"application/vnd.dev.cosign.simplesigning.v1+json", []byte(`{"critical":{}}`)})
+		}},
+		{"image index", "multi", apiv1.StatusIgnored, "not a package: a application/vnd.oci.image.index.v1+json", func(repo, tag string) {
+			idx, _ := json.Marshal(ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{}})
+			e.pushManifest(repo, tag, ocispec.MediaTypeImageIndex, idx)
+		}},
+		{"corrupt config blob", "1.0.0", apiv1.StatusInvalid, "package metadata is not valid JSON", func(repo, tag string) {
+			e.pushArtifact(repo, tag, pkgformat.ArtifactType, pkgformat.ConfigMediaType, []byte("{not json"), content)
+		}},
+		{"config names another package", "0.2.0", apiv1.StatusInvalid, `does not match the expected name "wrongname"`, func(repo, tag string) {
+			e.pushArtifact(repo, tag, pkgformat.ArtifactType, pkgformat.ConfigMediaType, art.Config, content)
+		}},
+		{"config lists other files", "0.2.0", apiv1.StatusInvalid, "the package metadata lists", func(repo, tag string) {
+			e.pushArtifact(repo, tag, pkgformat.ArtifactType, pkgformat.ConfigMediaType, cfgFor(func(md *pkgformat.Metadata) {
+				md.Files = append(md.Files, pkgformat.FileInfo{Path: "extra.yaml", Size: 3})
+			}), content)
+		}},
+		{"content breaks the safety rules", "0.2.0", apiv1.StatusInvalid, "../escape.yaml", func(repo, tag string) {
+			e.pushArtifact(repo, tag, pkgformat.ArtifactType, pkgformat.ConfigMediaType, cfgFor(func(*pkgformat.Metadata) {}), layer{pkgformat.ContentMediaType, traversal})
+		}},
+		{"content is not gzip", "0.2.0", apiv1.StatusInvalid, "content", func(repo, tag string) {
+			e.pushArtifact(repo, tag, pkgformat.ArtifactType, pkgformat.ConfigMediaType, cfgFor(func(*pkgformat.Metadata) {}), layer{pkgformat.ContentMediaType, []byte("plain text")})
+		}},
+		{"package without content", "0.2.0", apiv1.StatusIgnored, "package manifest has no content layer", func(repo, tag string) {
+			e.pushArtifact(repo, tag, pkgformat.ArtifactType, pkgformat.ConfigMediaType, cfgFor(func(*pkgformat.Metadata) {}))
+		}},
+		{"repository outside namespace/name", "0.2.0", apiv1.StatusIgnored, "packages live at <namespace>/<name>", func(_, tag string) {
+			e.pushArtifact("deep/er/cowsay", tag, pkgformat.ArtifactType, pkgformat.ConfigMediaType, art.Config, content)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// Each case has its own repository: "bad" refuses re-pointed versions.
+			ns, name := fmt.Sprintf("case%d", i), "bad"
+			switch tc.name {
+			case "config names another package":
+				name = "wrongname"
+			case "repository outside namespace/name":
+				ns, name = "deep", "er/cowsay"
+			}
+			tc.push(ns+"/"+name, tc.tag)
+			var got *catalog.Entry
+			e.waitFor(tc.name, func() bool { got = e.entry(ns, name, tc.tag); return got != nil })
+			if got.Status != tc.status || !strings.Contains(got.Reason, tc.reason) {
+				t.Errorf("status %q, reason %q; want %q containing %q", got.Status, got.Reason, tc.status, tc.reason)
+			}
+			if _, err := e.cat.Version(e.ctx, all, ns, name, tc.tag); !errors.Is(err, catalog.ErrNotFound) {
+				t.Errorf("Version: err = %v, want ErrNotFound", err)
+			}
+		})
+	}
+	// None of the artifacts above is searchable; all are listed as unindexed.
+	res, err := e.cat.Search(e.ctx, catalog.Query{Access: all})
+	if err != nil || res.Total != 0 {
+		t.Errorf("search over bad artifacts: %+v, err %v", res, err)
+	}
+	un, err := e.cat.Unindexed(e.ctx, all, 100, 0)
+	if err != nil || len(un) != 10 {
+		t.Errorf("unindexed: %d artifacts, err %v; want 10", len(un), err)
+	}
+}
+
+// TestHelmAndPlainOrasPushesAreIndexed covers artifacts berth did not build:
+// a Helm chart as helm push stores it, and a package pushed by plain oras
+// push with an empty config.
+func TestHelmAndPlainOrasPushesAreIndexed(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	chart := tarball(t, map[string]string{
+		"mychart/Chart.yaml":        "apiVersion: v2\nname: mychart\nversion: 1.2.3\ndescription: A chart for tests\nkeywords: [demo]\n",
+		"mychart/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n",
+		"mychart/values.yaml":       "replicas: 1\n",
+	})
+	helmConfig := `{"apiVersion":"v2","name":"mychart","version":"1.2.3","description":"A chart for tests","keywords":["demo"]}`
+	e.pushArtifact("charts/mychart", "1.2.3", "", pkgformat.HelmConfigMediaType, []byte(helmConfig), layer{"application/vnd.cncf.helm.chart.content.v1.tar+gzip", chart})
+
+	p := load(t, "kudo/cowsay/0.2.0")
+	art, _ := p.Artifact()
+	e.pushArtifact("oras/cowsay", "0.2.0", pkgformat.ArtifactType, ocispec.MediaTypeEmptyJSON, []byte("{}"), layer{pkgformat.ContentMediaType, art.Content})
+
+	e.waitFor("both indexed", func() bool {
+		a, b := e.entry("charts", "mychart", "1.2.3"), e.entry("oras", "cowsay", "0.2.0")
+		return a != nil && b != nil
+	})
+	h := e.entry("charts", "mychart", "1.2.3")
+	if h.Status != apiv1.StatusIndexed || h.Metadata.Format != pkgformat.Helm || h.Metadata.Description != "A chart for tests" {
+		t.Fatalf("helm chart: %+v %+v", h, h.Metadata)
+	}
+	rc, _, err := e.cat.File(e.ctx, all, "charts", "mychart", "1.2.3", "values.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(rc)
+	rc.Close()
+	if string(b) != "replicas: 1\n" {
+		t.Errorf("values.yaml = %q", b)
+	}
+	o := e.entry("oras", "cowsay", "0.2.0")
+	if o.Status != apiv1.StatusIndexed || o.Metadata.Name != "cowsay" || o.Metadata.Format != pkgformat.KUDO {
+		t.Errorf("oras push: %+v", o)
+	}
+}
+
+// TestDeletesFollow deletes by tag and by digest through the registry API.
+func TestDeletesFollow(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	var tags []string
+	for _, p := range loadRepository(t, "olm-community/etcd")[:3] {
+		e.pushPackage("olm", p)
+		tags = append(tags, pkgformat.Tag(p.Metadata.Version))
+	}
+	e.waitFor("three versions", func() bool {
+		p, err := e.cat.Package(e.ctx, all, "olm", "etcd")
+		return err == nil && len(p.Versions) == 3
+	})
+	en := e.entry("olm", "etcd", tags[0])
+	req, _ := http.NewRequest(http.MethodDelete, "http://"+e.host+"/v2/olm/etcd/manifests/"+en.Digest, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("delete: %v %v", resp, err)
+	}
+	e.waitFor("version removed", func() bool { return e.entry("olm", "etcd", tags[0]) == nil })
+
+	deleted, err := e.cat.DeletePackage(e.ctx, "olm", "etcd")
+	if err != nil || len(deleted) != 2 {
+		t.Fatalf("DeletePackage = %v, %v", deleted, err)
+	}
+	if _, err := e.cat.Package(e.ctx, all, "olm", "etcd"); !errors.Is(err, catalog.ErrNotFound) {
+		t.Errorf("package after delete: %v", err)
+	}
+	if _, err := e.repo("olm/etcd").Resolve(e.ctx, tags[1]); err == nil {
+		t.Errorf("tag %s still in the registry", tags[1])
+	}
+	if _, err := e.cat.DeletePackage(e.ctx, "olm", "etcd"); !errors.Is(err, catalog.ErrNotFound) {
+		t.Errorf("second delete: %v, want ErrNotFound", err)
+	}
+	ch, err := e.cat.Changes(e.ctx, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var puts, dels int
+	for i, c := range ch.Changes {
+		if i > 0 && c.Seq <= ch.Changes[i-1].Seq {
+			t.Errorf("change seq not increasing: %v", ch.Changes)
+		}
+		switch c.Action {
+		case apiv1.ActionPut:
+			puts++
+		case apiv1.ActionDelete:
+			dels++
+		}
+	}
+	if puts != 3 || dels != 3 {
+		t.Errorf("changes: %d puts, %d deletes; want 3 and 3", puts, dels)
+	}
+}
+
+// countingSource counts the manifest and blob reads of a source.
+type countingSource struct {
+	catalog.Source
+	reads atomic.Int64
+}
+
+func (s *countingSource) Manifest(ctx context.Context, repo, d string) (string, []byte, error) {
+	s.reads.Add(1)
+	return s.Source.Manifest(ctx, repo, d)
+}
+
+func (s *countingSource) Blob(ctx context.Context, repo, d string) (io.ReadCloser, error) {
+	s.reads.Add(1)
+	return s.Source.Blob(ctx, repo, d)
+}
+
+// TestReconcileRepairsLostEvents runs a registry whose events never reach
+// the catalog: the reconciler alone indexes, re-points and removes, and a
+// second pass over an intact store reads no package.
+func TestReconcileRepairsLostEvents(t *testing.T) {
+	var src *countingSource
+	e := newEnv(t, envOptions{lose: true, source: func(s catalog.Source) catalog.Source {
+		src = &countingSource{Source: s}
+		return src
+	}})
+	kafka := loadRepository(t, "olm-community/etcd")
+	for _, p := range kafka {
+		e.pushPackage("olm", p)
+	}
+	cow := load(t, "kudo/cowsay/0.2.0")
+	e.pushPackage("scratch", cow)
+	st, err := e.cat.Reconcile(e.ctx)
+	if err != nil || st.Indexed != len(kafka)+1 || st.Removed != 0 || st.Failed != 0 {
+		t.Fatalf("first reconcile: %+v, %v", st, err)
+	}
+	before := src.reads.Load()
+	st, err = e.cat.Reconcile(e.ctx)
+	if err != nil || st.Indexed != 0 || st.Removed != 0 {
+		t.Fatalf("second reconcile: %+v, %v", st, err)
+	}
+	if n := src.reads.Load() - before; n != 0 {
+		t.Errorf("reconciling an intact store read %d manifests and blobs, want 0", n)
+	}
+
+	// Re-point scratch/cowsay:0.2.0 (scratch allows overwrites) and delete an etcd version.
+	other := *cow
+	other.Metadata.Description = "changed"
+	newDigest := e.pushPackage("scratch", &other)
+	gone := e.entry("olm", "etcd", pkgformat.Tag(kafka[0].Metadata.Version))
+	req, _ := http.NewRequest(http.MethodDelete, "http://"+e.host+"/v2/olm/etcd/manifests/"+gone.Digest, nil)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("delete: %v %v", resp, err)
+	}
+	st, err = e.cat.Reconcile(e.ctx)
+	if err != nil || st.Indexed != 1 || st.Removed != 1 {
+		t.Fatalf("third reconcile: %+v, %v", st, err)
+	}
+	if got := e.entry("scratch", "cowsay", "0.2.0"); got.Digest != newDigest || got.Metadata.Description != "changed" {
+		t.Errorf("re-pointed tag: %+v", got)
+	}
+	if e.entry("olm", "etcd", gone.Tag) != nil {
+		t.Errorf("deleted version still in the catalog")
+	}
+}
+
+// TestStoredStateIsOrderIndependent pushes the same versions in random
+// orders, deletes the same subset, and requires identical package details,
+// graphs and upgrade answers every time.
+func TestStoredStateIsOrderIndependent(t *testing.T) {
+	versions := loadRepository(t, "olm-community/etcd")
+	seed := int64(20261121)
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewSource(seed))
+	drop := map[string]bool{pkgformat.Tag(versions[1].Metadata.Version): true}
+	var want []byte
+	for round := 0; round < 4; round++ {
+		e := newEnv(t, envOptions{})
+		order := rng.Perm(len(versions))
+		for _, i := range order {
+			e.pushPackage("olm", versions[i])
+		}
+		e.waitFor("all versions", func() bool {
+			p, err := e.cat.Package(e.ctx, all, "olm", "etcd")
+			return err == nil && len(p.Versions) == len(versions)
+		})
+		for tag := range drop {
+			d := e.entry("olm", "etcd", tag).Digest
+			req, _ := http.NewRequest(http.MethodDelete, "http://"+e.host+"/v2/olm/etcd/manifests/"+d, nil)
+			if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusAccepted {
+				t.Fatalf("delete: %v %v", resp, err)
+			}
+		}
+		e.waitFor("deletes", func() bool {
+			p, err := e.cat.Package(e.ctx, all, "olm", "etcd")
+			return err == nil && len(p.Versions) == len(versions)-len(drop)
+		})
+		got := snapshot(t, e)
+		if want == nil {
+			want = got
+			continue
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("round %d (order %v) differs:\n%s\nwant\n%s", round, order, got, want)
+		}
+	}
+}
+
+// snapshot renders what the catalog says about olm/etcd, minus index times.
+func snapshot(t *testing.T, e *env) []byte {
+	t.Helper()
+	p, err := e.cat.Package(e.ctx, all, "olm", "etcd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range p.Versions {
+		p.Versions[i].Indexed = time.Time{}
+	}
+	doc := map[string]any{"package": p}
+	for _, ch := range p.Channels {
+		g, err := e.cat.Graph(e.ctx, all, "olm", "etcd", ch.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc["graph-"+ch.Name] = g
+		for _, v := range ch.Versions {
+			u, err := e.cat.Upgrades(e.ctx, all, "olm", "etcd", ch.Name, v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			doc["upgrades-"+ch.Name+"-"+v] = u
+		}
+	}
+	b, err := json.MarshalIndent(doc, "", " ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestAccessHidesPackages checks that a package outside the caller's access
+// is not found, as if it did not exist.
+func TestAccessHidesPackages(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.pushPackage("private", load(t, "kudo/cowsay/0.2.0"))
+	e.waitFor("indexed", func() bool { return e.entry("private", "cowsay", "0.2.0") != nil })
+	only := catalog.Access{Namespaces: []string{"public"}}
+	if _, err := e.cat.Package(e.ctx, only, "private", "cowsay"); !errors.Is(err, catalog.ErrNotFound) {
+		t.Errorf("Package: %v", err)
+	}
+	if _, err := e.cat.Version(e.ctx, only, "private", "cowsay", "0.2.0"); !errors.Is(err, catalog.ErrNotFound) {
+		t.Errorf("Version: %v", err)
+	}
+	res, err := e.cat.Search(e.ctx, catalog.Query{Text: "cowsay", Access: only})
+	if err != nil || res.Total != 0 {
+		t.Errorf("Search: %+v %v", res, err)
+	}
+	if _, err := e.cat.Package(e.ctx, all, "private", "cowsay"); err != nil {
+		t.Errorf("with access: %v", err)
+	}
+}
+
+func gz(t *testing.T, b []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write(b)
+	zw.Close()
+	return buf.Bytes()
+}
+
+// tarball builds a gzipped tar of files, in name order, writing names as given.
+func tarball(t *testing.T, files map[string]string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if err := tw.WriteHeader(&tar.Header{Name: n, Mode: 0o644, Size: int64(len(files[n])), Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		tw.Write([]byte(files[n]))
+	}
+	tw.Close()
+	return gz(t, buf.Bytes())
+}

@@ -1,0 +1,218 @@
+package catalog_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2/registry/remote"
+
+	"github.com/berth-registry/berth/catalog"
+	"github.com/berth-registry/berth/catalog/sqlite"
+	"github.com/berth-registry/berth/pkgformat"
+	"github.com/berth-registry/berth/registry"
+	"github.com/berth-registry/berth/storage"
+)
+
+// fixtures is the shared fixture tree (see its README).
+const fixtures = "../../shared/fixtures"
+
+// env is a real registry (in-memory storage, behind an httptest server) with a
+// catalog on a SQLite store following it in process.
+type env struct {
+	t     *testing.T
+	ctx   context.Context
+	reg   *registry.Registry
+	host  string
+	store catalog.Store
+	cat   *catalog.Catalog
+}
+
+type envOptions struct {
+	// lose drops every registry event, as a crash would: only the
+	// reconciler can then bring the catalog up to date.
+	lose bool
+	// source, when set, wraps the catalog's source.
+	source func(catalog.Source) catalog.Source
+}
+
+func newEnv(t *testing.T, opts envOptions) *env {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	e := &env{t: t, ctx: ctx}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var cat *catalog.Catalog
+	reg, err := registry.New(ctx, registry.Options{
+		Storage:        &storage.Config{Driver: "inmemory"},
+		HTTPSecret:     "test",
+		AllowOverwrite: func(ns string) bool { return ns == "scratch" },
+		OnEvent: func(ev registry.Event) {
+			if !opts.lose {
+				cat.Notify(ev)
+			}
+		},
+		Logger: quiet,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(reg)
+	e.reg, e.host = reg, strings.TrimPrefix(srv.URL, "http://")
+	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "catalog.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var src catalog.Source = catalog.NewDistributionSource(reg.Namespace())
+	if opts.source != nil {
+		src = opts.source(src)
+	}
+	cat, err = catalog.New(catalog.Options{Store: store, Source: src, ReconcileInterval: -1, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.store, e.cat = store, cat
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		cat.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		srv.Close()
+		reg.Close()
+		store.Close()
+	})
+	e.waitReconciled(1)
+	return e
+}
+
+// waitReconciled waits until at least n reconciliations have finished.
+func (e *env) waitReconciled(n int64) {
+	e.t.Helper()
+	e.waitFor("reconciliation", func() bool {
+		st, err := e.cat.Status(e.ctx)
+		return err == nil && st.Reconcile.Runs >= n
+	})
+}
+
+// waitFor polls cond until it holds, failing the test after 10 seconds.
+func (e *env) waitFor(what string, cond func() bool) {
+	e.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			e.t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (e *env) repo(name string) *remote.Repository {
+	e.t.Helper()
+	r, err := remote.NewRepository(e.host + "/" + name)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	r.PlainHTTP = true
+	return r
+}
+
+// blob describes and uploads one blob.
+func (e *env) blob(repo *remote.Repository, mediaType string, b []byte) ocispec.Descriptor {
+	e.t.Helper()
+	d := ocispec.Descriptor{MediaType: mediaType, Digest: digest.FromBytes(b), Size: int64(len(b))}
+	if err := repo.Blobs().Push(e.ctx, d, bytes.NewReader(b)); err != nil && !strings.Contains(err.Error(), "exists") {
+		e.t.Fatal(err)
+	}
+	return d
+}
+
+// pushManifest uploads a manifest and tags it; it returns its digest.
+func (e *env) pushManifest(repoName, tag, mediaType string, manifest []byte) string {
+	e.t.Helper()
+	repo := e.repo(repoName)
+	d := ocispec.Descriptor{MediaType: mediaType, Digest: digest.FromBytes(manifest), Size: int64(len(manifest))}
+	if err := repo.PushReference(e.ctx, d, bytes.NewReader(manifest), tag); err != nil {
+		e.t.Fatalf("push %s:%s: %v", repoName, tag, err)
+	}
+	return d.Digest.String()
+}
+
+// pushArtifact uploads config and layers and tags an image manifest made of them.
+func (e *env) pushArtifact(repoName, tag, artifactType, configMediaType string, config []byte, layers ...layer) string {
+	e.t.Helper()
+	repo := e.repo(repoName)
+	m := ocispec.Manifest{
+		MediaType:    ocispec.MediaTypeImageManifest,
+		ArtifactType: artifactType,
+		Config:       e.blob(repo, configMediaType, config),
+		Layers:       []ocispec.Descriptor{},
+	}
+	m.SchemaVersion = 2
+	for _, l := range layers {
+		m.Layers = append(m.Layers, e.blob(repo, l.mediaType, l.data))
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return e.pushManifest(repoName, tag, ocispec.MediaTypeImageManifest, b)
+}
+
+type layer struct {
+	mediaType string
+	data      []byte
+}
+
+// pushPackage pushes a package as berth push does; it returns the package.
+func (e *env) pushPackage(namespace string, p *pkgformat.Package) string {
+	e.t.Helper()
+	art, err := p.Artifact()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	repoName := namespace + "/" + p.Metadata.Name
+	repo := e.repo(repoName)
+	e.blob(repo, art.ConfigDesc.MediaType, art.Config)
+	e.blob(repo, art.ContentDesc.MediaType, art.Content)
+	return e.pushManifest(repoName, pkgformat.Tag(p.Metadata.Version), ocispec.MediaTypeImageManifest, art.Manifest)
+}
+
+// load reads a fixture package directory.
+func load(t *testing.T, dir string) *pkgformat.Package {
+	t.Helper()
+	p, err := pkgformat.Load(filepath.Join(fixtures, dir), pkgformat.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// loadRepository reads every version of an OLM fixture package.
+func loadRepository(t *testing.T, dir string) []*pkgformat.Package {
+	t.Helper()
+	ps, err := pkgformat.LoadRepository(filepath.Join(fixtures, dir), pkgformat.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ps
+}
+
+// entry returns the catalog's entry for a tag, or nil.
+func (e *env) entry(ns, name, tag string) *catalog.Entry {
+	en, err := e.store.Entry(e.ctx, ns, name, tag)
+	if err != nil {
+		return nil
+	}
+	return en
+}

@@ -1,0 +1,284 @@
+package catalog
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+	"time"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/berth-registry/berth/catalog/apiv1"
+	"github.com/berth-registry/berth/pkgformat"
+)
+
+// helmContentMediaType is the chart layer of a Helm chart pushed by `helm push`.
+const helmContentMediaType = "application/vnd.cncf.helm.chart.content.v1.tar+gzip"
+
+// indexer reads what a tag names into an Entry.
+type indexer struct {
+	source Source
+	limits pkgformat.Limits
+	now    func() time.Time
+}
+
+// read reads the manifest repo@digest, tagged tag, into an entry. Whatever is
+// wrong with the artifact itself is recorded in the entry (status invalid or
+// ignored, with the reason); the error is reserved for a registry that could
+// not be read, and wraps ErrNotFound when the manifest is gone.
+func (ix *indexer) read(ctx context.Context, repo, tag, dgst string) (*Entry, error) {
+	ns, name, _ := splitRepo(repo)
+	e := &Entry{Namespace: ns, Name: name, Tag: tag, Digest: dgst, Indexed: ix.now().UTC()}
+	if reason := repositoryProblem(repo); reason != "" {
+		return e.ignore(reason), nil
+	}
+	mediaType, payload, err := ix.source.Manifest(ctx, repo, dgst)
+	if err != nil {
+		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrUnavailable) || ctx.Err() != nil {
+			return nil, err
+		}
+		return e.ignore(fmt.Sprintf("unreadable manifest: %v", err)), nil
+	}
+	var m ocispec.Manifest
+	if err := json.Unmarshal(payload, &m); err != nil {
+		return e.ignore(fmt.Sprintf("manifest is not JSON: %v", err)), nil
+	}
+	if m.MediaType == "" {
+		m.MediaType = mediaType
+	}
+	if m.MediaType != ocispec.MediaTypeImageManifest {
+		return e.ignore(fmt.Sprintf("not a package: a %s", m.MediaType)), nil
+	}
+	layer, ok := contentLayer(&m)
+	if !ok {
+		return e.ignore(notPackageReason(&m)), nil
+	}
+	if err := ix.readPackage(ctx, e, repo, &m, layer); err != nil {
+		if errors.Is(err, ErrUnavailable) || ctx.Err() != nil {
+			return nil, err
+		}
+		e.Status, e.Reason, e.Metadata, e.Files = apiv1.StatusInvalid, err.Error(), nil, nil
+		return e, nil
+	}
+	e.Status = apiv1.StatusIndexed
+	return e, nil
+}
+
+func (e *Entry) ignore(reason string) *Entry {
+	e.Status, e.Reason = apiv1.StatusIgnored, reason
+	return e
+}
+
+// repositoryProblem says why repo cannot hold a package, or "".
+func repositoryProblem(repo string) string {
+	parts := strings.Split(repo, "/")
+	if len(parts) != 2 {
+		return "not a package repository: packages live at <namespace>/<name>"
+	}
+	for _, p := range parts {
+		if err := pkgformat.ValidName(p); err != nil {
+			return fmt.Sprintf("not a package repository: %v", err)
+		}
+	}
+	return ""
+}
+
+// contentLayer finds the package tarball of a package manifest: layers[0] of
+// a berth package, or the chart of a Helm chart.
+func contentLayer(m *ocispec.Manifest) (ocispec.Descriptor, bool) {
+	cfg := m.Config.MediaType
+	switch {
+	case cfg == pkgformat.HelmConfigMediaType:
+		for _, l := range m.Layers {
+			if l.MediaType == helmContentMediaType {
+				return l, true
+			}
+		}
+	case m.ArtifactType == pkgformat.ArtifactType || cfg == pkgformat.ConfigMediaType ||
+		(cfg == ocispec.MediaTypeEmptyJSON && len(m.Layers) > 0 && m.Layers[0].MediaType == pkgformat.ContentMediaType):
+		if len(m.Layers) > 0 && m.Layers[0].MediaType == pkgformat.ContentMediaType {
+			return m.Layers[0], true
+		}
+	}
+	return ocispec.Descriptor{}, false
+}
+
+// notPackageReason says why a manifest is not a package, or, when it claims
+// to be one, what is missing.
+func notPackageReason(m *ocispec.Manifest) string {
+	if pkgformat.IsPackage(m.ArtifactType, m.Config.MediaType) {
+		return "package manifest has no content layer"
+	}
+	kind := m.ArtifactType
+	if kind == "" {
+		kind = m.Config.MediaType
+	}
+	return fmt.Sprintf("not a package: artifact of type %s", kind)
+}
+
+// readPackage reads the config and content of a package manifest into e. Its
+// errors describe what is wrong with the package; errors of the registry wrap
+// ErrUnavailable.
+func (ix *indexer) readPackage(ctx context.Context, e *Entry, repo string, m *ocispec.Manifest, layer ocispec.Descriptor) error {
+	if layer.Size > ix.limits.MaxArchiveSize {
+		return fmt.Errorf("content layer of %d bytes is over the %d byte limit", layer.Size, ix.limits.MaxArchiveSize)
+	}
+	config, err := ix.blob(ctx, repo, m.Config, ix.limits.MaxFileSize, "config blob")
+	if err != nil {
+		return err
+	}
+	content, err := ix.blob(ctx, repo, layer, ix.limits.MaxArchiveSize, "content layer")
+	if err != nil {
+		return err
+	}
+	opts := pkgformat.Options{Limits: ix.limits, Name: e.Name, Version: e.Tag}
+	// The content is read in every case: a package is only served when its
+	// tarball passes pkgformat's safety rules, whatever its config says.
+	files, err := pkgformat.ReadArchive(bytes.NewReader(content), ix.limits)
+	if err != nil {
+		return fmt.Errorf("content: %w", err)
+	}
+	var fromContent io.Reader
+	if m.Config.MediaType != pkgformat.ConfigMediaType {
+		fromContent = bytes.NewReader(content)
+	}
+	md, err := pkgformat.MetadataFromArtifact(config, m.Config.MediaType, fromContent, opts)
+	if err != nil {
+		return err
+	}
+	located, err := locateFiles(content, files, md.Files)
+	if err != nil {
+		return err
+	}
+	e.Metadata = md
+	e.Files = located
+	e.Content = apiv1.Content{Digest: layer.Digest.String(), Size: layer.Size, MediaType: layer.MediaType}
+	return nil
+}
+
+// blob reads a blob of at most max bytes and checks its digest and size.
+func (ix *indexer) blob(ctx context.Context, repo string, desc ocispec.Descriptor, max int64, what string) ([]byte, error) {
+	if desc.Size > max {
+		return nil, fmt.Errorf("%s of %d bytes is over the %d byte limit", what, desc.Size, max)
+	}
+	rc, err := ix.source.Blob(ctx, repo, desc.Digest.String())
+	if errors.Is(err, ErrNotFound) {
+		return nil, fmt.Errorf("%s %s is missing from the registry", what, desc.Digest)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(io.LimitReader(rc, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w: %w", what, desc.Digest, ErrUnavailable, err)
+	}
+	if int64(len(b)) != desc.Size {
+		return nil, fmt.Errorf("%s %s: the manifest says %d bytes, the blob has %d", what, desc.Digest, desc.Size, len(b))
+	}
+	if desc.Digest.Validate() != nil || desc.Digest.Algorithm().FromBytes(b) != desc.Digest {
+		return nil, fmt.Errorf("%s %s: content does not match its digest", what, desc.Digest)
+	}
+	return b, nil
+}
+
+// locateFiles finds where each file of the metadata starts in the
+// uncompressed tar stream of content. files are the content's files as
+// pkgformat read them (links materialised); paths in want may be relative to
+// a single top-level folder of the tarball, as in a `helm package` chart.
+// The metadata must list exactly the files of the content.
+func locateFiles(content []byte, files []pkgformat.File, want []pkgformat.FileInfo) ([]FileEntry, error) {
+	offsets, err := tarOffsets(content)
+	if err != nil {
+		return nil, fmt.Errorf("content: %w", err)
+	}
+	byPath := make(map[string]pkgformat.File, len(files))
+	for _, f := range files {
+		byPath[f.Path] = f
+	}
+	prefix := ""
+	if len(want) > 0 && len(files) > 0 {
+		if _, ok := byPath[want[0].Path]; !ok {
+			if dir, _, found := strings.Cut(files[0].Path, "/"); found {
+				prefix = dir + "/"
+			}
+		}
+	}
+	if len(want) != len(files) {
+		return nil, fmt.Errorf("the package metadata lists %d files, the content has %d", len(want), len(files))
+	}
+	out := make([]FileEntry, 0, len(want))
+	for _, w := range want {
+		f, ok := byPath[prefix+w.Path]
+		if !ok {
+			return nil, fmt.Errorf("the package metadata lists %s, which the content does not have", w.Path)
+		}
+		if int64(len(f.Data)) != w.Size {
+			return nil, fmt.Errorf("the package metadata says %s has %d bytes, the content has %d", w.Path, w.Size, len(f.Data))
+		}
+		off, ok := offsets[f.Path]
+		if !ok {
+			// A link, materialised by pkgformat: serve the bytes of the
+			// regular file with the same content.
+			off, ok = sameData(offsets, byPath, f)
+		}
+		if !ok {
+			return nil, fmt.Errorf("content: cannot locate %s in the tarball", w.Path)
+		}
+		out = append(out, FileEntry{Path: w.Path, Size: w.Size, Offset: off})
+	}
+	return out, nil
+}
+
+// tarOffsets maps the clean path of every regular file in a gzipped tar to the
+// offset of its data in the uncompressed stream.
+func tarOffsets(content []byte) (map[string]int64, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(content))
+	if err != nil {
+		return nil, err
+	}
+	cr := &countingReader{r: zr}
+	tr := tar.NewReader(cr)
+	offsets := make(map[string]int64)
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return offsets, nil
+		}
+		if err != nil && !errors.Is(err, tar.ErrInsecurePath) {
+			return nil, err
+		}
+		if hdr.Typeflag == tar.TypeReg {
+			offsets[path.Clean(strings.TrimPrefix(hdr.Name, "./"))] = cr.n
+		}
+	}
+}
+
+func sameData(offsets map[string]int64, byPath map[string]pkgformat.File, link pkgformat.File) (int64, bool) {
+	for p, off := range offsets {
+		if f, ok := byPath[p]; ok && bytes.Equal(f.Data, link.Data) {
+			return off, true
+		}
+	}
+	return 0, false
+}
+
+// countingReader counts the bytes read through it. archive/tar reads headers
+// in exact blocks, so after Next the count is the offset of the entry's data.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}

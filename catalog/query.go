@@ -1,0 +1,299 @@
+package catalog
+
+import (
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/berth-registry/berth/catalog/apiv1"
+	"github.com/berth-registry/berth/catalog/graph"
+	"github.com/berth-registry/berth/pkgformat"
+)
+
+// Search returns one page of the packages that match q.
+func (c *Catalog) Search(ctx context.Context, q Query) (*SearchResult, error) {
+	return c.store.Search(ctx, q)
+}
+
+// pkg is one package as stored: its readable versions, newest first, and the
+// tags that are not served as versions.
+type pkg struct {
+	versions  []*Entry
+	unindexed []*Entry
+}
+
+// load reads a package the access allows; unknown and forbidden packages
+// are both ErrNotFound, so that callers learn nothing of what they may not pull.
+func (c *Catalog) load(ctx context.Context, access Access, ns, name string) (*pkg, error) {
+	if !access.Allows(ns) {
+		return nil, errorf(ErrNotFound, "package %s/%s", ns, name)
+	}
+	entries, err := c.store.Entries(ctx, ns, name)
+	if errors.Is(err, ErrNotFound) {
+		return nil, errorf(ErrNotFound, "package %s/%s", ns, name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	p := &pkg{}
+	for _, e := range entries {
+		if e.Status == apiv1.StatusIndexed {
+			p.versions = append(p.versions, e)
+		} else {
+			p.unindexed = append(p.unindexed, e)
+		}
+	}
+	sort.Slice(p.versions, func(i, j int) bool { return VersionKey(p.versions[i].Tag) > VersionKey(p.versions[j].Tag) })
+	sort.Slice(p.unindexed, func(i, j int) bool { return p.unindexed[i].Tag < p.unindexed[j].Tag })
+	return p, nil
+}
+
+// readable is load for requests that need at least one readable version.
+func (c *Catalog) readable(ctx context.Context, access Access, ns, name string) (*pkg, error) {
+	p, err := c.load(ctx, access, ns, name)
+	if err != nil {
+		return nil, err
+	}
+	if len(p.versions) == 0 {
+		return nil, errorf(ErrNotFound, "package %s/%s has no readable version", ns, name)
+	}
+	return p, nil
+}
+
+func (p *pkg) graph() *graph.Graph {
+	vs := make([]graph.Version, len(p.versions))
+	for i, e := range p.versions {
+		vs[i] = graph.Version{Version: e.Tag, Digest: e.Digest, Metadata: e.Metadata}
+	}
+	return graph.Build(vs)
+}
+
+// Package describes a package: its versions, channels and unindexed tags.
+func (c *Catalog) Package(ctx context.Context, access Access, ns, name string) (*apiv1.Package, error) {
+	p, err := c.load(ctx, access, ns, name)
+	if err != nil {
+		return nil, err
+	}
+	out := &apiv1.Package{Namespace: ns, Name: name, Versions: []apiv1.VersionSummary{}, Channels: []apiv1.Channel{}}
+	for _, e := range p.unindexed {
+		out.Unindexed = append(out.Unindexed, artifact(e))
+	}
+	if len(p.versions) == 0 {
+		return out, nil
+	}
+	latest := p.versions[0]
+	md := latest.Metadata
+	out.Format, out.DisplayName, out.Description = md.Format, md.DisplayName, md.Description
+	out.LatestVersion, out.Maintainers, out.Verified = latest.Tag, md.Maintainers, latest.Verified
+	g := p.graph()
+	out.DefaultChannel = g.DefaultChannel()
+	out.Channels = g.Channels()
+	inChannels := make(map[string][]string)
+	for _, ch := range out.Channels {
+		for _, v := range ch.Versions {
+			inChannels[v] = append(inChannels[v], ch.Name)
+		}
+	}
+	for _, e := range p.versions {
+		out.Versions = append(out.Versions, apiv1.VersionSummary{
+			Version: e.Tag, Digest: e.Digest, AppVersion: e.Metadata.AppVersion, Created: e.Metadata.Created,
+			Indexed: e.Indexed, Channels: inChannels[e.Tag], Verified: e.Verified,
+		})
+	}
+	return out, nil
+}
+
+// Version describes one version in full.
+func (c *Catalog) Version(ctx context.Context, access Access, ns, name, version string) (*apiv1.Version, error) {
+	e, err := c.version(ctx, access, ns, name, version)
+	if err != nil {
+		return nil, err
+	}
+	files := make([]pkgformat.FileInfo, len(e.Files))
+	for i, f := range e.Files {
+		files[i] = pkgformat.FileInfo{Path: f.Path, Size: f.Size}
+	}
+	return &apiv1.Version{
+		Namespace: ns, Name: name, Version: e.Tag, Digest: e.Digest, Format: e.Metadata.Format,
+		PullReference: ns + "/" + name + "@" + e.Digest,
+		Content:       e.Content, Metadata: *e.Metadata, Files: files, Permissions: e.Metadata.Permissions,
+		Indexed: e.Indexed, Verified: e.Verified, Signatures: []apiv1.Signature{},
+	}, nil
+}
+
+// version returns a readable version; a tag that is not one is ErrNotFound
+// with the reason.
+func (c *Catalog) version(ctx context.Context, access Access, ns, name, version string) (*Entry, error) {
+	if !access.Allows(ns) {
+		return nil, errorf(ErrNotFound, "package %s/%s", ns, name)
+	}
+	tag := pkgformat.Tag(version)
+	e, err := c.store.Entry(ctx, ns, name, tag)
+	if errors.Is(err, ErrNotFound) {
+		return nil, errorf(ErrNotFound, "package %s/%s has no version %s", ns, name, version)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if e.Status != apiv1.StatusIndexed {
+		return nil, errorf(ErrNotFound, "%s/%s:%s is not a readable package version (%s: %s)", ns, name, tag, e.Status, e.Reason)
+	}
+	return e, nil
+}
+
+// Graph returns the upgrade graph of one channel.
+func (c *Catalog) Graph(ctx context.Context, access Access, ns, name, channel string) (*apiv1.Graph, error) {
+	p, err := c.readable(ctx, access, ns, name)
+	if err != nil {
+		return nil, err
+	}
+	g, err := p.graph().Channel(channel)
+	if err != nil {
+		return nil, graphError(ns, name, err)
+	}
+	g.Namespace, g.Name = ns, name
+	return &g, nil
+}
+
+// Upgrades returns what version from can upgrade to in channel (empty: the
+// default channel) and the path to the channel's head.
+func (c *Catalog) Upgrades(ctx context.Context, access Access, ns, name, channel, from string) (*apiv1.Upgrades, error) {
+	p, err := c.readable(ctx, access, ns, name)
+	if err != nil {
+		return nil, err
+	}
+	u, err := p.graph().Upgrades(channel, pkgformat.Tag(from))
+	if err != nil {
+		return nil, graphError(ns, name, err)
+	}
+	return &u, nil
+}
+
+// File opens one file of a version's content. It reads the stored tarball up
+// to the file and no further, and never unpacks the other files.
+func (c *Catalog) File(ctx context.Context, access Access, ns, name, version, file string) (io.ReadCloser, int64, error) {
+	e, err := c.version(ctx, access, ns, name, version)
+	if err != nil {
+		return nil, 0, err
+	}
+	var fe *FileEntry
+	for i := range e.Files {
+		if e.Files[i].Path == file {
+			fe = &e.Files[i]
+			break
+		}
+	}
+	if fe == nil {
+		return nil, 0, errorf(ErrNotFound, "%s/%s:%s has no file %s", ns, name, e.Tag, file)
+	}
+	blob, err := c.source.Blob(ctx, ns+"/"+name, e.Content.Digest)
+	if err != nil {
+		return nil, 0, err
+	}
+	zr, err := gzip.NewReader(blob)
+	if err == nil {
+		_, err = io.CopyN(io.Discard, zr, fe.Offset)
+	}
+	if err != nil {
+		blob.Close()
+		return nil, 0, fmt.Errorf("%s/%s:%s: read %s: %w", ns, name, e.Tag, file, err)
+	}
+	return &fileReader{Reader: io.LimitReader(zr, fe.Size), blob: blob}, fe.Size, nil
+}
+
+// graphError classifies an error of the upgrade graph by the catalog's sentinels.
+func graphError(ns, name string, err error) error {
+	switch {
+	case errors.Is(err, graph.ErrNotFound):
+		return fmt.Errorf("package %s/%s: %w: %w", ns, name, ErrNotFound, err)
+	case errors.Is(err, graph.ErrInvalid):
+		return fmt.Errorf("package %s/%s: %w: %w", ns, name, ErrInvalid, err)
+	}
+	return err
+}
+
+type fileReader struct {
+	io.Reader
+	blob io.Closer
+}
+
+func (f *fileReader) Close() error { return f.blob.Close() }
+
+// DeletePackage deletes every version of a package from the registry —
+// manifests, tags and signatures — and then from the catalog. It returns the
+// versions deleted.
+func (c *Catalog) DeletePackage(ctx context.Context, ns, name string) ([]string, error) {
+	entries, err := c.store.Entries(ctx, ns, name)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return nil, err
+	}
+	repo := ns + "/" + name
+	if err := c.source.DeleteRepository(ctx, repo); err != nil {
+		if errors.Is(err, ErrNotFound) && len(entries) > 0 {
+			err = nil // already gone from the registry; the catalog follows below
+		}
+		if err != nil {
+			if errors.Is(err, ErrNotFound) {
+				return nil, errorf(ErrNotFound, "package %s/%s", ns, name)
+			}
+			return nil, err
+		}
+	}
+	var deleted []string
+	for _, e := range entries {
+		if _, err := c.store.Delete(ctx, ns, name, e.Tag); err != nil {
+			return deleted, err
+		}
+		if e.Status == apiv1.StatusIndexed {
+			deleted = append(deleted, e.Tag)
+		}
+	}
+	sort.Slice(deleted, func(i, j int) bool { return VersionKey(deleted[i]) > VersionKey(deleted[j]) })
+	return deleted, nil
+}
+
+// Changes returns the change feed after since.
+func (c *Catalog) Changes(ctx context.Context, since int64, limit int) (*apiv1.Changes, error) {
+	if limit <= 0 {
+		limit = DefaultLimit
+	}
+	ch, err := c.store.Changes(ctx, since, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := &apiv1.Changes{Changes: ch, Next: since}
+	if len(ch) > 0 {
+		out.Next = ch[len(ch)-1].Seq
+	}
+	if out.Changes == nil {
+		out.Changes = []apiv1.Change{}
+	}
+	return out, nil
+}
+
+// Unindexed lists the tags that are not served as package versions.
+func (c *Catalog) Unindexed(ctx context.Context, access Access, limit, offset int) ([]apiv1.Artifact, error) {
+	return c.store.Unindexed(ctx, access, limit, offset)
+}
+
+// Walk streams every readable version the access allows, by namespace and name.
+func (c *Catalog) Walk(ctx context.Context, access Access, ns string, fn func(*Entry) error) error {
+	return c.store.Walk(ctx, access, ns, fn)
+}
+
+// Status reports what the catalog holds and its last reconciliation.
+func (c *Catalog) Status(ctx context.Context) (*apiv1.Status, error) {
+	st, err := c.store.Stats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	st.Reconcile = c.reconcileStatus()
+	return &st, nil
+}
+
+func artifact(e *Entry) apiv1.Artifact {
+	return apiv1.Artifact{Namespace: e.Namespace, Name: e.Name, Tag: e.Tag, Digest: e.Digest, Status: e.Status, Reason: e.Reason, Indexed: e.Indexed}
+}

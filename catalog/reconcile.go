@@ -1,0 +1,127 @@
+package catalog
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/berth-registry/berth/catalog/apiv1"
+)
+
+// Reconcile converges the catalog to exactly what the registry holds: tags
+// the store lacks or has at another digest are indexed, tags the registry no
+// longer has are removed. Change detection compares tag → digest only, so an
+// intact store costs one tag listing per repository and no package reads.
+// It returns what it did; a registry that cannot be listed is an error, and
+// nothing is removed then.
+func (c *Catalog) Reconcile(ctx context.Context) (apiv1.ReconcileStatus, error) {
+	start := time.Now().UTC()
+	st := apiv1.ReconcileStatus{Started: &start}
+	var mu sync.Mutex
+	err := c.reconcile(ctx, &st, &mu)
+	mu.Lock()
+	defer mu.Unlock()
+	end := time.Now().UTC()
+	st.Finished = &end
+	if err != nil {
+		st.Error = err.Error()
+	}
+	c.mu.Lock()
+	st.Runs = c.status.Runs + 1
+	c.status = st
+	c.mu.Unlock()
+	if err == nil {
+		c.log.Info("catalog: reconciled", "indexed", st.Indexed, "removed", st.Removed, "failed", st.Failed, "took", end.Sub(start).Round(time.Millisecond))
+	}
+	return st, err
+}
+
+func (c *Catalog) reconcile(ctx context.Context, st *apiv1.ReconcileStatus, mu *sync.Mutex) error {
+	have, err := c.store.Tags(ctx)
+	if err != nil {
+		return fmt.Errorf("read the catalog: %w", err)
+	}
+	stored := make(map[[2]string]string, len(have))
+	for _, t := range have {
+		repo := t.Namespace
+		if t.Name != "" {
+			repo += "/" + t.Name
+		}
+		stored[[2]string{repo, t.Tag}] = t.Digest
+	}
+	repos, err := c.source.Repositories(ctx)
+	if err != nil {
+		return err
+	}
+	var (
+		wg  sync.WaitGroup
+		run = func(t task) {
+			wg.Add(1)
+			t.done = func(r result) {
+				mu.Lock()
+				switch r {
+				case resultIndexed:
+					st.Indexed++
+				case resultRemoved:
+					st.Removed++
+				case resultFailed:
+					st.Failed++
+				}
+				mu.Unlock()
+				wg.Done()
+			}
+			select {
+			case c.queue(t) <- t:
+			case <-ctx.Done():
+				wg.Done()
+			}
+		}
+	)
+	var listErr error
+	for _, repo := range repos {
+		refs, err := c.source.Tags(ctx, repo)
+		if err != nil {
+			listErr = err
+			// Keep what the store has for this repository: it could not be checked.
+			for k := range stored {
+				if k[0] == repo {
+					delete(stored, k)
+				}
+			}
+			continue
+		}
+		for _, ref := range refs {
+			k := [2]string{repo, ref.Tag}
+			d, ok := stored[k]
+			delete(stored, k)
+			if !ok || d != ref.Digest {
+				run(task{repo: repo, tag: ref.Tag})
+			}
+		}
+	}
+	for k := range stored {
+		run(task{repo: k[0], tag: k[1]}) // gone from the registry: the worker confirms and removes
+	}
+	waited := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(waited)
+	}()
+	select {
+	case <-waited:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if listErr != nil {
+		return listErr
+	}
+	return ctx.Err()
+}
+
+// reconcileStatus returns the last reconciliation's report.
+func (c *Catalog) reconcileStatus() apiv1.ReconcileStatus {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.status
+}

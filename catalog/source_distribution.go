@@ -1,0 +1,196 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/distribution/distribution/v3"
+	storagedriver "github.com/distribution/distribution/v3/registry/storage/driver"
+	"github.com/distribution/reference"
+	"github.com/opencontainers/go-digest"
+)
+
+// DistributionSource reads a distribution registry in process, through its
+// storage, with no HTTP hop.
+type DistributionSource struct {
+	ns distribution.Namespace
+}
+
+var _ Source = (*DistributionSource)(nil)
+
+// NewDistributionSource reads the repositories of ns.
+func NewDistributionSource(ns distribution.Namespace) *DistributionSource {
+	return &DistributionSource{ns: ns}
+}
+
+// Repositories lists every repository of the registry.
+func (s *DistributionSource) Repositories(ctx context.Context) ([]string, error) {
+	var all []string
+	buf := make([]string, 1000)
+	last := ""
+	for {
+		n, err := s.ns.Repositories(ctx, buf, last)
+		all = append(all, buf[:n]...)
+		if errors.Is(err, io.EOF) {
+			return all, nil
+		}
+		if isUnknown(err) {
+			return all, nil // no repository yet
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list repositories: %w: %w", ErrUnavailable, err)
+		}
+		if n == 0 {
+			return all, nil
+		}
+		last = buf[n-1]
+	}
+}
+
+func (s *DistributionSource) repository(ctx context.Context, repo string) (distribution.Repository, error) {
+	named, err := reference.WithName(repo)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w: %w", repo, ErrNotFound, err)
+	}
+	r, err := s.ns.Repository(ctx, named)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w: %w", repo, ErrUnavailable, err)
+	}
+	return r, nil
+}
+
+// Tags lists a repository's tags and the digest each names. A tag removed
+// while listing is left out.
+func (s *DistributionSource) Tags(ctx context.Context, repo string) ([]TagRef, error) {
+	r, err := s.repository(ctx, repo)
+	if err != nil {
+		return nil, err
+	}
+	ts := r.Tags(ctx)
+	tags, err := ts.All(ctx)
+	if err != nil {
+		if isUnknown(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("%s: list tags: %w: %w", repo, ErrUnavailable, err)
+	}
+	refs := make([]TagRef, 0, len(tags))
+	for _, tag := range tags {
+		desc, err := ts.Get(ctx, tag)
+		if isUnknown(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s:%s: %w: %w", repo, tag, ErrUnavailable, err)
+		}
+		refs = append(refs, TagRef{Tag: tag, Digest: desc.Digest.String()})
+	}
+	return refs, nil
+}
+
+// Resolve returns the digest a tag names.
+func (s *DistributionSource) Resolve(ctx context.Context, repo, tag string) (string, error) {
+	r, err := s.repository(ctx, repo)
+	if err != nil {
+		return "", err
+	}
+	desc, err := r.Tags(ctx).Get(ctx, tag)
+	if isUnknown(err) {
+		return "", fmt.Errorf("%s:%s: %w", repo, tag, ErrNotFound)
+	}
+	if err != nil {
+		return "", fmt.Errorf("%s:%s: %w: %w", repo, tag, ErrUnavailable, err)
+	}
+	return desc.Digest.String(), nil
+}
+
+// Manifest returns a manifest's media type and bytes.
+func (s *DistributionSource) Manifest(ctx context.Context, repo, dgst string) (string, []byte, error) {
+	d, err := digest.Parse(dgst)
+	if err != nil {
+		return "", nil, fmt.Errorf("%s@%s: %w: %w", repo, dgst, ErrNotFound, err)
+	}
+	r, err := s.repository(ctx, repo)
+	if err != nil {
+		return "", nil, err
+	}
+	ms, err := r.Manifests(ctx)
+	if err != nil {
+		return "", nil, fmt.Errorf("%s: %w: %w", repo, ErrUnavailable, err)
+	}
+	m, err := ms.Get(ctx, d)
+	if err != nil {
+		if isUnknown(err) {
+			return "", nil, fmt.Errorf("%s@%s: %w", repo, dgst, ErrNotFound)
+		}
+		// distribution refuses manifests it cannot parse; they are not packages.
+		return "", nil, fmt.Errorf("%s@%s: %w", repo, dgst, err)
+	}
+	mt, payload, err := m.Payload()
+	if err != nil {
+		return "", nil, fmt.Errorf("%s@%s: %w", repo, dgst, err)
+	}
+	return mt, payload, nil
+}
+
+// Blob opens a blob of the repository.
+func (s *DistributionSource) Blob(ctx context.Context, repo, dgst string) (io.ReadCloser, error) {
+	d, err := digest.Parse(dgst)
+	if err != nil {
+		return nil, fmt.Errorf("%s@%s: %w: %w", repo, dgst, ErrNotFound, err)
+	}
+	r, err := s.repository(ctx, repo)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := r.Blobs(ctx).Open(ctx, d)
+	if err != nil {
+		if isUnknown(err) {
+			return nil, fmt.Errorf("%s: blob %s: %w", repo, dgst, ErrNotFound)
+		}
+		return nil, fmt.Errorf("%s: blob %s: %w: %w", repo, dgst, ErrUnavailable, err)
+	}
+	return rc, nil
+}
+
+// DeleteRepository removes the repository: every tag and manifest link. The
+// blobs stay until garbage collection.
+func (s *DistributionSource) DeleteRepository(ctx context.Context, repo string) error {
+	named, err := reference.WithName(repo)
+	if err != nil {
+		return fmt.Errorf("%s: %w: %w", repo, ErrNotFound, err)
+	}
+	remover, ok := s.ns.(distribution.RepositoryRemover)
+	if !ok {
+		return fmt.Errorf("%s: the registry cannot delete repositories", repo)
+	}
+	if err := remover.Remove(ctx, named); err != nil {
+		if isUnknown(err) {
+			return fmt.Errorf("%s: %w", repo, ErrNotFound)
+		}
+		return fmt.Errorf("%s: delete: %w: %w", repo, ErrUnavailable, err)
+	}
+	return nil
+}
+
+// isUnknown reports whether err is one of distribution's "does not exist" errors.
+func isUnknown(err error) bool {
+	if err == nil {
+		return false
+	}
+	var (
+		tag  distribution.ErrTagUnknown
+		repo distribution.ErrRepositoryUnknown
+		man  distribution.ErrManifestUnknownRevision
+		man2 distribution.ErrManifestUnknown
+	)
+	return errors.As(err, &tag) || errors.As(err, &repo) || errors.As(err, &man) || errors.As(err, &man2) ||
+		errors.Is(err, distribution.ErrBlobUnknown) || isPathNotFound(err)
+}
+
+func isPathNotFound(err error) bool {
+	var pnf storagedriver.PathNotFoundError
+	return errors.As(err, &pnf)
+}

@@ -1,0 +1,183 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/berth-registry/berth/catalog/apiv1"
+	"github.com/berth-registry/berth/pkgformat"
+)
+
+// Sentinel errors of the catalog; errors wrap one of them with the package,
+// version or parameter concerned.
+var (
+	// ErrNotFound: no such package, version, channel or file.
+	ErrNotFound = errors.New("not found")
+	// ErrInvalid: a query parameter or request is malformed.
+	ErrInvalid = errors.New("invalid request")
+	// ErrDenied: the caller may not see or change this.
+	ErrDenied = errors.New("denied")
+	// ErrUnavailable: the registry the catalog reads from did not answer.
+	ErrUnavailable = errors.New("unavailable")
+)
+
+// Entry is what the catalog records for one tag of one repository
+// <Namespace>/<Name>: the manifest digest the tag pointed at when it was read,
+// and either the package version read from it (Status indexed) or why it is
+// not served as one (Status invalid or ignored, with Reason).
+type Entry struct {
+	Namespace string
+	Name      string
+	Tag       string
+	Digest    string
+	Status    string // apiv1.StatusIndexed, StatusInvalid or StatusIgnored
+	Reason    string
+	Indexed   time.Time
+
+	// Set when Status is indexed.
+	Metadata *pkgformat.Metadata
+	Content  apiv1.Content
+	// Files locate each file of the content inside the uncompressed tar
+	// stream, so that one file can be served without unpacking the others.
+	Files    []FileEntry
+	Verified bool
+}
+
+// FileEntry is one regular file of a package's content tarball.
+type FileEntry struct {
+	Path string
+	Size int64
+	// Offset of the file's data in the uncompressed tar stream.
+	Offset int64
+}
+
+// TagDigest is one tag of the catalog and the digest it was indexed from.
+type TagDigest struct {
+	Namespace, Name, Tag, Digest string
+}
+
+// Access is what a caller may pull, as an Authorizer decides it.
+type Access struct {
+	// All is true when the caller may pull every namespace.
+	All bool
+	// Namespaces the caller may pull when All is false.
+	Namespaces []string
+}
+
+// Allows reports whether the access covers namespace.
+func (a Access) Allows(namespace string) bool {
+	if a.All {
+		return true
+	}
+	for _, ns := range a.Namespaces {
+		if ns == namespace {
+			return true
+		}
+	}
+	return false
+}
+
+// Sort orders search results.
+type Sort string
+
+// Search orders.
+const (
+	// SortRelevance: exact name match, then name prefix, then full-text
+	// relevance; by name when there is no query text. The default.
+	SortRelevance Sort = "relevance"
+	// SortName: by name, then namespace.
+	SortName Sort = "name"
+	// SortUpdated: most recently indexed latest version first.
+	SortUpdated Sort = "updated"
+)
+
+// Query is a package search. The zero value lists every package the caller may
+// see. Each filter left empty matches everything.
+type Query struct {
+	// Text is matched against names (exact, then prefix) and full text over
+	// display name, description, keywords, maintainers and provided CRD kinds
+	// and groups.
+	Text      string
+	Namespace string
+	Format    pkgformat.Format
+	// Channel: some version of the package is in this channel.
+	Channel string
+	// Provides: some version provides this API; Group, Kind or both may be set.
+	Provides APIFilter
+	// KubeVersion: some version of the package supports this Kubernetes
+	// version (its min/max bounds allow it). Normalised by KubeVersionKey.
+	KubeVersion string
+	// Verified filters on the latest version's verification when not nil.
+	Verified *bool
+	Sort     Sort
+	// Limit is the page size; 0 means DefaultLimit.
+	Limit int
+	// Offset is where the page starts, decoded from the request's cursor.
+	Offset int
+	Access Access
+}
+
+// APIFilter selects packages by a provided API.
+type APIFilter struct {
+	Group string // exact, case-insensitive
+	Kind  string // exact, case-insensitive
+}
+
+// Page sizes of list endpoints.
+const (
+	DefaultLimit = 20
+	MaxLimit     = 500
+)
+
+// SearchResult is one page of a search.
+type SearchResult struct {
+	Packages []apiv1.PackageSummary
+	Facets   apiv1.Facets
+	Total    int
+}
+
+// Store keeps the catalog. Implementations must be safe for concurrent use;
+// every write is atomic and recorded in the change feed in the same transaction.
+type Store interface {
+	StoreWriter
+	StoreReader
+	// Close releases the store.
+	Close() error
+}
+
+// StoreWriter changes the catalog.
+type StoreWriter interface {
+	// Put records e, replacing what was recorded for its tag. When the tag
+	// already holds the same digest and status, Put changes nothing and
+	// records no change. It returns whether anything changed.
+	Put(ctx context.Context, e *Entry) (changed bool, err error)
+	// Delete removes the entry of one tag; deleting an absent tag is not an
+	// error. It returns whether anything changed.
+	Delete(ctx context.Context, namespace, name, tag string) (changed bool, err error)
+}
+
+// StoreReader answers the catalog's queries.
+type StoreReader interface {
+	// Search returns one page of packages that match q, ranked, with facets
+	// over all matches.
+	Search(ctx context.Context, q Query) (*SearchResult, error)
+	// Entries returns every entry of a repository, of every status, in no
+	// particular order. It returns ErrNotFound when there is none.
+	Entries(ctx context.Context, namespace, name string) ([]*Entry, error)
+	// Entry returns the entry of one tag, or ErrNotFound.
+	Entry(ctx context.Context, namespace, name, tag string) (*Entry, error)
+	// Tags lists every tag the catalog holds and its digest, for the reconciler.
+	Tags(ctx context.Context) ([]TagDigest, error)
+	// Changes returns up to limit changes with seq > since, oldest first.
+	Changes(ctx context.Context, since int64, limit int) ([]apiv1.Change, error)
+	// Unindexed returns entries whose status is not indexed, ordered by
+	// namespace, name and tag, starting after offset.
+	Unindexed(ctx context.Context, access Access, limit, offset int) ([]apiv1.Artifact, error)
+	// Walk calls fn for every indexed entry the access allows, ordered by
+	// namespace and name, in no particular version order; Files are not
+	// loaded. fn's error stops the walk and is returned.
+	Walk(ctx context.Context, access Access, namespace string, fn func(*Entry) error) error
+	// Stats counts what the catalog holds; Seq is the last change's sequence number.
+	Stats(ctx context.Context) (apiv1.Status, error)
+}

@@ -1,0 +1,155 @@
+// Package httpapi is the catalog's HTTP layer (DESIGN.md, "HTTP API"): the
+// JSON API under /api/v1 described by the OpenAPI document it serves at
+// /api/v1/openapi.yaml, the legacy KUDO repository index at /index.yaml and
+// /{namespace}/index.yaml, and optionally the receiver of a registry's
+// notification webhook at POST /events.
+//
+// Handlers have the shape func(w, r) error; one adapter turns their errors
+// into JSON error documents with the status that the catalog's sentinel
+// errors map to (see errors.go).
+package httpapi
+
+import (
+	"context"
+	_ "embed"
+	"io"
+	"log/slog"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/berth-registry/berth/catalog"
+	"github.com/berth-registry/berth/catalog/apiv1"
+)
+
+// Catalog is what the HTTP layer asks of the catalog service. Errors wrap
+// catalog's sentinels (ErrNotFound, ErrInvalid, ErrDenied, ErrUnavailable);
+// any other error is answered 500.
+type Catalog interface {
+	Search(ctx context.Context, q catalog.Query) (*catalog.SearchResult, error)
+	Package(ctx context.Context, access catalog.Access, namespace, name string) (*apiv1.Package, error)
+	Version(ctx context.Context, access catalog.Access, namespace, name, version string) (*apiv1.Version, error)
+	Graph(ctx context.Context, access catalog.Access, namespace, name, channel string) (*apiv1.Graph, error)
+	Upgrades(ctx context.Context, access catalog.Access, namespace, name, channel, from string) (*apiv1.Upgrades, error)
+	// File opens one file of a version's content; size is its length.
+	File(ctx context.Context, access catalog.Access, namespace, name, version, path string) (rc io.ReadCloser, size int64, err error)
+	DeletePackage(ctx context.Context, namespace, name string) (deleted []string, err error) // versions deleted
+	Changes(ctx context.Context, since int64, limit int) (*apiv1.Changes, error)
+	Unindexed(ctx context.Context, access catalog.Access, limit, offset int) ([]apiv1.Artifact, error)
+	Status(ctx context.Context) (*apiv1.Status, error)
+	// Walk streams every indexed entry the access allows, ordered by namespace then name (versions in no order).
+	Walk(ctx context.Context, access catalog.Access, namespace string, fn func(*catalog.Entry) error) error
+	// Ingest takes events from a registry's notification webhook (split mode).
+	Ingest(ctx context.Context, events []catalog.Event) error
+}
+
+// Options configure the handler New returns.
+type Options struct {
+	// Catalog answers every request. Required.
+	Catalog Catalog
+	// Authorizer decides what the caller may see and delete. Nil means
+	// catalog.AllowAll{}.
+	Authorizer catalog.Authorizer
+	// Logger logs failed requests. Nil means slog.Default().
+	Logger *slog.Logger
+	// RegistryURL is the base URL (scheme://host[:port]) of the registry that
+	// serves /v2/, used for the download links of index.yaml. Empty means the
+	// scheme and host the request came to, as X-Forwarded-Proto and
+	// X-Forwarded-Host tell them when present. Set it when the server is
+	// reachable through proxies that do not set those headers faithfully.
+	RegistryURL string
+	// Events mounts POST /events, the receiver of distribution's
+	// notification webhook (split mode).
+	Events bool
+}
+
+//go:embed openapi.yaml
+var openAPIDocument []byte
+
+// OpenAPI returns the OpenAPI 3.0 document of the API, as served at
+// /api/v1/openapi.yaml.
+func OpenAPI() []byte {
+	return append([]byte(nil), openAPIDocument...)
+}
+
+// handler serves the catalog's HTTP API.
+type handler struct {
+	cat         Catalog
+	auth        catalog.Authorizer
+	log         *slog.Logger
+	registryURL string
+	mux         *chi.Mux
+}
+
+// New returns the handler of the catalog API. It routes on the whole request
+// path, so mount it as is (not with chi's Mount, which strips a prefix) for
+// /api/v1/*, /index.yaml, /{namespace}/index.yaml and, when Options.Events is
+// set, /events.
+func New(opts Options) http.Handler {
+	h := &handler{
+		cat:         opts.Catalog,
+		auth:        opts.Authorizer,
+		log:         opts.Logger,
+		registryURL: trimSlash(opts.RegistryURL),
+	}
+	if h.auth == nil {
+		h.auth = catalog.AllowAll{}
+	}
+	if h.log == nil {
+		h.log = slog.Default()
+	}
+
+	r := chi.NewRouter()
+	r.NotFound(h.handle(h.notFound))
+	r.MethodNotAllowed(h.handle(h.methodNotAllowed))
+
+	const pkg = "/api/v1/packages/{namespace}/{name}"
+	r.Get("/api/v1/packages", h.handle(h.search))
+	r.Get(pkg, h.handle(h.getPackage))
+	r.Delete(pkg, h.handle(h.deletePackage))
+	r.Get(pkg+"/versions/{version}", h.handle(h.getVersion))
+	r.Get(pkg+"/versions/{version}/files/*", h.handle(h.getFile))
+	r.Get(pkg+"/channels/{channel}/graph", h.handle(h.getGraph))
+	r.Get(pkg+"/upgrades", h.handle(h.getUpgrades))
+	r.Get("/api/v1/changes", h.handle(h.changes))
+	r.Get("/api/v1/artifacts", h.handle(h.artifacts))
+	r.Get("/api/v1/status", h.handle(h.status))
+	r.Get("/api/v1/openapi.yaml", h.handle(h.openAPI))
+	r.Get("/index.yaml", h.handle(h.index))
+	r.Get("/{namespace}/index.yaml", h.handle(h.index))
+	if opts.Events {
+		r.Post("/events", h.handle(h.events))
+	}
+	h.mux = r
+	return h
+}
+
+// ServeHTTP routes r on its whole path with a routing context of its own, so
+// that the handler works the same under an outer chi router, and then hands
+// the matched route pattern to the outer router's context, where the
+// server's access log and metrics read it.
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	outer := chi.RouteContext(r.Context())
+	rctx := chi.NewRouteContext()
+	h.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), chi.RouteCtxKey, rctx)))
+	if outer != nil && len(rctx.RoutePatterns) > 0 {
+		outer.RoutePatterns = rctx.RoutePatterns
+	}
+}
+
+// openAPI serves the API's OpenAPI document.
+func (h *handler) openAPI(w http.ResponseWriter, r *http.Request) error {
+	if err := onlyParams(r); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", mediaTypeYAML)
+	_, err := w.Write(openAPIDocument)
+	return err
+}
+
+func trimSlash(s string) string {
+	for len(s) > 0 && s[len(s)-1] == '/' {
+		s = s[:len(s)-1]
+	}
+	return s
+}

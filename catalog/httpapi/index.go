@@ -1,0 +1,365 @@
+package httpapi
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/berth-registry/berth/catalog"
+	"github.com/berth-registry/berth/pkgformat"
+)
+
+// The legacy repository index (DESIGN.md, "Legacy index") is KUDO's
+// index.yaml (github.com/kudobuilder/kudo, pkg/kudoctl/util/repo/index.go and
+// repo.go: IndexFile, PackageVersion, Metadata), rendered from the catalog:
+//
+//	apiVersion: v1
+//	entries:
+//	  "<key>":
+//	  - name: "<name>"
+//	    version: "<operatorVersion>"
+//	    operatorVersion: "<operatorVersion>"
+//	    appVersion: "<appVersion>"
+//	    description: "..."
+//	    maintainers: [{name, email}]
+//	    digest: "<sha256 hex of the content tarball>"
+//	    created: "<RFC 3339 time>"
+//	    urls: ["<registry>/v2/<namespace>/<name>/blobs/<content digest>"]
+//
+// Versions. KUDO clients since 0.10 read operatorVersion and appVersion,
+// refuse a whole index in which any entry lacks operatorVersion, and match
+// a requested version against each field separately; older KUDO clients and
+// Helm read version. So operatorVersion and version both hold a KUDO
+// package's operatorVersion, and for every other format its version (a Helm
+// chart's version); appVersion is the package's appVersion. Each entry's
+// versions are newest first as KUDO orders them: by appVersion, then
+// operatorVersion, for KUDO packages; by catalog.VersionKey otherwise.
+//
+// Keys. /{namespace}/index.yaml keys entries by package name. /index.yaml
+// covers every namespace: a name found in one namespace is its own key; a
+// name found in several namespaces is keyed "<namespace>/<name>" in each of
+// them, so that no package hides another. Names cannot contain '/', so the
+// two kinds of key never collide. Knowing which names are shared takes a first
+// walk that keeps only the set of names.
+//
+// The index is written while the catalog is walked, holding one package's
+// versions at a time. It carries no generated time, so that its bytes depend
+// only on the catalog's state; its strong ETag is derived from the catalog's
+// last change sequence number, the path, the download base URL and the
+// caller's access.
+
+// indexBufferSize is how much of the index is written at once.
+const indexBufferSize = 32 << 10
+
+// index answers GET /index.yaml and GET /{namespace}/index.yaml.
+func (h *handler) index(w http.ResponseWriter, r *http.Request) error {
+	var ns string
+	if chi.URLParam(r, "namespace") != "" {
+		var err error
+		if ns, err = namespaceParam(r); err != nil {
+			return err
+		}
+	}
+	if err := onlyParams(r); err != nil {
+		return err
+	}
+	ctx := r.Context()
+	access, err := h.auth.Pullable(ctx)
+	if err != nil {
+		return err
+	}
+	st, err := h.cat.Status(ctx)
+	if err != nil {
+		return err
+	}
+	base := h.downloadBase(r)
+	etag := indexETag(st.Seq, r.URL.Path, base, access)
+	w.Header().Set("ETag", etag)
+	w.Header().Set("Cache-Control", "no-cache")
+	if etagMatches(r.Header.Values("If-None-Match"), etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return nil
+	}
+
+	var shared map[string]bool
+	if ns == "" {
+		if shared, err = h.sharedNames(ctx, access); err != nil {
+			return err
+		}
+	}
+	w.Header().Set("Content-Type", mediaTypeYAML)
+	iw := &indexWriter{
+		w:      bufio.NewWriterSize(w, indexBufferSize),
+		base:   base,
+		all:    ns == "",
+		shared: shared,
+		plain:  map[string]bool{},
+	}
+	if err := h.cat.Walk(ctx, access, ns, iw.add); err != nil {
+		return err
+	}
+	return iw.close()
+}
+
+// sharedNames walks the catalog once and returns the package names found in
+// more than one namespace.
+func (h *handler) sharedNames(ctx context.Context, access catalog.Access) (map[string]bool, error) {
+	first := map[string]string{} // name → first namespace it was seen in
+	shared := map[string]bool{}
+	err := h.cat.Walk(ctx, access, "", func(e *catalog.Entry) error {
+		if ns, ok := first[e.Name]; !ok {
+			first[e.Name] = e.Namespace
+		} else if ns != e.Namespace {
+			shared[e.Name] = true
+		}
+		return nil
+	})
+	return shared, err
+}
+
+// downloadBase is the base URL of the download links: Options.RegistryURL,
+// or the scheme and host the request came to.
+func (h *handler) downloadBase(r *http.Request) string {
+	if h.registryURL != "" {
+		return h.registryURL
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	if p := firstValue(r.Header.Get("X-Forwarded-Proto")); p == "http" || p == "https" {
+		scheme = p
+	}
+	host := r.Host
+	if fh := firstValue(r.Header.Get("X-Forwarded-Host")); validHost(fh) {
+		host = fh
+	}
+	return scheme + "://" + host
+}
+
+// firstValue is the first of a comma-separated header value, as proxies
+// append theirs.
+func firstValue(v string) string {
+	v, _, _ = strings.Cut(v, ",")
+	return strings.ToLower(strings.TrimSpace(v))
+}
+
+// validHost accepts host[:port] made of the characters of host names and
+// IP literals.
+func validHost(h string) bool {
+	if h == "" || len(h) > 255 {
+		return false
+	}
+	for _, c := range h {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || strings.ContainsRune(".-:[]", c)) {
+			return false
+		}
+	}
+	return true
+}
+
+// indexETag is the strong entity tag of an index: the same catalog state,
+// path, download base and access always render the same bytes.
+func indexETag(seq int64, path, base string, access catalog.Access) string {
+	who := "*"
+	if !access.All {
+		ns := slices.Clone(access.Namespaces)
+		slices.Sort(ns)
+		who = strings.Join(ns, ",")
+	}
+	sum := sha256.Sum256([]byte(path + "\x00" + base + "\x00" + who))
+	return `"idx-` + strconv.FormatInt(seq, 10) + "-" + hex.EncodeToString(sum[:8]) + `"`
+}
+
+// etagMatches reports whether If-None-Match values name etag, or are "*".
+// If-None-Match compares weakly (RFC 9110, 13.1.2): W/ is ignored.
+func etagMatches(values []string, etag string) bool {
+	for _, v := range values {
+		for t := range strings.SplitSeq(v, ",") {
+			t = strings.TrimSpace(t)
+			if t == "*" || strings.TrimPrefix(t, "W/") == etag {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// indexVersion is what the index says of one version.
+type indexVersion struct {
+	tag                               string
+	version, appVersion               string // version is also written as operatorVersion
+	description, digest, created, url string
+	maintainers                       []pkgformat.Maintainer
+	order1, order2                    string // sort keys, ascending
+}
+
+// indexWriter writes the index as Walk delivers entries, one package at a time.
+type indexWriter struct {
+	w    *bufio.Writer
+	base string
+	// all is set for the index of every namespace, whose shared names are
+	// keyed "<namespace>/<name>". plain holds the names already keyed by
+	// name alone: one that shows up in a second namespace although the first
+	// walk did not see it shared (it was pushed in between) is keyed by
+	// namespace too, so that no key is ever written twice.
+	all           bool
+	shared, plain map[string]bool
+
+	namespace, name string // of the package being gathered
+	versions        []indexVersion
+	entries         bool // whether "entries:" has been written
+}
+
+// add gathers e into its package, writing the previous package when e starts
+// a new one.
+func (iw *indexWriter) add(e *catalog.Entry) error {
+	if e.Namespace != iw.namespace || e.Name != iw.name {
+		if c := cmp.Or(cmp.Compare(e.Namespace, iw.namespace), cmp.Compare(e.Name, iw.name)); c < 0 {
+			return fmt.Errorf("catalog walk out of order: %s/%s after %s/%s", e.Namespace, e.Name, iw.namespace, iw.name)
+		}
+		if err := iw.writePackage(); err != nil {
+			return err
+		}
+		iw.namespace, iw.name = e.Namespace, e.Name
+	}
+	if v, ok := iw.version(e); ok {
+		iw.versions = append(iw.versions, v)
+	}
+	return nil
+}
+
+// version maps an entry to the index's view of it; ok is false for an entry
+// without content to download.
+func (iw *indexWriter) version(e *catalog.Entry) (v indexVersion, ok bool) {
+	if e.Content.Digest == "" {
+		return v, false
+	}
+	md := e.Metadata
+	if md == nil {
+		md = &pkgformat.Metadata{Version: e.Tag}
+	}
+	created := e.Indexed
+	if md.Created != nil {
+		created = *md.Created
+	}
+	v = indexVersion{
+		tag:         e.Tag,
+		version:     cmp.Or(md.OperatorVersion, md.Version, e.Tag),
+		appVersion:  md.AppVersion,
+		description: md.Description,
+		maintainers: slices.Clone(md.Maintainers), // the walk may reuse md
+		created:     created.UTC().Format(time.RFC3339Nano),
+		url:         iw.base + "/v2/" + e.Namespace + "/" + e.Name + "/blobs/" + e.Content.Digest,
+		order1:      catalog.VersionKey(cmp.Or(md.Version, e.Tag)),
+	}
+	if hexDigest, ok := strings.CutPrefix(e.Content.Digest, "sha256:"); ok {
+		v.digest = hexDigest
+	}
+	if md.OperatorVersion != "" {
+		v.order1, v.order2 = catalog.VersionKey(md.AppVersion), catalog.VersionKey(md.OperatorVersion)
+	}
+	return v, true
+}
+
+// writePackage writes the gathered versions of the current package, newest first.
+func (iw *indexWriter) writePackage() error {
+	if len(iw.versions) == 0 {
+		return nil
+	}
+	slices.SortFunc(iw.versions, func(a, b indexVersion) int {
+		return cmp.Or(cmp.Compare(b.order1, a.order1), cmp.Compare(b.order2, a.order2), cmp.Compare(b.tag, a.tag))
+	})
+	key := iw.name
+	switch {
+	case !iw.all:
+	case iw.shared[iw.name] || iw.plain[iw.name]:
+		key = iw.namespace + "/" + iw.name
+	default:
+		iw.plain[iw.name] = true
+	}
+	w := iw.w
+	if !iw.entries {
+		w.WriteString("apiVersion: v1\nentries:\n")
+		iw.entries = true
+	}
+	fmt.Fprintf(w, "  %s:\n", yamlString(key))
+	for _, v := range iw.versions {
+		fmt.Fprintf(w, "  - name: %s\n", yamlString(iw.name))
+		fmt.Fprintf(w, "    version: %s\n", yamlString(v.version))
+		fmt.Fprintf(w, "    operatorVersion: %s\n", yamlString(v.version))
+		writeOptional(w, "appVersion", v.appVersion)
+		writeOptional(w, "description", v.description)
+		if len(v.maintainers) > 0 {
+			w.WriteString("    maintainers:\n")
+			for _, m := range v.maintainers {
+				fmt.Fprintf(w, "    - name: %s\n", yamlString(m.Name))
+				if m.Email != "" {
+					fmt.Fprintf(w, "      email: %s\n", yamlString(m.Email))
+				}
+			}
+		}
+		writeOptional(w, "digest", v.digest)
+		fmt.Fprintf(w, "    created: %s\n", yamlString(v.created))
+		fmt.Fprintf(w, "    urls:\n    - %s\n", yamlString(v.url))
+	}
+	iw.versions = iw.versions[:0]
+	_, err := w.Write(nil) // a bufio.Writer keeps its first write error
+	return err
+}
+
+func writeOptional(w *bufio.Writer, key, value string) {
+	if value != "" {
+		fmt.Fprintf(w, "    %s: %s\n", key, yamlString(value))
+	}
+}
+
+// close writes the last package and ends the index.
+func (iw *indexWriter) close() error {
+	if err := iw.writePackage(); err != nil {
+		return err
+	}
+	if !iw.entries {
+		iw.w.WriteString("apiVersion: v1\nentries: {}\n")
+	}
+	return iw.w.Flush()
+}
+
+// yamlString quotes s as a YAML double-quoted scalar that every YAML 1.1 and
+// 1.2 parser reads back as s: JSON's escapes, which YAML shares, for '"',
+// '\\' and every character YAML does not allow unescaped (C0 and C1 controls,
+// DEL, the byte-order mark, line and paragraph separators). Invalid UTF-8
+// becomes U+FFFD.
+func yamlString(s string) string {
+	var b strings.Builder
+	b.Grow(len(s) + 2)
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"':
+			b.WriteString(`\"`)
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r < 0x20, r >= 0x7f && r <= 0x9f, r == 0xfeff, r == 0x2028, r == 0x2029, r >= 0xfffe && r <= 0xffff:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteRune(r) // utf8.RuneError for invalid bytes
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}

@@ -29,6 +29,9 @@ type ReadyChecker interface {
 type Options struct {
 	// Registry serves the OCI distribution API under /v2/.
 	Registry http.Handler
+	// Catalog serves the catalog: /api/v1/, /index.yaml,
+	// /{namespace}/index.yaml and /events.
+	Catalog http.Handler
 	// Ready names the checks /readyz runs (e.g. "storage").
 	Ready map[string]ReadyChecker
 	// Logger is the server's logger. Nil means slog.Default().
@@ -68,6 +71,13 @@ func New(opts Options) *Server {
 	if opts.Registry != nil {
 		r.Handle("/v2", opts.Registry)
 		r.Handle("/v2/*", opts.Registry)
+	}
+	if opts.Catalog != nil {
+		r.Handle("/api/v1", opts.Catalog)
+		r.Handle("/api/v1/*", opts.Catalog)
+		r.Handle("/index.yaml", opts.Catalog)
+		r.Handle("/{namespace}/index.yaml", opts.Catalog)
+		r.Handle("/events", opts.Catalog)
 	}
 	s.handler = r
 	return s

@@ -1,60 +1,119 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/spf13/cobra"
 
+	"github.com/berth-registry/berth/catalog"
+	"github.com/berth-registry/berth/catalog/httpapi"
+	"github.com/berth-registry/berth/catalog/sqlite"
 	"github.com/berth-registry/berth/config"
 	"github.com/berth-registry/berth/registry"
 	"github.com/berth-registry/berth/server"
 )
 
 func newServeCmd() *cobra.Command {
-	var addr, data, file string
+	var flags serveFlags
 	cmd := &cobra.Command{
 		Use:   "serve",
-		Short: "Run the registry: /v2/, /healthz, /readyz and /metrics on one port",
-		Long: `Run berth's registry. With no configuration it listens on :5000 and keeps
-everything under ./data (filesystem blob storage).
+		Short: "Run berth: the registry /v2/, the catalog /api/v1/ and /index.yaml, /healthz, /readyz and /metrics on one port",
+		Long: `Run berth's registry and catalog in one process. With no configuration it
+listens on :5000 and keeps everything under ./data (filesystem blob storage and
+a SQLite catalog).
 
 Settings come from the YAML file named by --config (or BERTH_CONFIG), then from
 BERTH_* environment variables (log.level is BERTH_LOG_LEVEL, storage.s3.bucket is
 BERTH_STORAGE_S3_BUCKET), then from the flags. See docs/configuration.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !cmd.Flags().Changed("config") {
-				file = os.Getenv("BERTH_CONFIG")
-			}
-			cfg, err := config.Load(file, os.Environ())
+			cfg, err := flags.load(cmd)
 			if err != nil {
 				return err
-			}
-			if cmd.Flags().Changed("addr") {
-				cfg.Addr = addr
-			}
-			if cmd.Flags().Changed("data") {
-				cfg.Data = data
-			}
-			if cfg.Data != "" {
-				if cfg.Data, err = filepath.Abs(cfg.Data); err != nil {
-					return fmt.Errorf("data: %w", err)
-				}
-			}
-			cfg.SetDefaults()
-			if err := cfg.Validate(); err != nil {
-				return fmt.Errorf("config: %w", err)
 			}
 			return serve(cmd, cfg)
 		},
 	}
-	cmd.Flags().StringVar(&addr, "addr", ":5000", "listen address, host:port (env BERTH_ADDR)")
-	cmd.Flags().StringVar(&data, "data", "./data", "data directory (env BERTH_DATA)")
-	cmd.Flags().StringVar(&file, "config", "", "YAML configuration file (env BERTH_CONFIG)")
+	flags.register(cmd)
+
+	var registryURL string
+	catalogCmd := &cobra.Command{
+		Use:   "catalog",
+		Short: "Run only the catalog, indexing the registry at --registry",
+		Long: `Run berth's catalog on its own: /api/v1/, /index.yaml, /healthz, /readyz and
+/metrics. It reads packages from any OCI registry over the distribution API and
+follows it through distribution's notification webhooks, which the registry
+sends to POST /events on this server; it also reconciles with the registry at
+start and every catalog.reconcileInterval, so lost events are repaired.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := flags.load(cmd)
+			if err != nil {
+				return err
+			}
+			if cmd.Flags().Changed("registry") {
+				cfg.Catalog.Registry = registryURL
+			}
+			if cfg.Catalog.Registry == "" {
+				return errors.New("catalog.registry: required by berth serve catalog (--registry http(s)://host[:port])")
+			}
+			if err := cfg.Validate(); err != nil {
+				return fmt.Errorf("config: %w", err)
+			}
+			return serveSplitCatalog(cmd, cfg)
+		},
+	}
+	flags.register(catalogCmd)
+	catalogCmd.Flags().StringVar(&registryURL, "registry", "", "base URL of the registry to index, http(s)://host[:port] (env BERTH_CATALOG_REGISTRY)")
+	cmd.AddCommand(catalogCmd)
 	return cmd
+}
+
+// serveFlags are the flags every serve command has.
+type serveFlags struct {
+	addr, data, file string
+}
+
+func (f *serveFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.addr, "addr", ":5000", "listen address, host:port (env BERTH_ADDR)")
+	cmd.Flags().StringVar(&f.data, "data", "./data", "data directory (env BERTH_DATA)")
+	cmd.Flags().StringVar(&f.file, "config", "", "YAML configuration file (env BERTH_CONFIG)")
+}
+
+// load reads the configuration file and environment, applies the flags, fills
+// defaults and validates.
+func (f *serveFlags) load(cmd *cobra.Command) (*config.Config, error) {
+	file := f.file
+	if !cmd.Flags().Changed("config") {
+		file = os.Getenv("BERTH_CONFIG")
+	}
+	cfg, err := config.Load(file, os.Environ())
+	if err != nil {
+		return nil, err
+	}
+	if cmd.Flags().Changed("addr") {
+		cfg.Addr = f.addr
+	}
+	if cmd.Flags().Changed("data") {
+		cfg.Data = f.data
+	}
+	if cfg.Data != "" {
+		if cfg.Data, err = filepath.Abs(cfg.Data); err != nil {
+			return nil, fmt.Errorf("data: %w", err)
+		}
+	}
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return cfg, nil
 }
 
 func serve(cmd *cobra.Command, cfg *config.Config) error {
@@ -67,20 +126,30 @@ func serve(cmd *cobra.Command, cfg *config.Config) error {
 	if err != nil {
 		return fmt.Errorf("registry.httpSecretFile: %w", err)
 	}
+	// The catalog is built after the registry it reads; no event can come
+	// before the server starts, and by then cat is set.
+	var cat *catalog.Catalog
 	reg, err := registry.New(ctx, registry.Options{
 		Storage:        &cfg.Storage,
 		HTTPSecret:     secret,
 		AllowOverwrite: cfg.AllowOverwrite,
+		OnEvent:        func(e registry.Event) { cat.Notify(e) },
 		Logger:         log,
 	})
 	if err != nil {
 		return err
 	}
 	defer reg.Close()
+	cat, stop, err := startCatalog(ctx, cfg, catalog.NewDistributionSource(reg.Namespace()), log)
+	if err != nil {
+		return err
+	}
+	defer stop()
 
 	srv := server.New(server.Options{
 		Registry:        reg,
-		Ready:           map[string]server.ReadyChecker{"storage": reg},
+		Catalog:         httpapi.New(httpapi.Options{Catalog: cat, Logger: log, RegistryURL: cfg.Catalog.PublicURL}),
+		Ready:           map[string]server.ReadyChecker{"storage": reg, "catalog": cat},
 		Logger:          log,
 		ShutdownTimeout: cfg.ShutdownTimeout,
 	})
@@ -88,6 +157,72 @@ func serve(cmd *cobra.Command, cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
-	log.Info("starting", "data", cfg.Data, "storage", cfg.Storage.Driver)
+	log.Info("starting", "data", cfg.Data, "storage", cfg.Storage.Driver, "catalog", cfg.Catalog.Database)
 	return srv.Run(ctx, ln)
+}
+
+func serveSplitCatalog(cmd *cobra.Command, cfg *config.Config) error {
+	ctx := cmd.Context()
+	log := cfg.Log.NewLogger(cmd.ErrOrStderr())
+	if err := os.MkdirAll(cfg.Data, 0o755); err != nil {
+		return fmt.Errorf("data: %w", err)
+	}
+	source, err := catalog.NewRemoteSource(cfg.Catalog.Registry, nil)
+	if err != nil {
+		return fmt.Errorf("catalog.registry: %w", err)
+	}
+	cat, stop, err := startCatalog(ctx, cfg, source, log)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	public := cfg.Catalog.PublicURL
+	if public == "" {
+		public = cfg.Catalog.Registry
+	}
+	srv := server.New(server.Options{
+		Catalog:         httpapi.New(httpapi.Options{Catalog: cat, Logger: log, RegistryURL: public, Events: true}),
+		Ready:           map[string]server.ReadyChecker{"catalog": cat},
+		Logger:          log,
+		ShutdownTimeout: cfg.ShutdownTimeout,
+	})
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return err
+	}
+	log.Info("starting catalog", "data", cfg.Data, "registry", cfg.Catalog.Registry, "catalog", cfg.Catalog.Database)
+	return srv.Run(ctx, ln)
+}
+
+// startCatalog opens the catalog's store and starts following source. stop
+// ends the catalog's work and closes the store.
+func startCatalog(ctx context.Context, cfg *config.Config, source catalog.Source, log *slog.Logger) (*catalog.Catalog, func(), error) {
+	store, err := sqlite.Open(ctx, cfg.Catalog.Database)
+	if err != nil {
+		return nil, nil, fmt.Errorf("catalog.database: %w", err)
+	}
+	cat, err := catalog.New(catalog.Options{
+		Store:             store,
+		Source:            source,
+		ReconcileInterval: cfg.Catalog.ReconcileInterval,
+		Logger:            log,
+	})
+	if err != nil {
+		store.Close()
+		return nil, nil, err
+	}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		cat.Run(runCtx)
+	}()
+	return cat, func() {
+		cancel()
+		wg.Wait()
+		if err := store.Close(); err != nil {
+			log.Error("catalog: close", "err", err)
+		}
+	}, nil
 }

@@ -45,6 +45,12 @@ var (
 	ErrTooLarge = errors.New("too large")
 	// ErrRegistry: the registry answered with another error.
 	ErrRegistry = errors.New("registry error")
+	// ErrInvalid: the catalog API refused a request as invalid (INVALID,
+	// HTTP 400), or NewCatalog or a Catalog method was given an invalid argument.
+	ErrInvalid = errors.New("invalid")
+	// ErrUnavailable: the catalog API cannot answer now (UNAVAILABLE, HTTP
+	// 503), or a proxy in front of it could not reach it (HTTP 502, 504).
+	ErrUnavailable = errors.New("unavailable")
 )
 
 // DefaultUserAgent is the User-Agent sent when Options.UserAgent is empty.

@@ -63,6 +63,9 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newPushCmd(),
 		newPullCmd(),
 		newInspectCmd(),
+		newSearchCmd(),
+		newShowCmd(),
+		newUpgradesCmd(),
 	)
 	return root
 }

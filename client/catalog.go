@@ -1,0 +1,456 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"oras.land/oras-go/v2/registry/remote/auth"
+	"oras.land/oras-go/v2/registry/remote/errcode"
+
+	"github.com/berth-registry/berth/catalog/apiv1"
+	"github.com/berth-registry/berth/pkgformat"
+)
+
+// Search orders, the values of SearchOptions.Sort.
+const (
+	// SortRelevance ranks exact name matches first, then name prefixes, then
+	// full-text relevance. The server's default.
+	SortRelevance = "relevance"
+	// SortName orders by name, then namespace.
+	SortName = "name"
+	// SortUpdated puts the most recently updated packages first.
+	SortUpdated = "updated"
+)
+
+// MaxSearchLimit is the largest page size (SearchOptions.Limit) the search
+// API serves.
+const MaxSearchLimit = 500
+
+const (
+	// apiPath is where the catalog API lives on a berth server.
+	apiPath = "/api/v1"
+	// maxCatalogResponse caps a successful response. The largest document is
+	// a Version, whose metadata is at most a config blob (maxConfigSize) plus
+	// the file list and signatures.
+	maxCatalogResponse = 2 * maxConfigSize
+	// maxErrorBody caps how much of an error response is read.
+	maxErrorBody = 64 << 10
+)
+
+// SearchOptions select and order the packages of a search; they are the query
+// parameters of GET /api/v1/packages. The zero value lists every package the
+// caller may see, one page of the server's default size.
+type SearchOptions struct {
+	// Query is matched against names (exact, then prefix) and the full text
+	// of display names, descriptions, keywords, maintainers and provided APIs.
+	Query string
+	// Namespace keeps the packages of one namespace.
+	Namespace string
+	// Format keeps the packages of one format.
+	Format pkgformat.Format
+	// Channel keeps the packages with a version in this channel.
+	Channel string
+	// Provides keeps the packages that provide an API: "group", "Kind" or
+	// "group/Kind".
+	Provides string
+	// KubeVersion keeps the packages with a version that supports this
+	// Kubernetes version.
+	KubeVersion string
+	// Verified, if not nil, keeps the packages whose latest version is (or is
+	// not) verified.
+	Verified *bool
+	// Sort is SortRelevance, SortName or SortUpdated; empty is the server's
+	// default (SortRelevance).
+	Sort string
+	// Limit is the page size, at most MaxSearchLimit; 0 or less is the
+	// server's default.
+	Limit int
+	// Cursor starts the page where a previous one ended (its Next).
+	Cursor string
+}
+
+// values returns the options as query parameters, leaving out empty ones.
+func (o SearchOptions) values() url.Values {
+	q := url.Values{}
+	for _, p := range []struct{ key, value string }{
+		{"q", o.Query}, {"namespace", o.Namespace}, {"format", string(o.Format)}, {"channel", o.Channel},
+		{"provides", o.Provides}, {"kubeVersion", o.KubeVersion}, {"sort", o.Sort}, {"cursor", o.Cursor},
+	} {
+		if p.value != "" {
+			q.Set(p.key, p.value)
+		}
+	}
+	if o.Verified != nil {
+		q.Set("verified", strconv.FormatBool(*o.Verified))
+	}
+	if o.Limit > 0 {
+		q.Set("limit", strconv.Itoa(o.Limit))
+	}
+	return q
+}
+
+// Catalog reads a berth server's catalog API (/api/v1): package search,
+// package and version details, upgrade paths. It is safe for concurrent use.
+//
+// Errors of its methods start with what was asked for ("search",
+// "kudo/kafka") and wrap the sentinel that matches the server's error code:
+// ErrNotFound (NOT_FOUND), ErrInvalid (INVALID), ErrDenied (DENIED),
+// ErrUnauthorized, ErrUnavailable (UNAVAILABLE) or ErrRegistry (INTERNAL, or
+// an answer that is not the catalog API's), followed by the server's message:
+// "kudo/kafka: not found: package kudo/kafka has no version 9.9.9".
+// ErrTooLarge means a response exceeded the client's cap. A namespace, name
+// or version that cannot be valid is refused with ErrInvalid before anything
+// is sent. A server that cannot be reached gives an error naming its URL that
+// wraps the transport's.
+type Catalog struct {
+	// base is the API's URL, scheme://host[:port][/prefix]/api/v1.
+	base   string
+	client *auth.Client
+}
+
+// NewCatalog returns a Catalog for the berth server at server: host[:port],
+// or a URL http(s)://host[:port][/path] when the server is behind a path
+// prefix (a trailing /api/v1 is accepted). A host[:port] is reached over
+// HTTPS, except as Options.PlainHTTP says (by default plain HTTP for
+// localhost and loopback addresses); the scheme of a URL is used as given.
+//
+// Credentials, UserAgent and HTTPClient of opts are used as by New, so that
+// the catalog API can be authenticated like the registry. It returns an error
+// wrapping ErrInvalid when server is malformed, or New's error.
+func NewCatalog(server string, opts Options) (*Catalog, error) {
+	c, err := New(opts)
+	if err != nil {
+		return nil, err
+	}
+	base, err := c.catalogURL(server)
+	if err != nil {
+		return nil, err
+	}
+	return &Catalog{base: base, client: c.auth}, nil
+}
+
+// catalogURL resolves the server argument of NewCatalog to the API's URL.
+func (c *Client) catalogURL(server string) (string, error) {
+	invalid := func(format string, args ...any) error {
+		return fmt.Errorf("%w server %q: %s: want host[:port] or http(s)://host[:port][/path]", ErrInvalid, server, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case server == "":
+		return "", invalid("empty")
+	case strings.ContainsFunc(server, func(r rune) bool { return r <= ' ' || r == 0x7f }):
+		return "", invalid("contains white space or control characters")
+	}
+	if !strings.Contains(server, "://") {
+		if err := checkHost(server); err != nil {
+			return "", invalid("%s", err)
+		}
+		scheme := "https"
+		if c.PlainHTTP(server) {
+			scheme = "http"
+		}
+		return scheme + "://" + server + apiPath, nil
+	}
+	u, err := url.Parse(server)
+	switch {
+	case err != nil:
+		return "", invalid("%s", errors.Unwrap(err))
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "", invalid("scheme %q is neither http nor https", u.Scheme)
+	case u.User != nil:
+		return "", invalid("credentials in the URL are not supported (log in with docker login, oras login or helm registry login)")
+	case u.RawQuery != "" || u.Fragment != "" || u.ForceQuery:
+		return "", invalid("a query or fragment is not allowed")
+	}
+	if err := checkHost(u.Host); err != nil {
+		return "", invalid("%s", err)
+	}
+	path := strings.TrimSuffix(strings.TrimRight(u.EscapedPath(), "/"), apiPath)
+	return u.Scheme + "://" + u.Host + path + apiPath, nil
+}
+
+// Search returns one page of the packages that match opts, ranked, with
+// facet counts over all matches and the cursor of the next page. Options
+// are checked by the server: what it refuses gives an error wrapping
+// ErrInvalid with its message.
+func (c *Catalog) Search(ctx context.Context, opts SearchOptions) (*apiv1.SearchResponse, error) {
+	var res apiv1.SearchResponse
+	if err := c.get(ctx, "search", "/packages", opts.values(), &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// SearchAll is Search following the cursors from opts.Cursor to the last
+// page. It returns every package once, in the server's order, with the
+// Facets and Total of the first page and an empty Next. It fails with
+// ErrRegistry if the server sends a cursor twice or an empty page that is
+// not the last.
+func (c *Catalog) SearchAll(ctx context.Context, opts SearchOptions) (*apiv1.SearchResponse, error) {
+	page, err := c.Search(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	all := &apiv1.SearchResponse{Facets: page.Facets, Total: page.Total, Packages: make([]apiv1.PackageSummary, 0, len(page.Packages))}
+	seen := map[string]bool{}
+	cursors := map[string]bool{opts.Cursor: true}
+	for {
+		for _, p := range page.Packages {
+			if key := p.Namespace + "/" + p.Name; !seen[key] {
+				seen[key] = true
+				all.Packages = append(all.Packages, p)
+			}
+		}
+		switch {
+		case page.Next == "":
+			return all, nil
+		case cursors[page.Next]:
+			return nil, fmt.Errorf("search: %w: %s sent cursor %q twice", ErrRegistry, c.base, page.Next)
+		case len(page.Packages) == 0:
+			return nil, fmt.Errorf("search: %w: %s sent an empty page with a next cursor", ErrRegistry, c.base)
+		}
+		cursors[page.Next] = true
+		opts.Cursor = page.Next
+		if page, err = c.Search(ctx, opts); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// Package returns a package: its versions (newest first), channels, default
+// channel, maintainers and the tags that are not served as versions.
+// namespace and name must be OCI path components, as in ParseReference.
+func (c *Catalog) Package(ctx context.Context, namespace, name string) (*apiv1.Package, error) {
+	op, path, err := packagePath(namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	var res apiv1.Package
+	if err := c.get(ctx, op, path, nil, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// Version returns one version of a package: its metadata, digest, pull
+// reference, files and signatures. The version may be given as the package
+// has it or as its tag ('+' written '_', see pkgformat.Tag).
+func (c *Catalog) Version(ctx context.Context, namespace, name, version string) (*apiv1.Version, error) {
+	op, path, err := packagePath(namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := pkgformat.ValidVersion(version); err != nil {
+		return nil, fmt.Errorf("%s: %w: %w", op, ErrInvalid, err)
+	}
+	var res apiv1.Version
+	if err := c.get(ctx, op, path+"/versions/"+url.PathEscape(pkgformat.Tag(version)), nil, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// Upgrades returns the head of a channel of a package, the versions that
+// from upgrades to directly, and the shortest upgrade path from from to the
+// head. An empty channel is the package's default channel.
+func (c *Catalog) Upgrades(ctx context.Context, namespace, name, from, channel string) (*apiv1.Upgrades, error) {
+	op, path, err := packagePath(namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := pkgformat.ValidVersion(from); err != nil {
+		return nil, fmt.Errorf("%s: %w: from: %w", op, ErrInvalid, err)
+	}
+	q := url.Values{"from": {from}}
+	if channel != "" {
+		q.Set("channel", channel)
+	}
+	var res apiv1.Upgrades
+	if err := c.get(ctx, op, path+"/upgrades", q, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// packagePath checks a namespace and name and returns them as the prefix of
+// errors, namespace/name, and as the API path of the package.
+func packagePath(namespace, name string) (op, path string, err error) {
+	op = namespace + "/" + name
+	for _, c := range []struct{ what, value string }{{"namespace", namespace}, {"name", name}} {
+		if err := checkComponent(c.what, c.value); err != nil {
+			return "", "", fmt.Errorf("%s: %w: %v", op, ErrInvalid, err)
+		}
+	}
+	return op, "/packages/" + url.PathEscape(namespace) + "/" + url.PathEscape(name), nil
+}
+
+// get sends GET base+path?query and decodes the JSON answer into out. op
+// starts every error.
+func (c *Catalog) get(ctx context.Context, op, path string, query url.Values, out any) error {
+	endpoint := c.base + path
+	target := endpoint
+	if len(query) > 0 {
+		target += "?" + query.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	req.Header.Set("Accept", apiv1.MediaTypeJSON)
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return c.transportError(op, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return responseError(op, endpoint, resp)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxCatalogResponse+1))
+	if err != nil {
+		return fmt.Errorf("%s: read the answer of %s: %w", op, endpoint, err)
+	}
+	if len(data) > maxCatalogResponse {
+		return fmt.Errorf("%s: %w: the answer of %s is larger than %d MiB", op, ErrTooLarge, endpoint, maxCatalogResponse>>20)
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return &opError{
+			msg:  fmt.Sprintf("%s: %s: %s answered with %s, not a berth catalog API document: %v", op, ErrRegistry, endpoint, bodyKind(resp), err),
+			kind: ErrRegistry, cause: err,
+		}
+	}
+	return nil
+}
+
+// transportError describes a request that got no HTTP answer from the
+// server, or failed in authentication.
+func (c *Catalog) transportError(op string, err error) error {
+	var resp *errcode.ErrorResponse
+	switch {
+	case errors.As(err, &resp):
+		kind := responseKind(resp)
+		return &opError{msg: op + ": " + kind.Error() + ": " + describeResponse(resp), kind: kind, cause: err}
+	case errors.Is(err, auth.ErrBasicCredentialNotFound):
+		return &opError{msg: op + ": " + ErrUnauthorized.Error() + ": " + c.base + " asks for credentials and none are stored for its host" +
+			" (log in with docker login, oras login or helm registry login)", kind: ErrUnauthorized, cause: err}
+	}
+	cause := err
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		cause = uerr.Err // without the method and URL, which the message names
+	}
+	return &opError{msg: fmt.Sprintf("%s: cannot reach the berth server at %s: %v", op, c.base, cause), cause: err}
+}
+
+// responseError describes an answer other than 200 OK: the API's JSON error
+// document, or whatever else the server (or a proxy) sent.
+func responseError(op, endpoint string, resp *http.Response) error {
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	var doc apiv1.Errors
+	if json.Unmarshal(body, &doc) == nil && len(doc.Errors) > 0 {
+		kind := errorsKind(doc.Errors, resp.StatusCode)
+		return &opError{msg: op + ": " + kind.Error() + ": " + describeErrors(doc.Errors), kind: kind}
+	}
+	kind := statusKind(resp.StatusCode)
+	msg := fmt.Sprintf("%s answered %s with %s, not a berth API error", endpoint, resp.Status, bodyKind(resp))
+	if snippet := bodySnippet(body); snippet != "" {
+		msg += ": " + strconv.Quote(snippet)
+	}
+	if resp.StatusCode == http.StatusNotFound {
+		// A 404 that is not the API's own says nothing about the package:
+		// the server is likely not a berth server with the catalog API.
+		kind = ErrRegistry
+		msg += " (does this server run the berth catalog API?)"
+	}
+	return &opError{msg: op + ": " + kind.Error() + ": " + msg, kind: kind}
+}
+
+// catalogCodes maps the catalog API's error codes to sentinels.
+var catalogCodes = map[string]error{
+	"NOT_FOUND":   ErrNotFound,
+	"INVALID":     ErrInvalid,
+	"DENIED":      ErrDenied,
+	"UNAVAILABLE": ErrUnavailable,
+	"INTERNAL":    ErrRegistry,
+}
+
+// errorsKind classifies an error document by its first known code, else by
+// the HTTP status.
+func errorsKind(errs []apiv1.Error, status int) error {
+	for _, e := range errs {
+		if kind, ok := catalogCodes[e.Code]; ok {
+			return kind
+		}
+	}
+	return statusKind(status)
+}
+
+// statusKind classifies an error response by its HTTP status.
+func statusKind(status int) error {
+	switch status {
+	case http.StatusBadRequest:
+		return ErrInvalid
+	case http.StatusUnauthorized:
+		return ErrUnauthorized
+	case http.StatusForbidden:
+		return ErrDenied
+	case http.StatusNotFound:
+		return ErrNotFound
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return ErrUnavailable
+	}
+	return ErrRegistry
+}
+
+// describeErrors renders the server's messages, with their detail when it
+// is text: "package kudo/kafka has no version 9.9.9".
+func describeErrors(errs []apiv1.Error) string {
+	msgs := make([]string, 0, len(errs))
+	for _, e := range errs {
+		msg := e.Message
+		if d, ok := e.Detail.(string); ok && d != "" {
+			msg += ": " + d
+		}
+		if msg == "" {
+			msg = strings.ToLower(strings.ReplaceAll(e.Code, "_", " "))
+		}
+		msgs = append(msgs, msg)
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// bodyKind names the media type of a response body: "a text/html body",
+// "an application/json body", "an empty body" or "a body of no declared type".
+func bodyKind(resp *http.Response) string {
+	if resp.ContentLength == 0 {
+		return "an empty body"
+	}
+	mediaType, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if err != nil {
+		return "a body of no declared type"
+	}
+	if strings.ContainsAny(mediaType[:1], "aeiou") {
+		return "an " + mediaType + " body"
+	}
+	return "a " + mediaType + " body"
+}
+
+// bodySnippet returns the start of a body as one line of printable text, or
+// "" if it has none.
+func bodySnippet(body []byte) string {
+	const maxRunes = 120
+	text := strings.Join(strings.FieldsFunc(string(body), func(r rune) bool {
+		return unicode.IsSpace(r) || !unicode.IsPrint(r)
+	}), " ")
+	if runes := []rune(text); len(runes) > maxRunes {
+		return string(runes[:maxRunes]) + "…"
+	}
+	return text
+}

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/berth-registry/berth/catalog/apiv1"
+)
+
+// newUpgradesCmd returns `berth upgrades NS/NAME --from VERSION`.
+func newUpgradesCmd() *cobra.Command {
+	var (
+		flags         catalogFlags
+		from, channel string
+		format        outputFormat
+	)
+	cmd := &cobra.Command{
+		Use:   "upgrades NS/NAME --from VERSION [--channel CHANNEL]",
+		Short: "Show how to upgrade an installed package version to the head of its channel",
+		Long: `Show the upgrades of a package from the version installed (--from) in a
+channel (--channel, default: the package's default channel): the head of the
+channel, the versions it upgrades to directly, and the shortest upgrade path to
+the head. The upgrade graph comes from the catalog: OLM's replaces, skips and
+skipRange, semver order for the other formats.`,
+		Example: `  berth upgrades operators/etcd --from 0.9.0
+  berth upgrades operators/etcd --from 0.9.0 --channel alpha --format json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ns, name, _, err := parsePackageArg(args[0], false)
+			if err != nil {
+				return err
+			}
+			c, err := flags.catalog(cmd)
+			if err != nil {
+				return err
+			}
+			up, err := c.Upgrades(cmd.Context(), ns, name, from, channel)
+			if err != nil {
+				return err
+			}
+			if format == formatJSON {
+				return writeJSON(cmd.OutOrStdout(), up)
+			}
+			return writeUpgrades(cmd.OutOrStdout(), ns+"/"+name, up)
+		},
+	}
+	flags.add(cmd)
+	cmd.Flags().StringVar(&from, "from", "", "the installed `VERSION` (required)")
+	cmd.Flags().StringVar(&channel, "channel", "", "the `CHANNEL` to follow (default: the package's default channel)")
+	_ = cmd.MarkFlagRequired("from") // cannot fail: the flag exists
+	addFormatFlag(cmd, &format)
+	return cmd
+}
+
+// writeUpgrades writes the head, the direct upgrades and the path to the head.
+func writeUpgrades(w io.Writer, pkg string, up *apiv1.Upgrades) error {
+	next := "none"
+	if len(up.Next) > 0 {
+		next = strings.Join(up.Next, ", ")
+	}
+	t := newTable(w)
+	t.row("Package", clean(pkg))
+	t.row("Channel", clean(up.Channel))
+	t.row("From", clean(up.From))
+	t.row("Head", clean(up.Head))
+	t.row("Next", clean(next))
+	t.row("Path", clean(upgradePath(up)))
+	return t.flush()
+}
+
+// upgradePath renders the path to the head: "0.9.0 → 0.9.2 → 0.9.4 (head)".
+func upgradePath(up *apiv1.Upgrades) string {
+	switch {
+	case len(up.Path) == 0 && up.From == up.Head:
+		return "already at the head"
+	case len(up.Path) == 0:
+		return fmt.Sprintf("none: %s does not lead to the head %s", up.From, up.Head)
+	}
+	path := up.From + " → " + strings.Join(up.Path, " → ")
+	if up.Path[len(up.Path)-1] == up.Head {
+		path += " (head)"
+	}
+	return path
+}

@@ -22,7 +22,7 @@ import (
 )
 
 // Paths of the binaries under test, set by TestMain.
-var berthBin, orasBin string
+var berthBin, orasBin, registryBin string
 
 // fixtures is the shared folder of real operator packages (absolute, since
 // commands run in other directories).
@@ -48,28 +48,36 @@ func runMain(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "building berth: %v\n%s", err, out)
 		return 1
 	}
-	// oras is pinned in go.mod as a tool; `go tool -n` builds it and prints its path.
-	out, err := exec.Command("go", "tool", "-n", "oras").Output()
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			fmt.Fprintf(os.Stderr, "the oras CLI is required in CI (go tool -n oras): %v\n", err)
-			return 1
+	// The tools are pinned in go.mod; `go tool -n` builds one and prints its path.
+	for _, tool := range []struct {
+		name string
+		path *string
+	}{{"oras", &orasBin}, {"registry", &registryBin}} {
+		out, err := exec.Command("go", "tool", "-n", tool.name).Output()
+		if err != nil {
+			if os.Getenv("CI") == "true" {
+				fmt.Fprintf(os.Stderr, "%s is required in CI (go tool -n %s): %v\n", tool.name, tool.name, err)
+				return 1
+			}
+			fmt.Fprintf(os.Stderr, "%s not available, its tests will be skipped: %v\n", tool.name, err)
+			continue
 		}
-		fmt.Fprintf(os.Stderr, "oras not available, its tests will be skipped: %v\n", err)
-	} else {
-		orasBin = strings.TrimSpace(string(out))
+		*tool.path = strings.TrimSpace(string(out))
 	}
 	return m.Run()
 }
 
 // requireOras skips (or, in CI, fails) a test that needs the oras CLI.
-func requireOras(t *testing.T) {
+func requireOras(t *testing.T) { requireTool(t, "the oras CLI", orasBin) }
+
+// requireTool skips (or, in CI, fails) a test that needs a tool that could not be built.
+func requireTool(t *testing.T, name, path string) {
 	t.Helper()
-	if orasBin == "" {
+	if path == "" {
 		if os.Getenv("CI") == "true" {
-			t.Fatal("oras CLI missing")
+			t.Fatal(name + " missing")
 		}
-		t.Skip("oras CLI missing")
+		t.Skip(name + " missing")
 	}
 }
 

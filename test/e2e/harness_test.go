@@ -22,7 +22,7 @@ import (
 )
 
 // Paths of the binaries under test, set by TestMain.
-var berthBin, orasBin, registryBin string
+var berthBin, orasBin, registryBin, helmBin string
 
 // fixtures is the shared folder of real operator packages (absolute, since
 // commands run in other directories).
@@ -52,7 +52,7 @@ func runMain(m *testing.M) int {
 	for _, tool := range []struct {
 		name string
 		path *string
-	}{{"oras", &orasBin}, {"registry", &registryBin}} {
+	}{{"oras", &orasBin}, {"registry", &registryBin}, {"helm", &helmBin}} {
 		out, err := exec.Command("go", "tool", "-n", tool.name).Output()
 		if err != nil {
 			if os.Getenv("CI") == "true" {

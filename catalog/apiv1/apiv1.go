@@ -90,8 +90,8 @@ type Version struct {
 	Version   string           `json:"version"`
 	Digest    string           `json:"digest"`
 	Format    pkgformat.Format `json:"format"`
-	// PullReference is host/namespace/name@digest when the server knows its
-	// host, else namespace/name@digest.
+	// PullReference is host[:port]/namespace/name@digest, the registry's
+	// address as clients reach it.
 	PullReference string                 `json:"pullReference"`
 	Content       Content                `json:"content"`
 	Metadata      pkgformat.Metadata     `json:"metadata"`

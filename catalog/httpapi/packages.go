@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/berth-registry/berth/catalog/apiv1"
 	"github.com/berth-registry/berth/pkgformat"
@@ -73,6 +74,7 @@ func (h *handler) getVersion(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	v.PullReference = pullHost(h.downloadBase(r)) + "/" + v.PullReference
 	v.Files = nonNil(v.Files)
 	v.Signatures = nonNil(v.Signatures)
 	normalizeMetadata(&v.Metadata)
@@ -169,4 +171,10 @@ func normalizePermissions(p *pkgformat.Permissions) {
 			rules[i].Verbs = nonNil(rules[i].Verbs)
 		}
 	}
+}
+
+// pullHost is the host[:port] of a base URL, as image references name a registry.
+func pullHost(base string) string {
+	_, host, _ := strings.Cut(base, "://")
+	return host
 }

@@ -201,6 +201,9 @@ func TestHelmPushedChartIsIndexed(t *testing.T) {
 	waitUntil(t, s, "the chart to be indexed", func() bool {
 		return getJSON(t, s, "/api/v1/packages/charts/webapp/versions/0.3.1", &v) == http.StatusOK
 	})
+	if v.PullReference != s.addr+"/charts/webapp@"+v.Digest {
+		t.Errorf("pull reference %q", v.PullReference)
+	}
 	if v.Format != "helm" || v.Metadata.Description != "A small web application chart" || v.Metadata.AppVersion != "2.0" {
 		t.Errorf("chart version: %+v", v)
 	}

@@ -8,8 +8,9 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/berth-registry/berth/catalog/apiv1"
 	"github.com/berth-registry/berth/pkgformat"
@@ -32,6 +33,8 @@ type Options struct {
 	Limits pkgformat.Limits
 	// Logger; nil means slog.Default().
 	Logger *slog.Logger
+	// Metrics registers the catalog's metrics; nil means none.
+	Metrics prometheus.Registerer
 }
 
 // queueSize bounds each worker's queue of pending tags. Events that find it
@@ -54,7 +57,7 @@ type Catalog struct {
 	mu     sync.Mutex
 	status apiv1.ReconcileStatus
 
-	dropped atomic.Int64
+	metrics *metrics
 }
 
 // task asks a worker to bring one tag, or the tags holding one digest, up to date.
@@ -117,6 +120,7 @@ func New(opts Options) (*Catalog, error) {
 	for i := range c.queues {
 		c.queues[i] = make(chan task, queueSize)
 	}
+	c.metrics = newMetrics(c, opts.Metrics)
 	return c, nil
 }
 
@@ -172,7 +176,7 @@ func (c *Catalog) enqueue(t task) {
 	select {
 	case c.queue(t) <- t:
 	default:
-		c.dropped.Add(1)
+		c.metrics.dropped.Inc()
 		select {
 		case c.kick <- struct{}{}:
 		default:
@@ -263,6 +267,7 @@ func (c *Catalog) syncTag(ctx context.Context, repo, tag string) (result, string
 		if err != nil || !changed {
 			return resultUnchanged, "", err
 		}
+		c.metrics.removed.Inc()
 		return resultRemoved, "", nil
 	}
 	if err != nil {
@@ -283,6 +288,7 @@ func (c *Catalog) syncTag(ctx context.Context, repo, tag string) (result, string
 	if err != nil || !changed {
 		return resultUnchanged, dgst, err
 	}
+	c.metrics.indexed.WithLabelValues(e.Status).Inc()
 	if e.Status == apiv1.StatusIndexed {
 		c.log.Debug("catalog: indexed", "repo", repo, "tag", tag, "digest", dgst)
 	} else {

@@ -31,6 +31,7 @@ func (c *Catalog) Reconcile(ctx context.Context) (apiv1.ReconcileStatus, error) 
 	st.Runs = c.status.Runs + 1
 	c.status = st
 	c.mu.Unlock()
+	c.metrics.reconcile.Observe(end.Sub(start).Seconds())
 	if err == nil {
 		c.log.Info("catalog: reconciled", "indexed", st.Indexed, "removed", st.Removed, "failed", st.Failed, "took", end.Sub(start).Round(time.Millisecond))
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
 	"github.com/berth-registry/berth/catalog"
@@ -206,6 +207,7 @@ func startCatalog(ctx context.Context, cfg *config.Config, source catalog.Source
 		Source:            source,
 		ReconcileInterval: cfg.Catalog.ReconcileInterval,
 		Logger:            log,
+		Metrics:           prometheus.DefaultRegisterer,
 	})
 	if err != nil {
 		store.Close()

@@ -85,9 +85,13 @@ func TestServeRefusesBadConfiguration(t *testing.T) {
 	}
 }
 
-func TestMetricsCountRegistryTraffic(t *testing.T) {
+func TestMetricsCountRegistryAndCatalogTraffic(t *testing.T) {
 	s := startServer(t, "")
 	berth(t, "", "push", kudoFixture(t, "cowsay", "0.2.0"), s.addr+"/kudo/cowsay")
+	waitUntil(t, s, "cowsay indexed", func() bool {
+		code, _ := s.get(t, "/api/v1/packages/kudo/cowsay/versions/0.2.0")
+		return code == 200
+	})
 	status, body := s.get(t, "/metrics")
 	if status != 200 {
 		t.Fatalf("/metrics: %d", status)
@@ -96,6 +100,9 @@ func TestMetricsCountRegistryTraffic(t *testing.T) {
 		`berth_http_requests_total{code="201",method="PUT",route="v2_manifest"} 1`,
 		`berth_http_request_bytes_total{route="v2_blob_upload"}`,
 		`registry_storage_action_seconds_count{action="PutContent",driver="filesystem"}`,
+		`berth_catalog_indexed_total{status="indexed"} 1`,
+		`berth_catalog_reconcile_duration_seconds_count 1`,
+		`berth_http_requests_total{code="200",method="GET",route="/api/v1/packages/{namespace}/{name}/versions/{version}"}`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %s", want)

@@ -1,0 +1,47 @@
+package catalog
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// metrics are the catalog's Prometheus metrics.
+type metrics struct {
+	indexed   *prometheus.CounterVec
+	removed   prometheus.Counter
+	dropped   prometheus.Counter
+	reconcile prometheus.Histogram
+}
+
+func newMetrics(c *Catalog, reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		indexed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "berth_catalog_indexed_total",
+			Help: "Tags the catalog (re)indexed, by the status it recorded: indexed, invalid or ignored.",
+		}, []string{"status"}),
+		removed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "berth_catalog_removed_total",
+			Help: "Tags the catalog removed because the registry no longer has them.",
+		}),
+		dropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "berth_catalog_events_dropped_total",
+			Help: "Registry events dropped because the catalog's queue was full; a reconciliation follows each.",
+		}),
+		reconcile: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "berth_catalog_reconcile_duration_seconds",
+			Help:    "How long reconciliations with the registry took.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 4, 8),
+		}),
+	}
+	if reg != nil {
+		queued := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "berth_catalog_queue_length",
+			Help: "Tags waiting to be indexed.",
+		}, func() float64 {
+			n := 0
+			for _, q := range c.queues {
+				n += len(q)
+			}
+			return float64(n)
+		})
+		reg.MustRegister(m.indexed, m.removed, m.dropped, m.reconcile, queued)
+	}
+	return m
+}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -213,5 +214,52 @@ func TestHelmPushedChartIsIndexed(t *testing.T) {
 	}
 	if code, body := s.get(t, "/api/v1/packages/charts/webapp/versions/0.3.1/files/values.yaml"); code != http.StatusOK || body != files["values.yaml"] {
 		t.Errorf("values.yaml: %d %q", code, body)
+	}
+}
+
+// TestCatalogRestartAndRebuild restarts berth serve with its catalog intact —
+// the start-up reconciliation reads no package and the change feed carries on
+// — and then with the catalog deleted, which rebuilds it from the registry.
+func TestCatalogRestartAndRebuild(t *testing.T) {
+	data := t.TempDir()
+	s := startServer(t, data)
+	pushFixtures(t, s)
+	var before apiv1.Status
+	getJSON(t, s, "/api/v1/status", &before)
+	if err := s.stop(t); err != nil {
+		t.Fatal(err)
+	}
+
+	s = startServer(t, data)
+	waitReconciled(t, s, 1)
+	var st apiv1.Status
+	getJSON(t, s, "/api/v1/status", &st)
+	if st.Versions != 8 || st.Reconcile.Indexed != 0 || st.Seq != before.Seq {
+		t.Errorf("restart: %+v, want 8 versions, nothing re-indexed, seq %d", st, before.Seq)
+	}
+	if r := berth(t, "", "push", kudoFixture(t, "cowsay", "0.2.0"), s.addr+"/kudo/cowsay"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	var ch apiv1.Changes
+	waitUntil(t, s, "a new change", func() bool {
+		return getJSON(t, s, "/api/v1/changes?since="+strconv.FormatInt(before.Seq, 10), &ch) == http.StatusOK && len(ch.Changes) == 1
+	})
+	if ch.Changes[0].Seq <= before.Seq || ch.Changes[0].Name != "cowsay" {
+		t.Errorf("change after restart: %+v (last seq before: %d)", ch.Changes[0], before.Seq)
+	}
+	if err := s.stop(t); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, f := range []string{"catalog.db", "catalog.db-wal", "catalog.db-shm"} {
+		if err := os.Remove(filepath.Join(data, f)); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+	}
+	s = startServer(t, data)
+	waitReconciled(t, s, 1)
+	getJSON(t, s, "/api/v1/status", &st)
+	if st.Versions != 9 || st.Reconcile.Indexed != 9 {
+		t.Errorf("rebuild: %+v, want all 9 versions indexed", st)
 	}
 }

@@ -149,8 +149,11 @@ func TestArtifactsThatAreNotValidPackages(t *testing.T) {
 			if got.Status != tc.status || !strings.Contains(got.Reason, tc.reason) {
 				t.Errorf("status %q, reason %q; want %q containing %q", got.Status, got.Reason, tc.status, tc.reason)
 			}
-			if _, err := e.cat.Version(e.ctx, all, ns, name, tc.tag); !errors.Is(err, catalog.ErrNotFound) {
-				t.Errorf("Version: err = %v, want ErrNotFound", err)
+			if _, err := e.cat.Version(e.ctx, all, ns, name, tc.tag); !errors.Is(err, catalog.ErrNotFound) || !strings.Contains(err.Error(), tc.reason) {
+				t.Errorf("Version: err = %v, want ErrNotFound with the reason", err)
+			}
+			if _, err := e.cat.Package(e.ctx, all, ns, name); !errors.Is(err, catalog.ErrNotFound) || !strings.Contains(err.Error(), tc.reason) {
+				t.Errorf("Package: err = %v, want ErrNotFound with the reason", err)
 			}
 		})
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 
 	"github.com/berth-registry/berth/catalog/apiv1"
 	"github.com/berth-registry/berth/catalog/graph"
@@ -77,12 +78,12 @@ func (c *Catalog) Package(ctx context.Context, access Access, ns, name string) (
 	if err != nil {
 		return nil, err
 	}
+	if len(p.versions) == 0 {
+		return nil, errorf(ErrNotFound, "package %s/%s has no readable version: %s", ns, name, describeUnindexed(p.unindexed))
+	}
 	out := &apiv1.Package{Namespace: ns, Name: name, Versions: []apiv1.VersionSummary{}, Channels: []apiv1.Channel{}}
 	for _, e := range p.unindexed {
 		out.Unindexed = append(out.Unindexed, artifact(e))
-	}
-	if len(p.versions) == 0 {
-		return out, nil
 	}
 	latest := p.versions[0]
 	md := latest.Metadata
@@ -292,6 +293,19 @@ func (c *Catalog) Status(ctx context.Context) (*apiv1.Status, error) {
 	}
 	st.Reconcile = c.reconcileStatus()
 	return &st, nil
+}
+
+// describeUnindexed says why the first few tags of a package are not versions.
+func describeUnindexed(es []*Entry) string {
+	const shown = 3
+	var parts []string
+	for _, e := range es[:min(len(es), shown)] {
+		parts = append(parts, fmt.Sprintf("%s is %s (%s)", e.Tag, e.Status, e.Reason))
+	}
+	if len(es) > shown {
+		parts = append(parts, fmt.Sprintf("and %d more tags (GET /api/v1/artifacts lists them)", len(es)-shown))
+	}
+	return strings.Join(parts, "; ")
 }
 
 func artifact(e *Entry) apiv1.Artifact {

@@ -29,7 +29,7 @@ const fixtures = "../../shared/fixtures"
 // env is a real registry (in-memory storage, behind an httptest server) with a
 // catalog on a SQLite store following it in process.
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	ctx   context.Context
 	reg   *registry.Registry
 	host  string
@@ -45,7 +45,7 @@ type envOptions struct {
 	source func(catalog.Source) catalog.Source
 }
 
-func newEnv(t *testing.T, opts envOptions) *env {
+func newEnv(t testing.TB, opts envOptions) *env {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &env{t: t, ctx: ctx}

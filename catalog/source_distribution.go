@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -145,14 +146,35 @@ func (s *DistributionSource) Blob(ctx context.Context, repo, dgst string) (io.Re
 	if err != nil {
 		return nil, err
 	}
-	rc, err := r.Blobs(ctx).Open(ctx, d)
+	blobs := r.Blobs(ctx)
+	desc, err := blobs.Stat(ctx, d)
 	if err != nil {
-		if isUnknown(err) {
-			return nil, fmt.Errorf("%s: blob %s: %w", repo, dgst, ErrNotFound)
+		return nil, blobError(repo, dgst, err)
+	}
+	// distribution's blob reader buffers 4 MiB per open blob: a small blob
+	// is read whole instead, which costs its size.
+	if desc.Size <= smallBlob {
+		b, err := blobs.Get(ctx, d)
+		if err != nil {
+			return nil, blobError(repo, dgst, err)
 		}
-		return nil, fmt.Errorf("%s: blob %s: %w: %w", repo, dgst, ErrUnavailable, err)
+		return io.NopCloser(bytes.NewReader(b)), nil
+	}
+	rc, err := blobs.Open(ctx, d)
+	if err != nil {
+		return nil, blobError(repo, dgst, err)
 	}
 	return rc, nil
+}
+
+// smallBlob is the largest blob DistributionSource.Blob reads whole.
+const smallBlob = 1 << 20
+
+func blobError(repo, dgst string, err error) error {
+	if isUnknown(err) {
+		return fmt.Errorf("%s: blob %s: %w", repo, dgst, ErrNotFound)
+	}
+	return fmt.Errorf("%s: blob %s: %w: %w", repo, dgst, ErrUnavailable, err)
 }
 
 // DeleteRepository removes the repository: every tag and manifest link. The

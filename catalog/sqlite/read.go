@@ -1,0 +1,280 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/berth-registry/berth/catalog"
+	"github.com/berth-registry/berth/catalog/apiv1"
+	"github.com/berth-registry/berth/pkgformat"
+)
+
+// entryColumns are read by scanEntry; filesColumn is added when Files are wanted.
+const (
+	entryColumns = `namespace, name, tag, digest, status, reason, indexed, verified,
+	content_digest, content_size, content_media_type, metadata`
+	filesColumn = `, files`
+)
+
+// scanner is *sql.Row or *sql.Rows.
+type scanner interface{ Scan(dest ...any) error }
+
+// scanEntry reads entryColumns, and filesColumn when withFiles.
+func scanEntry(sc scanner, withFiles bool) (*catalog.Entry, error) {
+	var e catalog.Entry
+	var indexed int64
+	var metadata, files []byte
+	dest := []any{&e.Namespace, &e.Name, &e.Tag, &e.Digest, &e.Status, &e.Reason, &indexed, &e.Verified,
+		&e.Content.Digest, &e.Content.Size, &e.Content.MediaType, &metadata}
+	if withFiles {
+		dest = append(dest, &files)
+	}
+	if err := sc.Scan(dest...); err != nil {
+		return nil, err
+	}
+	e.Indexed = decodeTime(indexed)
+	if metadata != nil {
+		e.Metadata = new(pkgformat.Metadata)
+		if err := json.Unmarshal(metadata, e.Metadata); err != nil {
+			return nil, fmt.Errorf("metadata of %s/%s:%s: %w", e.Namespace, e.Name, e.Tag, err)
+		}
+	}
+	if files != nil {
+		if err := json.Unmarshal(files, &e.Files); err != nil {
+			return nil, fmt.Errorf("files of %s/%s:%s: %w", e.Namespace, e.Name, e.Tag, err)
+		}
+	}
+	return &e, nil
+}
+
+// Entry returns the entry of one tag, Files included, or an error wrapping
+// catalog.ErrNotFound.
+func (s *Store) Entry(ctx context.Context, namespace, name, tag string) (*catalog.Entry, error) {
+	row := s.reader.QueryRowContext(ctx, `SELECT `+entryColumns+filesColumn+` FROM entries
+	WHERE namespace = ? AND name = ? AND tag = ?`, namespace, name, tag)
+	e, err := scanEntry(row, true)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("catalog: %s/%s:%s: %w", namespace, name, tag, catalog.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("catalog: %s/%s:%s: %w", namespace, name, tag, err)
+	}
+	return e, nil
+}
+
+// Entries returns every entry of a repository, Files included, ordered by tag,
+// or an error wrapping catalog.ErrNotFound when there is none.
+func (s *Store) Entries(ctx context.Context, namespace, name string) ([]*catalog.Entry, error) {
+	rows, err := s.reader.QueryContext(ctx, `SELECT `+entryColumns+filesColumn+` FROM entries
+	WHERE namespace = ? AND name = ? ORDER BY tag`, namespace, name)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: %s/%s: %w", namespace, name, err)
+	}
+	defer rows.Close()
+	var out []*catalog.Entry
+	for rows.Next() {
+		e, err := scanEntry(rows, true)
+		if err != nil {
+			return nil, fmt.Errorf("catalog: %s/%s: %w", namespace, name, err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("catalog: %s/%s: %w", namespace, name, err)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("catalog: %s/%s: %w", namespace, name, catalog.ErrNotFound)
+	}
+	return out, nil
+}
+
+// Tags lists every tag, of every status, with its digest, ordered by
+// namespace, name and tag.
+func (s *Store) Tags(ctx context.Context) ([]catalog.TagDigest, error) {
+	rows, err := s.reader.QueryContext(ctx, `SELECT namespace, name, tag, digest FROM entries ORDER BY namespace, name, tag`)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: tags: %w", err)
+	}
+	defer rows.Close()
+	var out []catalog.TagDigest
+	for rows.Next() {
+		var t catalog.TagDigest
+		if err := rows.Scan(&t.Namespace, &t.Name, &t.Tag, &t.Digest); err != nil {
+			return nil, fmt.Errorf("catalog: tags: %w", err)
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("catalog: tags: %w", err)
+	}
+	return out, nil
+}
+
+// Changes returns up to limit changes with seq > since, oldest first. A limit
+// <= 0 means catalog.DefaultLimit, and it is capped at catalog.MaxLimit.
+func (s *Store) Changes(ctx context.Context, since int64, limit int) ([]apiv1.Change, error) {
+	rows, err := s.reader.QueryContext(ctx, `SELECT seq, action, namespace, name, tag, digest, status, time
+	FROM changes WHERE seq > ? ORDER BY seq LIMIT ?`, since, pageSize(limit))
+	if err != nil {
+		return nil, fmt.Errorf("catalog: changes since %d: %w", since, err)
+	}
+	defer rows.Close()
+	out := []apiv1.Change{}
+	for rows.Next() {
+		var c apiv1.Change
+		var t int64
+		if err := rows.Scan(&c.Seq, &c.Action, &c.Namespace, &c.Name, &c.Version, &c.Digest, &c.Status, &t); err != nil {
+			return nil, fmt.Errorf("catalog: changes since %d: %w", since, err)
+		}
+		c.Time = decodeTime(t)
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("catalog: changes since %d: %w", since, err)
+	}
+	return out, nil
+}
+
+// Unindexed returns the entries whose status is not indexed and whose
+// namespace access allows, ordered by namespace, name and tag, starting after
+// offset. A limit <= 0 means catalog.DefaultLimit, and it is capped at
+// catalog.MaxLimit; a negative offset is an error wrapping catalog.ErrInvalid.
+func (s *Store) Unindexed(ctx context.Context, access catalog.Access, limit, offset int) ([]apiv1.Artifact, error) {
+	if offset < 0 {
+		return nil, fmt.Errorf("catalog: unindexed: %w: negative offset %d", catalog.ErrInvalid, offset)
+	}
+	var args []any
+	where := accessClause("namespace", access, &args)
+	args = append(args, pageSize(limit), offset)
+	rows, err := s.reader.QueryContext(ctx, `SELECT namespace, name, tag, digest, status, reason, indexed
+	FROM entries WHERE status <> 'indexed' AND `+where+` ORDER BY namespace, name, tag LIMIT ? OFFSET ?`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: unindexed: %w", err)
+	}
+	defer rows.Close()
+	out := []apiv1.Artifact{}
+	for rows.Next() {
+		var a apiv1.Artifact
+		var t int64
+		if err := rows.Scan(&a.Namespace, &a.Name, &a.Tag, &a.Digest, &a.Status, &a.Reason, &t); err != nil {
+			return nil, fmt.Errorf("catalog: unindexed: %w", err)
+		}
+		a.Indexed = decodeTime(t)
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("catalog: unindexed: %w", err)
+	}
+	return out, nil
+}
+
+// walkBatch is how many entries Walk reads per query. Walk holds no read
+// transaction while fn runs, so a slow consumer (an index.yaml streamed to a
+// slow client) never keeps the WAL from being checkpointed.
+const walkBatch = 256
+
+// Walk calls fn for every indexed entry access allows (only namespace's when
+// it is not empty), ordered by namespace, name and tag, without Files. It
+// reads walkBatch entries at a time, so entries written during the walk may or
+// may not be seen; each is seen at most once. fn's error stops the walk and is
+// returned as it is.
+func (s *Store) Walk(ctx context.Context, access catalog.Access, namespace string, fn func(*catalog.Entry) error) error {
+	var filter []any
+	where := `status = 'indexed' AND ` + accessClause("namespace", access, &filter)
+	if namespace != "" {
+		where += ` AND namespace = ?`
+		filter = append(filter, namespace)
+	}
+	sqlText := `SELECT ` + entryColumns + ` FROM entries WHERE ` + where +
+		` AND (namespace, name, tag) > (?, ?, ?) ORDER BY namespace, name, tag LIMIT ?`
+	var last [3]string
+	batch := make([]*catalog.Entry, 0, walkBatch)
+	for {
+		args := append(append([]any{}, filter...), last[0], last[1], last[2], walkBatch)
+		batch = batch[:0]
+		if err := query(ctx, s.reader, sqlText, args, func(rows *sql.Rows) error {
+			e, err := scanEntry(rows, false)
+			if err != nil {
+				return err
+			}
+			batch = append(batch, e)
+			return nil
+		}); err != nil {
+			return fmt.Errorf("catalog: walk: %w", err)
+		}
+		for _, e := range batch {
+			if err := fn(e); err != nil {
+				return err
+			}
+		}
+		if len(batch) < walkBatch {
+			return nil
+		}
+		e := batch[len(batch)-1]
+		last = [3]string{e.Namespace, e.Name, e.Tag}
+	}
+}
+
+// Stats counts packages with an indexed version, indexed versions and other
+// entries, and reports the last change's sequence number, from one snapshot.
+// Reconcile is left zero: the catalog fills it.
+func (s *Store) Stats(ctx context.Context) (apiv1.Status, error) {
+	var st apiv1.Status
+	err := s.reader.QueryRowContext(ctx, `SELECT
+	(SELECT count(*) FROM packages),
+	(SELECT count(*) FROM entries WHERE status = 'indexed'),
+	(SELECT count(*) FROM entries WHERE status <> 'indexed'),
+	coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'changes'), 0)`).Scan(&st.Packages, &st.Versions, &st.Unindexed, &st.Seq)
+	if err != nil {
+		return apiv1.Status{}, fmt.Errorf("catalog: stats: %w", err)
+	}
+	return st, nil
+}
+
+// queryer is *sql.DB or *sql.Tx.
+type queryer interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// query runs a query and calls fn for each row.
+func query(ctx context.Context, db queryer, query string, args []any, fn func(*sql.Rows) error) error {
+	rows, err := db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := fn(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// accessClause returns an SQL condition on column that access allows, adding
+// its arguments to args.
+func accessClause(column string, access catalog.Access, args *[]any) string {
+	switch {
+	case access.All:
+		return "1"
+	case len(access.Namespaces) == 0:
+		return "0"
+	}
+	b, _ := json.Marshal(access.Namespaces) // a []string always encodes
+	*args = append(*args, string(b))
+	return column + ` IN (SELECT value FROM json_each(?))`
+}
+
+// pageSize applies the list endpoints' default and cap to limit.
+func pageSize(limit int) int {
+	switch {
+	case limit <= 0:
+		return catalog.DefaultLimit
+	case limit > catalog.MaxLimit:
+		return catalog.MaxLimit
+	}
+	return limit
+}

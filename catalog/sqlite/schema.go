@@ -1,0 +1,162 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// migrations are the schema, one step per version: migrations[i] takes a file
+// from PRAGMA user_version i to i+1. Steps are only ever appended; a released
+// step never changes, so that every file can be brought up to date.
+var migrations = []string{
+	// 1: entries, the channel and API rows of indexed entries, one summary
+	// row and one full-text document per package, and the change feed.
+	`
+CREATE TABLE entries (
+	id                 INTEGER PRIMARY KEY,
+	namespace          TEXT NOT NULL,
+	name               TEXT NOT NULL,
+	tag                TEXT NOT NULL,
+	version_key        TEXT NOT NULL,
+	digest             TEXT NOT NULL,
+	status             TEXT NOT NULL,
+	reason             TEXT NOT NULL,
+	indexed            INTEGER NOT NULL,
+	verified           INTEGER NOT NULL,
+	kube_min           TEXT NOT NULL,
+	kube_max           TEXT NOT NULL,
+	content_digest     TEXT NOT NULL,
+	content_size       INTEGER NOT NULL,
+	content_media_type TEXT NOT NULL,
+	metadata           TEXT,
+	files              TEXT,
+	UNIQUE (namespace, name, tag)
+);
+CREATE INDEX entries_status ON entries (status, namespace, name, tag);
+CREATE INDEX entries_latest ON entries (namespace, name, status, version_key);
+
+CREATE TABLE entry_channels (
+	entry_id  INTEGER NOT NULL REFERENCES entries (id) ON DELETE CASCADE,
+	namespace TEXT NOT NULL,
+	name      TEXT NOT NULL,
+	channel   TEXT NOT NULL,
+	PRIMARY KEY (entry_id, channel)
+) WITHOUT ROWID;
+CREATE INDEX entry_channels_channel ON entry_channels (channel, namespace, name);
+
+CREATE TABLE entry_apis (
+	entry_id  INTEGER NOT NULL REFERENCES entries (id) ON DELETE CASCADE,
+	namespace TEXT NOT NULL,
+	name      TEXT NOT NULL,
+	api_group TEXT NOT NULL,
+	kind      TEXT NOT NULL
+);
+CREATE INDEX entry_apis_entry ON entry_apis (entry_id);
+CREATE INDEX entry_apis_kind ON entry_apis (kind, api_group, namespace, name);
+CREATE INDEX entry_apis_group ON entry_apis (api_group, namespace, name);
+
+CREATE TABLE packages (
+	id           INTEGER PRIMARY KEY,
+	namespace    TEXT NOT NULL,
+	name         TEXT NOT NULL,
+	name_lower   TEXT NOT NULL,
+	version      TEXT NOT NULL,
+	digest       TEXT NOT NULL,
+	format       TEXT NOT NULL,
+	display_name TEXT NOT NULL,
+	description  TEXT NOT NULL,
+	app_version  TEXT NOT NULL,
+	keywords     TEXT NOT NULL,
+	channels     TEXT NOT NULL,
+	created      INTEGER,
+	updated      INTEGER NOT NULL,
+	verified     INTEGER NOT NULL,
+	UNIQUE (namespace, name)
+);
+CREATE INDEX packages_name ON packages (name, namespace);
+CREATE INDEX packages_name_lower ON packages (name_lower);
+CREATE INDEX packages_updated ON packages (updated DESC, name, namespace);
+CREATE INDEX packages_facets ON packages (format, namespace);
+
+CREATE VIRTUAL TABLE packages_fts USING fts5 (
+	name, display_name, description, keywords, maintainers, apis,
+	tokenize = 'unicode61 remove_diacritics 2', prefix = '2 3 4 5 6 7 8'
+);
+
+CREATE TABLE changes (
+	seq       INTEGER PRIMARY KEY AUTOINCREMENT,
+	action    TEXT NOT NULL,
+	namespace TEXT NOT NULL,
+	name      TEXT NOT NULL,
+	tag       TEXT NOT NULL,
+	digest    TEXT NOT NULL,
+	status    TEXT NOT NULL,
+	time      INTEGER NOT NULL
+);
+`,
+	// 2: search moves to an in-memory index (catalog/searchindex) built
+	// from the packages table alone: each row gains the full text FTS5 held
+	// (maintainer names, provided kinds and groups of the latest version)
+	// and what the filters need over all indexed versions (channels,
+	// provided APIs, Kubernetes ranges, as JSON arrays, set as
+	// setPackageSets does); the FTS5 table and the indexes only SQL search
+	// used go.
+	`
+ALTER TABLE packages ADD COLUMN maintainers TEXT NOT NULL DEFAULT '';
+ALTER TABLE packages ADD COLUMN apis TEXT NOT NULL DEFAULT '';
+ALTER TABLE packages ADD COLUMN all_channels TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE packages ADD COLUMN all_apis TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE packages ADD COLUMN kube_ranges TEXT NOT NULL DEFAULT '[]';
+UPDATE packages SET
+	maintainers = coalesce((SELECT f.maintainers FROM packages_fts f WHERE f.rowid = packages.id), ''),
+	apis = coalesce((SELECT f.apis FROM packages_fts f WHERE f.rowid = packages.id), ''),
+	all_channels = (SELECT json_group_array(channel) FROM (SELECT DISTINCT c.channel FROM entries e
+		JOIN entry_channels c ON c.entry_id = e.id
+		WHERE e.namespace = packages.namespace AND e.name = packages.name AND e.status = 'indexed' ORDER BY 1)),
+	all_apis = (SELECT json_group_array(json_array(api_group, kind)) FROM (SELECT DISTINCT a.api_group, a.kind FROM entries e
+		JOIN entry_apis a ON a.entry_id = e.id
+		WHERE e.namespace = packages.namespace AND e.name = packages.name AND e.status = 'indexed' ORDER BY 1, 2)),
+	kube_ranges = (SELECT json_group_array(json_array(kube_min, kube_max)) FROM (SELECT DISTINCT kube_min, kube_max FROM entries e
+		WHERE e.namespace = packages.namespace AND e.name = packages.name AND e.status = 'indexed' ORDER BY 1, 2));
+DROP TABLE packages_fts;
+DROP INDEX packages_name;
+DROP INDEX packages_name_lower;
+DROP INDEX packages_updated;
+DROP INDEX packages_facets;
+ALTER TABLE packages DROP COLUMN name_lower;
+DROP INDEX entry_channels_channel;
+DROP INDEX entry_apis_kind;
+DROP INDEX entry_apis_group;
+`,
+}
+
+// migrate brings the schema of db up to date, in one
+// transaction. A file written by a newer berth (a user_version beyond the
+// known steps) is refused rather than guessed at.
+func migrate(ctx context.Context, db *sql.DB) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() // sql.ErrTxDone after Commit
+	var version int
+	if err := tx.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
+		return err
+	}
+	if version > len(migrations) {
+		return fmt.Errorf("schema version %d is newer than this berth knows (%d)", version, len(migrations))
+	}
+	for i := version; i < len(migrations); i++ {
+		if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
+			return fmt.Errorf("schema step %d: %w", i+1, err)
+		}
+	}
+	if version < len(migrations) {
+		// PRAGMA takes no parameters; the value is a constant of this program.
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, len(migrations))); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}

@@ -1,0 +1,145 @@
+// Package sqlite is the catalog's embedded store: one SQLite file that berth
+// serve keeps under its data directory (DESIGN.md, "The catalog"), and an
+// in-memory search index (catalog/searchindex) built from it at open and kept
+// up to date by every write. It implements catalog.Store on the pure-Go driver
+// modernc.org/sqlite, so berth still builds with CGO_ENABLED=0.
+// docs/catalog-store.md describes the schema, the search, the change feed and
+// the durability settings, and why this driver.
+//
+// One process owns a file: writes go through a single connection, reads through
+// a pool of read-only connections that see the last committed state (WAL).
+// Searches read only the index.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+
+	"github.com/berth-registry/berth/catalog"
+	"github.com/berth-registry/berth/catalog/searchindex"
+)
+
+// Store is a catalog.Store in one SQLite file. It is safe for concurrent use.
+type Store struct {
+	path string
+	// writer has a single connection, so that writes are serialised in this
+	// process instead of failing with SQLITE_BUSY.
+	writer *sql.DB
+	// reader is a pool of query-only connections.
+	reader *sql.DB
+	// index answers searches. writeMu makes each write's commit and index
+	// update one step, so that the index applies commits in their order.
+	index   *searchindex.Index
+	writeMu sync.Mutex
+}
+
+var _ catalog.Store = (*Store)(nil)
+
+// busyTimeoutMillis is how long a connection waits for a lock another process
+// holds (a backup tool, the sqlite3 shell) before failing with SQLITE_BUSY.
+const busyTimeoutMillis = 10000
+
+// Open opens the catalog in the SQLite file at path, creating the file and its
+// directory when absent and bringing an older schema up to date, and builds
+// the search index from it. It fails, naming the file, when the file is not a
+// SQLite database, is damaged, or was written by a newer berth.
+func Open(ctx context.Context, path string) (*Store, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: open %s: %w", path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o750); err != nil {
+		return nil, fmt.Errorf("catalog: open %s: %w", path, err)
+	}
+	s := &Store{path: path}
+	if s.writer, err = sql.Open("sqlite", dsn(abs, false)); err != nil {
+		return nil, fmt.Errorf("catalog: open %s: %w", path, err)
+	}
+	s.writer.SetMaxOpenConns(1)
+	if err := migrate(ctx, s.writer); err != nil {
+		s.writer.Close()
+		return nil, fmt.Errorf("catalog: open %s: %w", path, err)
+	}
+	if s.reader, err = sql.Open("sqlite", dsn(abs, true)); err != nil {
+		s.writer.Close()
+		return nil, fmt.Errorf("catalog: open %s: %w", path, err)
+	}
+	readers := max(4, 2*runtime.GOMAXPROCS(0))
+	s.reader.SetMaxOpenConns(readers)
+	s.reader.SetMaxIdleConns(readers)
+	if s.index, err = loadIndex(ctx, s.reader); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("catalog: open %s: search index: %w", path, err)
+	}
+	return s, nil
+}
+
+// dsn is the modernc.org/sqlite data source name of the file at path.
+// synchronous=NORMAL in WAL mode syncs the WAL at every checkpoint rather than
+// at every commit: a committed transaction survives the process being killed
+// (it is in the WAL, in the OS page cache), and only a power loss or kernel
+// crash can lose the last commits, never corrupt the file. mmap_size=0 reads
+// the file through SQLite's page cache rather than mapping it: mapped pages
+// count in the process's resident memory, and a scan of the entries (the
+// reconciler's Tags, index.yaml's Walk) would map the whole file.
+func dsn(path string, readOnly bool) string {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeoutMillis))
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", "mmap_size(0)")
+	if readOnly {
+		q.Add("_pragma", "query_only(1)")
+	} else {
+		q.Add("_pragma", "journal_mode(WAL)")
+		q.Add("_pragma", "foreign_keys(1)")
+		q.Set("_txlock", "immediate")
+	}
+	u := url.URL{Scheme: "file", Path: path, RawQuery: q.Encode()}
+	return u.String()
+}
+
+// Close closes the store's connections. Calls in flight may fail.
+func (s *Store) Close() error {
+	var errs []error
+	if s.reader != nil {
+		errs = append(errs, s.reader.Close())
+	}
+	errs = append(errs, s.writer.Close())
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("catalog: close %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// write runs fn in a write transaction, commits it when fn succeeds, and then
+// applies to the search index the update fn returned, if any. A transaction
+// that fails leaves the index as it was. Concurrent writes wait their turn.
+func (s *Store) write(ctx context.Context, fn func(*sql.Tx) (*indexUpdate, error)) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	tx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() // sql.ErrTxDone after Commit
+	upd, err := fn(tx)
+	if err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	if upd != nil {
+		upd.apply(s.index)
+	}
+	return nil
+}

@@ -1,0 +1,278 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/berth-registry/berth/catalog"
+	"github.com/berth-registry/berth/catalog/apiv1"
+	"github.com/berth-registry/berth/pkgformat"
+)
+
+// Put records e, replacing what its tag held, and appends a "put" change, in
+// one transaction. When the tag already holds e's digest and status it changes
+// nothing. It returns an error wrapping catalog.ErrInvalid when e lacks its
+// namespace, name or tag, has an unknown status, or is indexed without
+// metadata.
+func (s *Store) Put(ctx context.Context, e *catalog.Entry) (bool, error) {
+	row, err := encodeEntry(e)
+	if err != nil {
+		return false, fmt.Errorf("catalog: put %s/%s:%s: %w", e.Namespace, e.Name, e.Tag, err)
+	}
+	changed := false
+	err = s.write(ctx, func(tx *sql.Tx) (*indexUpdate, error) {
+		var id int64
+		var digest, status string
+		err := tx.QueryRowContext(ctx, `SELECT id, digest, status FROM entries WHERE namespace = ? AND name = ? AND tag = ?`,
+			e.Namespace, e.Name, e.Tag).Scan(&id, &digest, &status)
+		switch {
+		case err == nil && digest == e.Digest && status == e.Status:
+			return nil, nil
+		case err == nil:
+			// ON DELETE CASCADE removes its channel and API rows.
+			if _, err := tx.ExecContext(ctx, `DELETE FROM entries WHERE id = ?`, id); err != nil {
+				return nil, err
+			}
+		case !errors.Is(err, sql.ErrNoRows):
+			return nil, err
+		}
+		if err := insertEntry(ctx, tx, e, row); err != nil {
+			return nil, err
+		}
+		upd, err := refreshPackage(ctx, tx, e.Namespace, e.Name)
+		if err != nil {
+			return nil, err
+		}
+		changed = true
+		return upd, appendChange(ctx, tx, apiv1.ActionPut, e.Namespace, e.Name, e.Tag, e.Digest, e.Status)
+	})
+	if err != nil {
+		return false, fmt.Errorf("catalog: put %s/%s:%s: %w", e.Namespace, e.Name, e.Tag, err)
+	}
+	return changed, nil
+}
+
+// Delete removes the entry of one tag and appends a "delete" change, in one
+// transaction. Deleting an absent tag changes nothing and is not an error.
+func (s *Store) Delete(ctx context.Context, namespace, name, tag string) (bool, error) {
+	changed := false
+	err := s.write(ctx, func(tx *sql.Tx) (*indexUpdate, error) {
+		var digest, status string
+		err := tx.QueryRowContext(ctx, `DELETE FROM entries WHERE namespace = ? AND name = ? AND tag = ? RETURNING digest, status`,
+			namespace, name, tag).Scan(&digest, &status)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		upd, err := refreshPackage(ctx, tx, namespace, name)
+		if err != nil {
+			return nil, err
+		}
+		changed = true
+		return upd, appendChange(ctx, tx, apiv1.ActionDelete, namespace, name, tag, digest, status)
+	})
+	if err != nil {
+		return false, fmt.Errorf("catalog: delete %s/%s:%s: %w", namespace, name, tag, err)
+	}
+	return changed, nil
+}
+
+// entryRow is an Entry's encoded columns.
+type entryRow struct {
+	metadata, files     sql.NullString
+	kubeMin, kubeMax    string
+	channels            []string
+	apiGroups, apiKinds []string
+}
+
+// encodeEntry checks e and encodes the columns that are not copied as they are.
+func encodeEntry(e *catalog.Entry) (*entryRow, error) {
+	if e.Namespace == "" || e.Name == "" || e.Tag == "" {
+		return nil, fmt.Errorf("%w: namespace, name and tag are required", catalog.ErrInvalid)
+	}
+	switch e.Status {
+	case apiv1.StatusIndexed:
+		if e.Metadata == nil {
+			return nil, fmt.Errorf("%w: an indexed entry needs its metadata", catalog.ErrInvalid)
+		}
+	case apiv1.StatusInvalid, apiv1.StatusIgnored:
+	default:
+		return nil, fmt.Errorf("%w: unknown status %q", catalog.ErrInvalid, e.Status)
+	}
+	row := &entryRow{}
+	if e.Metadata != nil {
+		b, err := json.Marshal(e.Metadata)
+		if err != nil {
+			return nil, err
+		}
+		row.metadata = sql.NullString{String: string(b), Valid: true}
+	}
+	if len(e.Files) > 0 {
+		b, err := json.Marshal(e.Files)
+		if err != nil {
+			return nil, err
+		}
+		row.files = sql.NullString{String: string(b), Valid: true}
+	}
+	if e.Status != apiv1.StatusIndexed {
+		return row, nil
+	}
+	md := e.Metadata
+	row.kubeMin, _ = catalog.KubeVersionKey(md.MinKubeVersion)
+	row.kubeMax, _ = catalog.KubeVersionKey(md.MaxKubeVersion)
+	for _, c := range md.Channels {
+		row.channels = append(row.channels, c.Name)
+	}
+	for _, a := range md.ProvidedAPIs {
+		row.apiGroups = append(row.apiGroups, strings.ToLower(a.Group))
+		row.apiKinds = append(row.apiKinds, strings.ToLower(a.Kind))
+	}
+	return row, nil
+}
+
+func insertEntry(ctx context.Context, tx *sql.Tx, e *catalog.Entry, row *entryRow) error {
+	var id int64
+	err := tx.QueryRowContext(ctx, `INSERT INTO entries (namespace, name, tag, version_key, digest, status, reason,
+	indexed, verified, kube_min, kube_max, content_digest, content_size, content_media_type, metadata, files)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+		e.Namespace, e.Name, e.Tag, catalog.VersionKey(e.Tag), e.Digest, e.Status, e.Reason,
+		encodeTime(e.Indexed), e.Verified, row.kubeMin, row.kubeMax,
+		e.Content.Digest, e.Content.Size, e.Content.MediaType, row.metadata, row.files).Scan(&id)
+	if err != nil {
+		return err
+	}
+	for _, c := range row.channels {
+		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO entry_channels (entry_id, namespace, name, channel) VALUES (?, ?, ?, ?)`,
+			id, e.Namespace, e.Name, c); err != nil {
+			return err
+		}
+	}
+	for i := range row.apiKinds {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO entry_apis (entry_id, namespace, name, api_group, kind) VALUES (?, ?, ?, ?, ?)`,
+			id, e.Namespace, e.Name, row.apiGroups[i], row.apiKinds[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// refreshPackage rewrites the row of a package from its indexed versions (the
+// summary and full text of the latest, the filter sets of all), or removes it
+// when none is left, and returns the search document the package now has,
+// read back from that row in the same transaction. Every write calls it, so
+// that neither the row nor the document ever disagrees with the entries.
+func refreshPackage(ctx context.Context, tx *sql.Tx, namespace, name string) (*indexUpdate, error) {
+	upd := &indexUpdate{namespace: namespace, name: name}
+	var tag, digest string
+	var indexed int64
+	var verified bool
+	var metadata []byte
+	err := tx.QueryRowContext(ctx, `SELECT tag, digest, indexed, verified, metadata FROM entries
+	WHERE namespace = ? AND name = ? AND status = 'indexed' ORDER BY version_key DESC LIMIT 1`,
+		namespace, name).Scan(&tag, &digest, &indexed, &verified, &metadata)
+	if errors.Is(err, sql.ErrNoRows) {
+		_, err := tx.ExecContext(ctx, `DELETE FROM packages WHERE namespace = ? AND name = ?`, namespace, name)
+		return upd, err
+	}
+	if err != nil {
+		return nil, err
+	}
+	var md pkgformat.Metadata
+	if err := json.Unmarshal(metadata, &md); err != nil {
+		return nil, fmt.Errorf("metadata of %s/%s:%s: %w", namespace, name, tag, err)
+	}
+	keywords, err := json.Marshal(md.Keywords)
+	if err != nil {
+		return nil, err
+	}
+	var channels []string
+	for _, c := range md.Channels {
+		channels = append(channels, c.Name)
+	}
+	channelsJSON, err := json.Marshal(channels)
+	if err != nil {
+		return nil, err
+	}
+	var created sql.NullInt64
+	if md.Created != nil {
+		created = sql.NullInt64{Int64: encodeTime(*md.Created), Valid: true}
+	}
+	maintainers := make([]string, len(md.Maintainers))
+	for i, m := range md.Maintainers {
+		maintainers[i] = m.Name
+	}
+	apis := make([]string, 0, 2*len(md.ProvidedAPIs))
+	for _, a := range md.ProvidedAPIs {
+		apis = append(apis, a.Kind, a.Group)
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO packages (namespace, name, version, digest, format, display_name,
+	description, app_version, keywords, channels, created, updated, verified, maintainers, apis)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	ON CONFLICT (namespace, name) DO UPDATE SET version = excluded.version, digest = excluded.digest,
+	format = excluded.format, display_name = excluded.display_name, description = excluded.description,
+	app_version = excluded.app_version, keywords = excluded.keywords, channels = excluded.channels,
+	created = excluded.created, updated = excluded.updated, verified = excluded.verified,
+	maintainers = excluded.maintainers, apis = excluded.apis`,
+		namespace, name, tag, digest, string(md.Format), md.DisplayName, md.Description, md.AppVersion,
+		string(keywords), string(channelsJSON), created, indexed, verified,
+		strings.Join(maintainers, " "), strings.Join(apis, " "))
+	if err != nil {
+		return nil, err
+	}
+	if _, err := tx.ExecContext(ctx, setPackageSets, namespace, name); err != nil {
+		return nil, err
+	}
+	docs, err := readDocs(ctx, tx, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	if len(docs) != 1 {
+		return nil, fmt.Errorf("%s/%s: %d search documents after the refresh, want 1", namespace, name, len(docs))
+	}
+	upd.doc = docs[0]
+	return upd, nil
+}
+
+// setPackageSets sets the columns of the packages row of a package that
+// cover all its indexed versions, for the search filters: its channels, its
+// provided APIs (lower-case group and kind) and its Kubernetes ranges, each a
+// JSON array. Schema step 2 filled them the same way.
+const setPackageSets = `UPDATE packages SET
+	all_channels = (SELECT json_group_array(channel) FROM (SELECT DISTINCT c.channel FROM entries e
+		JOIN entry_channels c ON c.entry_id = e.id
+		WHERE e.namespace = packages.namespace AND e.name = packages.name AND e.status = 'indexed' ORDER BY 1)),
+	all_apis = (SELECT json_group_array(json_array(api_group, kind)) FROM (SELECT DISTINCT a.api_group, a.kind FROM entries e
+		JOIN entry_apis a ON a.entry_id = e.id
+		WHERE e.namespace = packages.namespace AND e.name = packages.name AND e.status = 'indexed' ORDER BY 1, 2)),
+	kube_ranges = (SELECT json_group_array(json_array(kube_min, kube_max)) FROM (SELECT DISTINCT kube_min, kube_max FROM entries e
+		WHERE e.namespace = packages.namespace AND e.name = packages.name AND e.status = 'indexed' ORDER BY 1, 2))
+	WHERE namespace = ? AND name = ?`
+
+func appendChange(ctx context.Context, tx *sql.Tx, action, namespace, name, tag, digest, status string) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO changes (action, namespace, name, tag, digest, status, time) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		action, namespace, name, tag, digest, status, encodeTime(time.Now()))
+	return err
+}
+
+// encodeTime stores t as Unix nanoseconds; the zero time is stored as 0.
+func encodeTime(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// decodeTime reads what encodeTime stored, in UTC.
+func decodeTime(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}

@@ -18,50 +18,16 @@ import (
 	"github.com/berth-registry/berth/catalog"
 	"github.com/berth-registry/berth/catalog/apiv1"
 	"github.com/berth-registry/berth/catalog/httpapi"
+	"github.com/berth-registry/berth/internal/kudoindex"
 	"github.com/berth-registry/berth/pkgformat"
 )
-
-// The repository index as KUDO's client reads it, with the field names and
-// tags of github.com/kudobuilder/kudo: pkg/kudoctl/util/repo/index.go
-// (IndexFile, PackageVersions, PackageVersion), pkg/kudoctl/util/repo/repo.go
-// (Metadata) and pkg/apis/kudo/v1beta1/operator_types.go (Maintainer). KUDO
-// parses index.yaml with sigs.k8s.io/yaml, as this test does.
-type kudoIndexFile struct {
-	APIVersion string                         `json:"apiVersion"`
-	Entries    map[string]kudoPackageVersions `json:"entries"`
-	Generated  *time.Time                     `json:"generated"`
-}
-
-type kudoPackageVersions []*kudoPackageVersion
-
-type kudoPackageVersion struct {
-	*KUDOMetadata
-	URLs    []string `json:"urls"`
-	Removed bool     `json:"removed,omitempty"`
-	Digest  string   `json:"digest,omitempty"`
-}
-
-// KUDOMetadata is exported because encoding/json cannot fill an embedded
-// pointer to an unexported struct.
-type KUDOMetadata struct {
-	Name            string            `json:"name,omitempty"`
-	OperatorVersion string            `json:"operatorVersion"`
-	AppVersion      string            `json:"appVersion,omitempty"`
-	Description     string            `json:"description,omitempty"`
-	Maintainers     []*kudoMaintainer `json:"maintainers,omitempty"`
-}
-
-type kudoMaintainer struct {
-	Name  string `json:"name,omitempty"`
-	Email string `json:"email,omitempty"`
-}
 
 // kudoCompare orders versions as KUDO does (PackageVersions.Less in
 // index.go): by appVersion, then operatorVersion, as semver, a version that
 // does not parse being less. Where KUDO's Less is not a strict order (two
 // versions without a parsable appVersion are each less than the other),
 // operatorVersion decides.
-func kudoCompare(x, y *kudoPackageVersion) int {
+func kudoCompare(x, y *kudoindex.PackageVersion) int {
 	ax, errX := semver.NewVersion(x.AppVersion)
 	ay, errY := semver.NewVersion(y.AppVersion)
 	switch {
@@ -136,9 +102,9 @@ func indexFake() *fakeCatalog {
 	return f
 }
 
-func parseIndex(t *testing.T, body []byte) *kudoIndexFile {
+func parseIndex(t *testing.T, body []byte) *kudoindex.IndexFile {
 	t.Helper()
-	var idx kudoIndexFile
+	var idx kudoindex.IndexFile
 	if err := yaml.Unmarshal(body, &idx); err != nil {
 		t.Fatalf("KUDO cannot parse the index: %v\n%s", err, body)
 	}
@@ -147,7 +113,7 @@ func parseIndex(t *testing.T, body []byte) *kudoIndexFile {
 	}
 	for key, versions := range idx.Entries {
 		for _, v := range versions {
-			if v.KUDOMetadata == nil || v.OperatorVersion == "" {
+			if v.Metadata == nil || v.OperatorVersion == "" {
 				t.Errorf("%s: an entry without operatorVersion makes KUDO refuse the index", key)
 			}
 		}
@@ -190,7 +156,7 @@ func TestIndex(t *testing.T) {
 
 	v := idx.Entries["kudo/kafka"][1]
 	if v.Name != "kafka" || v.OperatorVersion != "1.3.10" || v.AppVersion != "2.5.1" || v.Description != "kafka 2.5.1_1.3.10" {
-		t.Errorf("entry %+v", *v.KUDOMetadata)
+		t.Errorf("entry %+v", *v.Metadata)
 	}
 	if want := strings.Repeat("5", 64); v.Digest != want {
 		t.Errorf("digest %q, want %q (the content tarball's sha256 in hex)", v.Digest, want)
@@ -201,7 +167,7 @@ func TestIndex(t *testing.T) {
 	if v.Removed {
 		t.Error("removed")
 	}
-	wantM := []kudoMaintainer{{Name: "Jane", Email: "jane@example.com"}, {Name: "Team"}}
+	wantM := []kudoindex.Maintainer{{Name: "Jane", Email: "jane@example.com"}, {Name: "Team"}}
 	if len(v.Maintainers) != len(wantM) {
 		t.Fatalf("maintainers %v", v.Maintainers)
 	}
@@ -213,7 +179,7 @@ func TestIndex(t *testing.T) {
 
 	etcd := idx.Entries["etcd"]
 	if len(etcd) != 2 || etcd[0].OperatorVersion != "0.9.4" || etcd[1].OperatorVersion != "0.9.2" || etcd[0].AppVersion != "" {
-		t.Errorf("etcd entries %+v %+v", etcd[0].KUDOMetadata, etcd[1].KUDOMetadata)
+		t.Errorf("etcd entries %+v %+v", etcd[0].Metadata, etcd[1].Metadata)
 	}
 	weird := idx.Entries["weird"][0]
 	if wantD := strings.ToValidUTF8(trickyDescription, "\uFFFD"); weird.Description != wantD {

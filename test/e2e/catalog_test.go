@@ -16,6 +16,7 @@ import (
 
 	"github.com/berth-registry/berth/catalog/apiv1"
 	"github.com/berth-registry/berth/catalog/httpapi/openapitest"
+	"github.com/berth-registry/berth/internal/kudoindex"
 )
 
 // pushFixtures pushes kudo/kafka (two versions) and the OLM etcd package to s
@@ -96,21 +97,6 @@ func TestCatalogAPIConformsToOpenAPI(t *testing.T) {
 	}
 }
 
-// kudoIndex is KUDO's repository index (kudobuilder/kudo,
-// pkg/kudoctl/util/repo/index.go: IndexFile, PackageVersion, Metadata), the
-// fields an old KUDO client reads.
-type kudoIndex struct {
-	APIVersion string `json:"apiVersion"`
-	Entries    map[string][]struct {
-		Name            string   `json:"name"`
-		Version         string   `json:"version"`
-		OperatorVersion string   `json:"operatorVersion"`
-		AppVersion      string   `json:"appVersion"`
-		URLs            []string `json:"urls"`
-		Digest          string   `json:"digest"`
-	} `json:"entries"`
-}
-
 // TestLegacyIndexDownloadsWork reads /kudo/index.yaml as a KUDO client does
 // and downloads a package from the URL it gives: the bytes hash to the
 // digest the index states.
@@ -121,7 +107,7 @@ func TestLegacyIndexDownloadsWork(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("index.yaml: %d %s", code, body)
 	}
-	var idx kudoIndex
+	var idx kudoindex.IndexFile
 	if err := yaml.Unmarshal([]byte(body), &idx); err != nil {
 		t.Fatal(err)
 	}

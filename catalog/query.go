@@ -287,11 +287,14 @@ func (c *Catalog) Walk(ctx context.Context, access Access, ns string, fn func(*E
 
 // Status reports what the catalog holds and its last reconciliation.
 func (c *Catalog) Status(ctx context.Context) (*apiv1.Status, error) {
+	// The report first: the counts then include every write of the
+	// reconciliation it reports.
+	rec := c.reconcileStatus()
 	st, err := c.store.Stats(ctx)
 	if err != nil {
 		return nil, err
 	}
-	st.Reconcile = c.reconcileStatus()
+	st.Reconcile = rec
 	return &st, nil
 }
 

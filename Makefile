@@ -9,7 +9,7 @@ GOFLAGS ?=
 TEST_TIMEOUT ?= 30m
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build run test tools bench lint conformance clean
+.PHONY: all build run test tools bench bench-catalog lint conformance clean
 
 all: build
 
@@ -20,12 +20,15 @@ build:
 run: build
 	./$(BIN) serve
 
-## tools: build the pinned CLI tools the end-to-end tests drive (oras)
+## tools: build the pinned tools the end-to-end tests drive: the oras and helm CLIs, and
+## distribution's registry (the upstream registry a split `berth serve catalog` follows)
 tools:
 	@$(GO) tool -n oras >/dev/null
-	@echo "tools: oras $$($(GO) tool oras version | head -1)"
+	@$(GO) tool -n helm >/dev/null
+	@$(GO) tool -n registry >/dev/null
+	@echo "tools: oras $$($(GO) tool oras version | head -1); helm $$($(GO) tool helm version --short); registry $$($(GO) tool registry --version | cut -d' ' -f3)"
 
-## test: vet, then every test (unit and end-to-end with the real oras CLI)
+## test: vet, then every test (unit and end-to-end with the real oras and helm CLIs)
 test: tools lint
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
@@ -38,6 +41,11 @@ lint:
 ## bench: berth vs the upstream distribution registry, side by side (not part of `make test`)
 bench:
 	$(GO) run ./test/bench
+
+## bench-catalog: the catalog at 100,000 package versions: rebuild, restart, search latency,
+## index.yaml, time to searchable (not part of `make test`; about 4 minutes on an idle 2-core machine)
+bench-catalog:
+	$(GO) run ./test/bench -catalog
 
 ## conformance: run the OCI distribution-spec conformance suite against berth.
 ## Needs a checkout of github.com/opencontainers/distribution-spec: make conformance CONFORMANCE_SRC=/path/to/distribution-spec

@@ -35,6 +35,10 @@
 // machine was. The exit status is 0 whenever every run completed, whatever
 // the ratios.
 //
+// With -catalog (make bench-catalog) it runs the catalog benchmarks instead:
+// berth serve alone, with a generated catalog of 100,000 package versions
+// plus the fixtures (catalog.go; docs/benchmarks.md describes the rows).
+//
 // The harness talks only to the two servers on 127.0.0.1. It is Unix-only:
 // it stops the servers with SIGTERM and calls sync(2). Both servers and the
 // temporary directories are removed at the end, after a failure or Ctrl-C too.
@@ -71,6 +75,7 @@ type options struct {
 	packageKiB            int
 	concurrency           int
 	verbose               bool
+	catalog               catalogOptions
 }
 
 func parseFlags() (options, error) {
@@ -83,6 +88,7 @@ func parseFlags() (options, error) {
 	flag.IntVar(&o.packageKiB, "package-kib", 50, "size of each package's content layer, in KiB")
 	flag.IntVar(&o.concurrency, "concurrency", 4, "packages pushed or pulled at a time")
 	flag.BoolVar(&o.verbose, "v", false, "print every sample of every row")
+	registerCatalogFlags(&o.catalog)
 	flag.Parse()
 	if flag.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments %q", flag.Args())
@@ -118,6 +124,9 @@ func run() error {
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
+	if o.catalog.enabled {
+		return runCatalog(ctx, o.catalog)
+	}
 	began := time.Now()
 
 	root, err := os.MkdirTemp("", "berth-bench-")

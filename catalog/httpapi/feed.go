@@ -80,10 +80,7 @@ func (h *handler) artifacts(w http.ResponseWriter, r *http.Request) error {
 // the caller's access is still asked for, so that a caller the Authorizer
 // refuses is refused here too.
 func (h *handler) status(w http.ResponseWriter, r *http.Request) error {
-	if err := onlyParams(r); err != nil {
-		return err
-	}
-	if _, err := h.auth.Pullable(r.Context()); err != nil {
+	if _, err := h.pullable(r); err != nil {
 		return err
 	}
 	s, err := h.cat.Status(r.Context())

@@ -49,10 +49,7 @@ func (h *handler) getFile(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := onlyParams(r); err != nil {
-		return err
-	}
-	access, err := h.auth.Pullable(r.Context())
+	access, err := h.pullable(r)
 	if err != nil {
 		return err
 	}

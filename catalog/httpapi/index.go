@@ -70,14 +70,11 @@ func (h *handler) index(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	if err := onlyParams(r); err != nil {
-		return err
-	}
-	ctx := r.Context()
-	access, err := h.auth.Pullable(ctx)
+	access, err := h.pullable(r)
 	if err != nil {
 		return err
 	}
+	ctx := r.Context()
 	st, err := h.cat.Status(ctx)
 	if err != nil {
 		return err

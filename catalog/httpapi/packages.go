@@ -14,10 +14,7 @@ func (h *handler) getPackage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := onlyParams(r); err != nil {
-		return err
-	}
-	access, err := h.auth.Pullable(r.Context())
+	access, err := h.pullable(r)
 	if err != nil {
 		return err
 	}
@@ -63,10 +60,7 @@ func (h *handler) getVersion(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := onlyParams(r); err != nil {
-		return err
-	}
-	access, err := h.auth.Pullable(r.Context())
+	access, err := h.pullable(r)
 	if err != nil {
 		return err
 	}
@@ -94,10 +88,7 @@ func (h *handler) getGraph(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := onlyParams(r); err != nil {
-		return err
-	}
-	access, err := h.auth.Pullable(r.Context())
+	access, err := h.pullable(r)
 	if err != nil {
 		return err
 	}

@@ -65,6 +65,15 @@ func queryParams(r *http.Request, allowed ...string) (params, error) {
 	return params(v), nil
 }
 
+// pullable rejects any query parameter, on an endpoint that takes none, and
+// returns what the caller may pull.
+func (h *handler) pullable(r *http.Request) (catalog.Access, error) {
+	if err := onlyParams(r); err != nil {
+		return catalog.Access{}, err
+	}
+	return h.auth.Pullable(r.Context())
+}
+
 // onlyParams rejects any query parameter on an endpoint that takes none.
 func onlyParams(r *http.Request) error {
 	_, err := queryParams(r)

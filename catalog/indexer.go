@@ -145,11 +145,17 @@ func (ix *indexer) readPackage(ctx context.Context, e *Entry, repo string, m *oc
 	if err != nil {
 		return fmt.Errorf("content: %w", err)
 	}
-	var fromContent io.Reader
-	if m.Config.MediaType != pkgformat.ConfigMediaType {
-		fromContent = bytes.NewReader(content)
+	var md *pkgformat.Metadata
+	if m.Config.MediaType == pkgformat.ConfigMediaType {
+		md, err = pkgformat.MetadataFromArtifact(config, m.Config.MediaType, nil, opts)
+	} else {
+		// An empty or Helm config: the metadata comes from the files just read,
+		// as pkgformat.MetadataFromArtifact would read them again.
+		var p *pkgformat.Package
+		if p, err = pkgformat.New(files, opts); err == nil {
+			md = &p.Metadata
+		}
 	}
-	md, err := pkgformat.MetadataFromArtifact(config, m.Config.MediaType, fromContent, opts)
 	if err != nil {
 		return err
 	}

@@ -81,15 +81,11 @@ func (a Access) Allows(namespace string) bool {
 // Sort orders search results.
 type Sort string
 
-// Search orders.
+// Search orders; apiv1 documents them.
 const (
-	// SortRelevance: exact name match, then name prefix, then full-text
-	// relevance; by name when there is no query text. The default.
-	SortRelevance Sort = "relevance"
-	// SortName: by name, then namespace.
-	SortName Sort = "name"
-	// SortUpdated: most recently indexed latest version first.
-	SortUpdated Sort = "updated"
+	SortRelevance Sort = apiv1.SortRelevance
+	SortName      Sort = apiv1.SortName
+	SortUpdated   Sort = apiv1.SortUpdated
 )
 
 // Query is a package search. The zero value lists every package the caller may
@@ -126,8 +122,8 @@ type APIFilter struct {
 
 // Page sizes of list endpoints.
 const (
-	DefaultLimit = 20
-	MaxLimit     = 500
+	DefaultLimit = apiv1.DefaultLimit
+	MaxLimit     = apiv1.MaxLimit
 )
 
 // SearchResult is one page of a search.

@@ -20,21 +20,6 @@ import (
 	"github.com/berth-registry/berth/pkgformat"
 )
 
-// Search orders, the values of SearchOptions.Sort.
-const (
-	// SortRelevance ranks exact name matches first, then name prefixes, then
-	// full-text relevance. The server's default.
-	SortRelevance = "relevance"
-	// SortName orders by name, then namespace.
-	SortName = "name"
-	// SortUpdated puts the most recently updated packages first.
-	SortUpdated = "updated"
-)
-
-// MaxSearchLimit is the largest page size (SearchOptions.Limit) the search
-// API serves.
-const MaxSearchLimit = 500
-
 const (
 	// apiPath is where the catalog API lives on a berth server.
 	apiPath = "/api/v1"
@@ -68,10 +53,10 @@ type SearchOptions struct {
 	// Verified, if not nil, keeps the packages whose latest version is (or is
 	// not) verified.
 	Verified *bool
-	// Sort is SortRelevance, SortName or SortUpdated; empty is the server's
+	// Sort is apiv1.SortRelevance, SortName or SortUpdated; empty is the server's
 	// default (SortRelevance).
 	Sort string
-	// Limit is the page size, at most MaxSearchLimit; 0 or less is the
+	// Limit is the page size, at most apiv1.MaxLimit; 0 or less is the
 	// server's default.
 	Limit int
 	// Cursor starts the page where a previous one ended (its Next).

@@ -115,7 +115,7 @@ func TestCatalogSearch(t *testing.T) {
 	verified := false
 	res, err := c.Search(context.Background(), SearchOptions{
 		Query: "kafka streams", Namespace: "kudo", Format: pkgformat.KUDO, Channel: "stable",
-		Provides: "kafka.kudo.dev/Kafka", KubeVersion: "1.29", Verified: &verified, Sort: SortUpdated,
+		Provides: "kafka.kudo.dev/Kafka", KubeVersion: "1.29", Verified: &verified, Sort: apiv1.SortUpdated,
 		Limit: 1, Cursor: "c1",
 	})
 	if err != nil {

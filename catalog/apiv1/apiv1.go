@@ -12,6 +12,23 @@ import (
 // MediaTypeJSON is the content type of every document of the API.
 const MediaTypeJSON = "application/json"
 
+// Search orders: the values of the sort parameter of GET /api/v1/packages.
+const (
+	// SortRelevance ranks exact name matches first, then name prefixes, then
+	// full-text relevance; by name when there is no query text. The default.
+	SortRelevance = "relevance"
+	// SortName orders by name, then namespace.
+	SortName = "name"
+	// SortUpdated puts the most recently indexed latest versions first.
+	SortUpdated = "updated"
+)
+
+// Page sizes of list endpoints (the limit parameter).
+const (
+	DefaultLimit = 20
+	MaxLimit     = 500
+)
+
 // SearchResponse is the answer of GET /api/v1/packages.
 type SearchResponse struct {
 	Packages []PackageSummary `json:"packages"`

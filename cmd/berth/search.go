@@ -61,7 +61,7 @@ func newSearchCmd() *cobra.Command {
 		all          bool
 		format       outputFormat
 		typ          = choiceFlag{choices: []string{string(pkgformat.KUDO), string(pkgformat.OLM), string(pkgformat.Helm), string(pkgformat.Plain)}}
-		order        = choiceFlag{choices: []string{client.SortRelevance, client.SortName, client.SortUpdated}}
+		order        = choiceFlag{choices: []string{apiv1.SortRelevance, apiv1.SortName, apiv1.SortUpdated}}
 		verifiedFlag optionalBool
 	)
 	cmd := &cobra.Command{
@@ -81,11 +81,11 @@ format when there are more; --all fetches every page.
   BERTH_SERVER=https://berth.example.com berth search postgres`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if cmd.Flags().Changed("limit") && (opts.Limit < 1 || opts.Limit > client.MaxSearchLimit) {
-				return fmt.Errorf("--limit %d: want a number from 1 to %d", opts.Limit, client.MaxSearchLimit)
+			if cmd.Flags().Changed("limit") && (opts.Limit < 1 || opts.Limit > apiv1.MaxLimit) {
+				return fmt.Errorf("--limit %d: want a number from 1 to %d", opts.Limit, apiv1.MaxLimit)
 			}
 			if all && !cmd.Flags().Changed("limit") {
-				opts.Limit = client.MaxSearchLimit // the fewest pages
+				opts.Limit = apiv1.MaxLimit // the fewest pages
 			}
 			opts.Query = strings.Join(args, " ")
 			opts.Format = pkgformat.Format(typ.value)
@@ -123,7 +123,7 @@ format when there are more; --all fetches every page.
 	f.Var(&verifiedFlag, "verified", "only packages whose latest version has a verified signature (--verified=false: has none)")
 	f.Lookup("verified").NoOptDefVal = "true"
 	f.Var(&order, "sort", "order of the results (default relevance)")
-	f.IntVar(&opts.Limit, "limit", 0, fmt.Sprintf("`N` packages per page, 1 to %d (default: the server's; with --all, %d)", client.MaxSearchLimit, client.MaxSearchLimit))
+	f.IntVar(&opts.Limit, "limit", 0, fmt.Sprintf("`N` packages per page, 1 to %d (default: the server's; with --all, %d)", apiv1.MaxLimit, apiv1.MaxLimit))
 	f.BoolVar(&all, "all", false, "fetch every page")
 	addFormatFlag(cmd, &format)
 	return cmd
@@ -161,7 +161,7 @@ func writeSearch(w io.Writer, res *apiv1.SearchResponse) error {
 	for _, f := range facetCounts(res.Facets.Format) {
 		summary += " · " + clean(f)
 	}
-	_, err := fmt.Fprintf(w, "%s\nUse --limit N (up to %d) or --all to list more.\n", summary, client.MaxSearchLimit)
+	_, err := fmt.Fprintf(w, "%s\nUse --limit N (up to %d) or --all to list more.\n", summary, apiv1.MaxLimit)
 	return err
 }
 

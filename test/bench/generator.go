@@ -695,29 +695,25 @@ func (c *corpus) midFrequencyTerm(share float64) (string, int) {
 
 // commonTech is the tech found in most package names.
 func (c *corpus) commonTech() string {
-	count := map[string]int{}
-	for i := range c.packages {
-		count[c.packages[i].tech]++
-	}
-	best := ""
-	for part, n := range count {
-		if n > count[best] || n == count[best] && part < best {
-			best = part
-		}
-	}
-	return best
+	return c.mostCommon(func(p *pkgSpec) string { return p.tech })
 }
 
 // largestNamespace is the namespace with the most packages.
 func (c *corpus) largestNamespace() string {
+	return c.mostCommon(func(p *pkgSpec) string { return p.namespace })
+}
+
+// mostCommon is the value of key held by the most packages, the least such
+// value on a tie.
+func (c *corpus) mostCommon(key func(*pkgSpec) string) string {
 	count := map[string]int{}
 	for i := range c.packages {
-		count[c.packages[i].namespace]++
+		count[key(&c.packages[i])]++
 	}
 	best := ""
-	for ns, n := range count {
-		if n > count[best] || n == count[best] && ns < best {
-			best = ns
+	for v, n := range count {
+		if n > count[best] || n == count[best] && v < best {
+			best = v
 		}
 	}
 	return best

@@ -258,10 +258,7 @@ func (c *Catalog) DeletePackage(ctx context.Context, ns, name string) ([]string,
 
 // Changes returns the change feed after since.
 func (c *Catalog) Changes(ctx context.Context, since int64, limit int) (*apiv1.Changes, error) {
-	if limit <= 0 {
-		limit = DefaultLimit
-	}
-	ch, err := c.store.Changes(ctx, since, limit)
+	ch, err := c.store.Changes(ctx, since, PageSize(limit))
 	if err != nil {
 		return nil, err
 	}

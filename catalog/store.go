@@ -126,6 +126,18 @@ const (
 	MaxLimit     = apiv1.MaxLimit
 )
 
+// PageSize applies DefaultLimit (to 0 or less) and MaxLimit to a requested
+// page size.
+func PageSize(limit int) int {
+	switch {
+	case limit <= 0:
+		return DefaultLimit
+	case limit > MaxLimit:
+		return MaxLimit
+	}
+	return limit
+}
+
 // SearchResult is one page of a search.
 type SearchResult struct {
 	Packages []apiv1.PackageSummary

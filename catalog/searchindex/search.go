@@ -36,7 +36,7 @@ func (ix *Index) Search(q catalog.Query) (*catalog.SearchResult, error) {
 		return nil, fmt.Errorf("%w: unknown sort %q", catalog.ErrInvalid, q.Sort)
 	}
 	text := strings.TrimSpace(q.Text)
-	size := pageSize(q.Limit)
+	size := catalog.PageSize(q.Limit)
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	s := ix.getScratch()
@@ -73,17 +73,6 @@ func (ix *Index) Search(q catalog.Query) (*catalog.SearchResult, error) {
 		res.Packages = append(res.Packages, ix.docs[id].summaryCopy())
 	}
 	return res, nil
-}
-
-// pageSize applies catalog.DefaultLimit and catalog.MaxLimit to limit.
-func pageSize(limit int) int {
-	switch {
-	case limit <= 0:
-		return catalog.DefaultLimit
-	case limit > catalog.MaxLimit:
-		return catalog.MaxLimit
-	}
-	return limit
 }
 
 // match is a package that matches a search, with what it is sorted by.

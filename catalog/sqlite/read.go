@@ -117,7 +117,7 @@ func (s *Store) Tags(ctx context.Context) ([]catalog.TagDigest, error) {
 // <= 0 means catalog.DefaultLimit, and it is capped at catalog.MaxLimit.
 func (s *Store) Changes(ctx context.Context, since int64, limit int) ([]apiv1.Change, error) {
 	rows, err := s.reader.QueryContext(ctx, `SELECT seq, action, namespace, name, tag, digest, status, time
-	FROM changes WHERE seq > ? ORDER BY seq LIMIT ?`, since, pageSize(limit))
+	FROM changes WHERE seq > ? ORDER BY seq LIMIT ?`, since, catalog.PageSize(limit))
 	if err != nil {
 		return nil, fmt.Errorf("catalog: changes since %d: %w", since, err)
 	}
@@ -148,7 +148,7 @@ func (s *Store) Unindexed(ctx context.Context, access catalog.Access, limit, off
 	}
 	var args []any
 	where := accessClause("namespace", access, &args)
-	args = append(args, pageSize(limit), offset)
+	args = append(args, catalog.PageSize(limit), offset)
 	rows, err := s.reader.QueryContext(ctx, `SELECT namespace, name, tag, digest, status, reason, indexed
 	FROM entries WHERE status <> 'indexed' AND `+where+` ORDER BY namespace, name, tag LIMIT ? OFFSET ?`, args...)
 	if err != nil {
@@ -266,15 +266,4 @@ func accessClause(column string, access catalog.Access, args *[]any) string {
 	b, _ := json.Marshal(access.Namespaces) // a []string always encodes
 	*args = append(*args, string(b))
 	return column + ` IN (SELECT value FROM json_each(?))`
-}
-
-// pageSize applies the list endpoints' default and cap to limit.
-func pageSize(limit int) int {
-	switch {
-	case limit <= 0:
-		return catalog.DefaultLimit
-	case limit > catalog.MaxLimit:
-		return catalog.MaxLimit
-	}
-	return limit
 }

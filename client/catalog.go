@@ -399,14 +399,7 @@ func statusKind(status int) error {
 func describeErrors(errs []apiv1.Error) string {
 	msgs := make([]string, 0, len(errs))
 	for _, e := range errs {
-		msg := e.Message
-		if d, ok := e.Detail.(string); ok && d != "" {
-			msg += ": " + d
-		}
-		if msg == "" {
-			msg = strings.ToLower(strings.ReplaceAll(e.Code, "_", " "))
-		}
-		msgs = append(msgs, msg)
+		msgs = append(msgs, errorMessage(e.Message, e.Code, e.Detail))
 	}
 	return strings.Join(msgs, "; ")
 }

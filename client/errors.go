@@ -98,14 +98,7 @@ func responseKind(resp *errcode.ErrorResponse) error {
 func describeResponse(resp *errcode.ErrorResponse) string {
 	var msgs, codes []string
 	for _, e := range resp.Errors {
-		msg := e.Message
-		if d, ok := e.Detail.(string); ok && d != "" {
-			msg += ": " + d
-		}
-		if msg == "" {
-			msg = strings.ToLower(strings.ReplaceAll(e.Code, "_", " "))
-		}
-		msgs = append(msgs, msg)
+		msgs = append(msgs, errorMessage(e.Message, e.Code, e.Detail))
 		codes = append(codes, e.Code)
 	}
 	status := fmt.Sprintf("HTTP %d", resp.StatusCode)
@@ -113,4 +106,17 @@ func describeResponse(resp *errcode.ErrorResponse) string {
 		return status + " " + http.StatusText(resp.StatusCode)
 	}
 	return strings.Join(msgs, "; ") + " (" + strings.Join(codes, ", ") + ", " + status + ")"
+}
+
+// errorMessage renders one error of an error body, the registry's or the
+// catalog API's: its message, with its detail when that is text, else its
+// code in words.
+func errorMessage(message, code string, detail any) string {
+	if d, ok := detail.(string); ok && d != "" {
+		message += ": " + d
+	}
+	if message == "" {
+		message = strings.ToLower(strings.ReplaceAll(code, "_", " "))
+	}
+	return message
 }

@@ -260,7 +260,7 @@ func (c *Catalog) handle(ctx context.Context, t task) result {
 // syncTag reads which digest the tag names now and records it; it returns
 // that digest ("" when the tag does not exist).
 func (c *Catalog) syncTag(ctx context.Context, repo, tag string) (result, string, error) {
-	ns, name, _ := splitRepo(repo)
+	ns, name, _ := strings.Cut(repo, "/")
 	dgst, err := c.source.Resolve(ctx, repo, tag)
 	if errors.Is(err, ErrNotFound) {
 		changed, err := c.store.Delete(ctx, ns, name, tag)
@@ -299,7 +299,7 @@ func (c *Catalog) syncTag(ctx context.Context, repo, tag string) (result, string
 
 // handleDeletedDigest re-checks every tag of repo that the catalog has at dgst.
 func (c *Catalog) handleDeletedDigest(ctx context.Context, repo, dgst string) result {
-	ns, name, _ := splitRepo(repo)
+	ns, name, _ := strings.Cut(repo, "/")
 	entries, err := c.store.Entries(ctx, ns, name)
 	if err != nil {
 		return resultUnchanged
@@ -319,16 +319,6 @@ func (c *Catalog) handleDeletedDigest(ctx context.Context, repo, dgst string) re
 		}
 	}
 	return res
-}
-
-// splitRepo splits <namespace>/<name>; anything else keeps its whole path as
-// namespace with an empty name, never colliding with a package.
-func splitRepo(repo string) (ns, name string, ok bool) {
-	ns, name, ok = strings.Cut(repo, "/")
-	if !ok {
-		return repo, "", false
-	}
-	return ns, name, true
 }
 
 // errorf wraps a sentinel with a message about the request.

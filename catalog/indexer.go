@@ -34,7 +34,9 @@ type indexer struct {
 // ignored, with the reason); the error is reserved for a registry that could
 // not be read, and wraps ErrNotFound when the manifest is gone.
 func (ix *indexer) read(ctx context.Context, repo, tag, dgst string) (*Entry, error) {
-	ns, name, _ := splitRepo(repo)
+	// A repository not shaped <namespace>/<name> is recorded, and ignored, under
+	// the part before its first "/" and the rest, which no package can collide with.
+	ns, name, _ := strings.Cut(repo, "/")
 	e := &Entry{Namespace: ns, Name: name, Tag: tag, Digest: dgst, Indexed: ix.now().UTC()}
 	if reason := repositoryProblem(repo); reason != "" {
 		return e.ignore(reason), nil

@@ -34,6 +34,28 @@ type Config struct {
 	// Namespaces hold per-namespace policy; the first entry whose name
 	// matches a namespace applies to it.
 	Namespaces []Namespace `yaml:"namespaces"`
+	// Trust is the trust policy: whose signatures make a package version verified.
+	Trust Trust `yaml:"trust"`
+}
+
+// Trust is the trust policy of the catalog, the registry and berth pull.
+type Trust struct {
+	// Policies map repositories to trusted keys; the first policy with a
+	// glob that matches a repository applies to it.
+	Policies []TrustPolicy `yaml:"policies"`
+}
+
+// TrustPolicy is the trust of the repositories its globs match.
+type TrustPolicy struct {
+	// Repositories are globs over namespace/name (path.Match syntax, so "*"
+	// stays within one segment: "stable/*").
+	Repositories []string `yaml:"repositories"`
+	// Keys are files holding the PEM public keys (cosign.pub) whose
+	// signatures are trusted.
+	Keys []string `yaml:"keys"`
+	// Require refuses a version tag unless its digest has a signature
+	// verified by one of Keys, and makes berth pull refuse unverified versions.
+	Require bool `yaml:"require"`
 }
 
 // Log configures the server's structured log.
@@ -189,6 +211,33 @@ func (c *Config) Validate() error {
 		}
 		if strings.Contains(ns.Name, "/") {
 			return fmt.Errorf("%s: a namespace has no '/' (got %q)", key, ns.Name)
+		}
+	}
+	return c.Trust.Validate("trust")
+}
+
+// Validate reports the first bad policy, naming its key under prefix.
+func (t *Trust) Validate(prefix string) error {
+	for i, p := range t.Policies {
+		key := fmt.Sprintf("%s.policies[%d]", prefix, i)
+		if len(p.Repositories) == 0 {
+			return fmt.Errorf("%s.repositories: required", key)
+		}
+		for j, glob := range p.Repositories {
+			if _, err := path.Match(glob, ""); err != nil {
+				return fmt.Errorf("%s.repositories[%d]: bad glob %q: %w", key, j, glob, err)
+			}
+			if strings.Count(glob, "/") != 1 {
+				return fmt.Errorf("%s.repositories[%d]: want a glob over namespace/name, like \"stable/*\" (got %q)", key, j, glob)
+			}
+		}
+		if len(p.Keys) == 0 {
+			return fmt.Errorf("%s.keys: at least one public key file is required", key)
+		}
+		for j, k := range p.Keys {
+			if k == "" {
+				return fmt.Errorf("%s.keys[%d]: empty file name", key, j)
+			}
 		}
 	}
 	return nil

@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -47,6 +48,11 @@ storage:
 namespaces:
   - name: dev-*
     allowOverwrite: true
+trust:
+  policies:
+    - repositories: ["stable/*"]
+      keys: ["/etc/berth/keys/release.pub"]
+      require: true
 `)
 	c, err := Load(file, []string{
 		"BERTH_LOG_LEVEL=warn",
@@ -70,6 +76,10 @@ namespaces:
 	}
 	if c.ShutdownTimeout != time.Minute {
 		t.Errorf("shutdownTimeout %s, want 1m from env", c.ShutdownTimeout)
+	}
+	want := []TrustPolicy{{Repositories: []string{"stable/*"}, Keys: []string{"/etc/berth/keys/release.pub"}, Require: true}}
+	if !reflect.DeepEqual(c.Trust.Policies, want) {
+		t.Errorf("trust.policies = %+v, want %+v", c.Trust.Policies, want)
 	}
 	if !c.AllowOverwrite("dev-alice") || c.AllowOverwrite("stable") {
 		t.Errorf("namespace policy: dev-alice %v stable %v", c.AllowOverwrite("dev-alice"), c.AllowOverwrite("stable"))
@@ -141,6 +151,17 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"namespace without name", func(c *Config) { c.Namespaces = []Namespace{{AllowOverwrite: true}} }, "namespaces[0].name: required"},
 		{"namespace bad glob", func(c *Config) { c.Namespaces = []Namespace{{Name: "dev"}, {Name: "[x"}} }, "namespaces[1].name: bad glob"},
 		{"namespace with slash", func(c *Config) { c.Namespaces = []Namespace{{Name: "a/b"}} }, `namespaces[0].name: a namespace has no '/'`},
+		{"trust policy without repositories", func(c *Config) { c.Trust.Policies = []TrustPolicy{{Keys: []string{"k.pub"}}} }, "trust.policies[0].repositories: required"},
+		{"trust policy bad glob", func(c *Config) {
+			c.Trust.Policies = []TrustPolicy{{Repositories: []string{"stable/[x"}, Keys: []string{"k.pub"}}}
+		}, "trust.policies[0].repositories[0]: bad glob"},
+		{"trust policy glob without slash", func(c *Config) {
+			c.Trust.Policies = []TrustPolicy{{Repositories: []string{"stable/*", "stable"}, Keys: []string{"k.pub"}}}
+		}, `trust.policies[0].repositories[1]: want a glob over namespace/name, like "stable/*" (got "stable")`},
+		{"trust policy without keys", func(c *Config) {
+			c.Trust.Policies = []TrustPolicy{{Repositories: []string{"a/*"}, Keys: []string{"k.pub"}}, {Repositories: []string{"stable/*"}, Require: true}}
+		}, "trust.policies[1].keys: at least one public key file is required"},
+		{"trust policy empty key", func(c *Config) { c.Trust.Policies = []TrustPolicy{{Repositories: []string{"a/*"}, Keys: []string{""}}} }, "trust.policies[0].keys[0]: empty file name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Default()

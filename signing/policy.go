@@ -1,0 +1,97 @@
+package signing
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/berth-registry/berth/config"
+)
+
+// Policy is a loaded trust policy: for each repository, the keys whose
+// signatures are trusted and whether a verified signature is required.
+type Policy struct {
+	rules []Rule
+}
+
+// Rule is the trust of the repositories its globs match.
+type Rule struct {
+	// Repositories are the globs over namespace/name the rule applies to.
+	Repositories []string
+	// Keys are the trusted keys.
+	Keys []Key
+	// Require makes a verified signature a condition for tagging and pulling.
+	Require bool
+}
+
+// NewPolicy loads the public keys the policies name. Errors name the
+// configuration key under prefix (e.g. "trust") and the file.
+func NewPolicy(prefix string, t config.Trust) (*Policy, error) {
+	if err := t.Validate(prefix); err != nil {
+		return nil, err
+	}
+	p := &Policy{}
+	for i, tp := range t.Policies {
+		r := Rule{Repositories: tp.Repositories, Require: tp.Require}
+		for j, file := range tp.Keys {
+			k, err := LoadPublicKey(file)
+			if err != nil {
+				return nil, fmt.Errorf("%s.policies[%d].keys[%d]: %w", prefix, i, j, err)
+			}
+			r.Keys = append(r.Keys, k)
+		}
+		p.rules = append(p.rules, r)
+	}
+	return p, nil
+}
+
+// NewPolicyOf builds a policy from loaded rules.
+func NewPolicyOf(rules ...Rule) *Policy { return &Policy{rules: rules} }
+
+// For returns the rule of the first policy with a glob matching repo
+// (namespace/name), and false when no policy covers it. A nil Policy covers nothing.
+func (p *Policy) For(repo string) (Rule, bool) {
+	if p == nil {
+		return Rule{}, false
+	}
+	for _, r := range p.rules {
+		for _, glob := range r.Repositories {
+			if ok, _ := path.Match(glob, repo); ok {
+				return r, true
+			}
+		}
+	}
+	return Rule{}, false
+}
+
+// Requires reports whether repo needs a verified signature.
+func (p *Policy) Requires(repo string) bool {
+	r, ok := p.For(repo)
+	return ok && r.Require
+}
+
+// Empty reports whether the policy has no rules.
+func (p *Policy) Empty() bool { return p == nil || len(p.rules) == 0 }
+
+// Fingerprint identifies the policy's content (globs, key IDs, require), so
+// that a change since a verdict was recorded can be noticed.
+func (p *Policy) Fingerprint() string {
+	h := sha256.New()
+	if p != nil {
+		for _, r := range p.rules {
+			fmt.Fprintf(h, "%q %v", r.Repositories, r.Require)
+			for _, k := range r.Keys {
+				fmt.Fprintf(h, " %s", k.ID)
+			}
+			h.Write([]byte{'\n'})
+		}
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// describe names the rule for messages: its globs.
+func (r Rule) describe() string {
+	return "trust policy for " + strings.Join(r.Repositories, ", ")
+}

@@ -1,0 +1,83 @@
+package signing
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	cremote "github.com/sigstore/cosign/v2/pkg/cosign/remote"
+	"github.com/sigstore/cosign/v2/pkg/oci/mutate"
+	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
+	"github.com/sigstore/cosign/v2/pkg/oci/static"
+	signatureoptions "github.com/sigstore/sigstore/pkg/signature/options"
+	"github.com/sigstore/sigstore/pkg/signature/payload"
+)
+
+// SignOptions say how a signature is stored.
+type SignOptions struct {
+	// Referrer stores the signature as an OCI 1.1 referrer of the version
+	// (what cosign sign --registry-referrers-mode=oci-1-1 writes) instead of
+	// under cosign's sha256-<hex>.sig tag.
+	Referrer bool
+	// Annotations are signed with the payload (cosign sign -a).
+	Annotations map[string]any
+	// Remote are go-containerregistry options: authentication, transport.
+	Remote []remote.Option
+	// Insecure allows plain HTTP to a registry that is not on loopback.
+	Insecure bool
+}
+
+// Sign signs the version ref names, which must be by digest
+// (host/namespace/name@sha256:...), with s, as cosign sign --key does
+// offline: the payload is cosign's simple-signing payload, and no
+// transparency log is used. Signing the same digest with the same key again
+// stores nothing new.
+func Sign(ctx context.Context, s *Signer, ref string, opts SignOptions) error {
+	var nameOpts []name.Option
+	if opts.Insecure {
+		nameOpts = append(nameOpts, name.Insecure)
+	}
+	d, err := name.NewDigest(ref, nameOpts...)
+	if err != nil {
+		return fmt.Errorf("%s: sign by digest (host/namespace/name@sha256:...): %w", ref, err)
+	}
+	body, err := (&payload.Cosign{Image: d, Annotations: opts.Annotations}).MarshalJSON()
+	if err != nil {
+		return fmt.Errorf("payload: %w", err)
+	}
+	sig, err := s.SignMessage(bytes.NewReader(body), signatureoptions.WithContext(ctx))
+	if err != nil {
+		return fmt.Errorf("sign: %w", err)
+	}
+	ociSig, err := static.NewSignature(body, base64.StdEncoding.EncodeToString(sig))
+	if err != nil {
+		return err
+	}
+	ro := append([]remote.Option{remote.WithContext(ctx)}, opts.Remote...)
+	regOpts := []ociremote.Option{ociremote.WithRemoteOptions(ro...), ociremote.WithNameOptions(nameOpts...)}
+	se, err := ociremote.SignedEntity(d, regOpts...)
+	var notFound *ociremote.EntityNotFoundError
+	if errors.As(err, &notFound) {
+		return fmt.Errorf("%s: no such manifest", ref)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", ref, err)
+	}
+	signed, err := mutate.AttachSignatureToEntity(se, ociSig, mutate.WithDupeDetector(cremote.NewDupeDetector(s)))
+	if err != nil {
+		return err
+	}
+	if opts.Referrer {
+		err = ociremote.WriteSignaturesExperimentalOCI(d, signed, regOpts...)
+	} else {
+		err = ociremote.WriteSignatures(d.Repository, signed, regOpts...)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: store the signature: %w", ref, err)
+	}
+	return nil
+}

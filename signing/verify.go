@@ -1,0 +1,139 @@
+package signing
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/sigstore/sigstore/pkg/signature/payload"
+)
+
+// signature verifies a cosign simple-signing layer: its base64 signature
+// annotation over the payload blob, by a trusted key, and the payload naming
+// the version's digest.
+func (v *verifier) signature(ctx context.Context, s *Signature, l ocispec.Descriptor) error {
+	b64, ok := l.Annotations[SignatureAnnotation]
+	if !ok {
+		s.Reason = "bad signature: no " + SignatureAnnotation + " annotation"
+		return nil
+	}
+	sig, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil || len(sig) == 0 {
+		s.Reason = "bad signature: the " + SignatureAnnotation + " annotation is not base64"
+		return nil
+	}
+	body, reason, err := v.payload(ctx, l)
+	if err != nil || reason != "" {
+		s.Reason = reason
+		return err
+	}
+	keyID, ok := v.verify(ctx, sig, body)
+	if !ok {
+		s.Reason = v.untrusted()
+		return nil
+	}
+	var p payload.SimpleContainerImage
+	if err := json.Unmarshal(body, &p); err != nil {
+		s.Reason = fmt.Sprintf("payload is not a cosign signature payload: %v", err)
+		return nil
+	}
+	if p.Critical.Type != payload.CosignSignatureType {
+		s.Reason = fmt.Sprintf("payload type is %q, not %q", p.Critical.Type, payload.CosignSignatureType)
+		return nil
+	}
+	if got := p.Critical.Image.DockerManifestDigest; got != v.subject.String() {
+		s.Reason = fmt.Sprintf("payload digest mismatch: the signature is for %s, not %s", got, v.subject)
+		return nil
+	}
+	s.KeyID, s.Verified = keyID, true
+	return nil
+}
+
+// attestation verifies a cosign attestation layer: a DSSE envelope whose
+// signature over the in-toto statement is by a trusted key, and whose
+// statement names the version's digest among its subjects.
+func (v *verifier) attestation(ctx context.Context, s *Signature, l ocispec.Descriptor) error {
+	body, reason, err := v.payload(ctx, l)
+	if err != nil || reason != "" {
+		s.Reason = reason
+		return err
+	}
+	var env struct {
+		PayloadType string `json:"payloadType"`
+		Payload     string `json:"payload"`
+		Signatures  []struct {
+			Sig string `json:"sig"`
+		} `json:"signatures"`
+	}
+	if err := json.Unmarshal(body, &env); err != nil {
+		s.Reason = fmt.Sprintf("not a DSSE envelope: %v", err)
+		return nil
+	}
+	statement, err := base64.StdEncoding.DecodeString(env.Payload)
+	if err != nil {
+		s.Reason = "bad attestation: the envelope payload is not base64"
+		return nil
+	}
+	var st struct {
+		PredicateType string `json:"predicateType"`
+		Subject       []struct {
+			Digest map[string]string `json:"digest"`
+		} `json:"subject"`
+	}
+	if err := json.Unmarshal(statement, &st); err != nil {
+		s.Reason = fmt.Sprintf("bad attestation: the payload is not an in-toto statement: %v", err)
+		return nil
+	}
+	if st.PredicateType != "" {
+		s.PredicateType = st.PredicateType
+	}
+	if len(env.Signatures) == 0 {
+		s.Reason = "bad signature: the envelope has no signatures"
+		return nil
+	}
+	pae := preAuthEncoding(env.PayloadType, statement)
+	for _, es := range env.Signatures {
+		sig, err := base64.StdEncoding.DecodeString(es.Sig)
+		if err != nil {
+			continue
+		}
+		if keyID, ok := v.verify(ctx, sig, pae); ok {
+			s.KeyID = keyID
+			break
+		}
+	}
+	if s.KeyID == "" {
+		s.Reason = v.untrusted()
+		return nil
+	}
+	for _, sub := range st.Subject {
+		if sub.Digest[v.subject.Algorithm().String()] == v.subject.Encoded() {
+			s.Verified = true
+			return nil
+		}
+	}
+	s.KeyID = ""
+	s.Reason = fmt.Sprintf("payload digest mismatch: the attestation's subjects do not include %s", v.subject)
+	return nil
+}
+
+// verify returns the ID of the first trusted key that verifies sig over msg.
+func (v *verifier) verify(ctx context.Context, sig, msg []byte) (string, bool) {
+	if !v.covered {
+		return "", false
+	}
+	for _, k := range v.rule.Keys {
+		if k.verifier.VerifySignature(bytes.NewReader(sig), bytes.NewReader(msg)) == nil {
+			return k.ID, true
+		}
+	}
+	return "", false
+}
+
+// preAuthEncoding is DSSE's PAE, the bytes a DSSE signature signs.
+func preAuthEncoding(payloadType string, body []byte) []byte {
+	return fmt.Appendf(nil, "DSSEv1 %d %s %d %s", len(payloadType), payloadType, len(body), body)
+}

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"errors"
 
 	"github.com/distribution/distribution/v3"
 	"github.com/opencontainers/go-digest"
@@ -15,8 +16,10 @@ const (
 )
 
 // Event reports a change to what a repository's tags or manifests name: a tag
-// written (push, with Tag and Digest), a tag removed (delete, with Tag) or a
-// manifest deleted (delete, with Digest). It is sent after the change is
+// written (push, with Tag and Digest), a tag removed (delete, with Tag), a
+// manifest with a subject stored (push, with Digest and Subject, no Tag;
+// pushed by tag, the tag's own event follows) or a manifest deleted (delete,
+// with Digest, and Subject when it had one). It is sent after the change is
 // stored and before the client gets its response.
 type Event struct {
 	Action     string
@@ -24,6 +27,9 @@ type Event struct {
 	Tag        string
 	Digest     string
 	MediaType  string
+	// Subject is the digest of the manifest that the pushed or deleted
+	// manifest refers to (a signature's or an SBOM's subject), if any.
+	Subject string
 }
 
 // notify sends e to the registry's listener, if any.
@@ -59,11 +65,49 @@ func (t *notifyingTags) Untag(ctx context.Context, tag string) error {
 	return nil
 }
 
-// Delete deletes a manifest and reports it.
+// Delete deletes a manifest and reports it. A manifest with a subject leaves
+// the referrers index after it is deleted: a crash between the two steps
+// leaves an index entry naming a missing manifest, which listings skip.
 func (m *guardedManifests) Delete(ctx context.Context, dgst digest.Digest) error {
+	name := m.repo.Named().Name()
+	subject, err := m.storedSubject(ctx, dgst)
+	if err != nil {
+		return err
+	}
 	if err := m.ManifestService.Delete(ctx, dgst); err != nil {
 		return err
 	}
-	m.repo.guard.notify(Event{Action: EventDelete, Repository: m.repo.Named().Name(), Digest: dgst.String()})
+	var s string
+	if subject != "" {
+		s = subject.String()
+		if err := m.repo.guard.referrers.remove(ctx, name, subject, dgst); err != nil {
+			// The manifest is gone, and listings skip entries of missing
+			// manifests: the delete has done what the client asked.
+			m.repo.guard.log.WarnContext(ctx, "registry: referrers index entry left behind", "repo", name, "digest", dgst.String(), "err", err)
+		}
+	}
+	m.repo.guard.notify(Event{Action: EventDelete, Repository: name, Digest: dgst.String(), Subject: s})
 	return nil
+}
+
+// storedSubject returns the subject of stored manifest dgst, or "" when it
+// has none or is unknown (Delete then reports it unknown).
+func (m *guardedManifests) storedSubject(ctx context.Context, dgst digest.Digest) (digest.Digest, error) {
+	mf, err := m.ManifestService.Get(ctx, dgst)
+	var unknown distribution.ErrManifestUnknownRevision
+	if errors.As(err, &unknown) || errors.Is(err, distribution.ErrBlobUnknown) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	mediaType, payload, err := mf.Payload()
+	if err != nil {
+		return "", err
+	}
+	ref, err := referrerOf(mediaType, payload)
+	if ref == nil || err != nil {
+		return "", nil
+	}
+	return ref.subject, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"github.com/distribution/distribution/v3"
@@ -20,12 +21,16 @@ import (
 // tag that names a package version (a berth package or a Helm chart) to
 // another digest, whatever is pushed in its place, unless the namespace allows
 // overwrites. Other tags stay mutable as OCI has them: cosign rewrites its
-// sha256-<hex>.sig tags on every signature.
+// sha256-<hex>.sig tags on every signature. It also keeps the referrers index
+// up to date as manifests with a subject are pushed and deleted.
 type guard struct {
 	allowOverwrite func(namespace string) bool
+	admitTag       func(ctx context.Context, repo, tag string, dgst digest.Digest) error
 	onEvent        func(Event)
+	log            *slog.Logger
 	namespace      distribution.Namespace
 	driver         storagedriver.StorageDriver
+	referrers      *referrerIndex
 }
 
 // initGuard is the distribution middleware constructor; options["guard"]
@@ -36,6 +41,7 @@ func initGuard(_ context.Context, ns distribution.Namespace, driver storagedrive
 		return nil, errors.New("berth registry middleware: no guard in options")
 	}
 	g.driver = driver
+	g.referrers = &referrerIndex{driver: driver, cache: newDescriptorCache(referrerCacheEntries), log: g.log}
 	g.namespace = &guardedNamespace{Namespace: ns, guard: g}
 	return g.namespace, nil
 }
@@ -87,30 +93,65 @@ type guardedManifests struct {
 }
 
 // Put refuses, with an OCI DENIED error, a manifest pushed by tag when the tag
-// already names a different package manifest.
+// already names a different package manifest, or when the admission hook
+// refuses a package pushed by tag. Once distribution has stored a manifest
+// with a subject, Put records it in the referrers index, reports it and
+// leaves the subject for the OCI-Subject response header.
 func (m *guardedManifests) Put(ctx context.Context, mf distribution.Manifest, options ...distribution.ManifestServiceOption) (digest.Digest, error) {
+	mediaType, payload, err := mf.Payload()
+	if err != nil {
+		return "", err
+	}
+	name := m.repo.Named().Name()
 	if tag := tagOption(options); tag != "" {
-		name := m.repo.Named().Name()
-		namespace, _, _ := strings.Cut(name, "/")
-		if !m.repo.guard.allowOverwrite(namespace) {
-			if err := m.checkRetag(ctx, name, tag, mf); err != nil {
-				return "", err
-			}
+		if err := m.checkTag(ctx, name, tag, payload); err != nil {
+			return "", err
 		}
 	}
-	return m.ManifestService.Put(ctx, mf, options...)
+	ref, err := referrerOf(mediaType, payload)
+	if err != nil {
+		return "", err
+	}
+	dgst, err := m.ManifestService.Put(ctx, mf, options...)
+	if err != nil || ref == nil {
+		return dgst, err
+	}
+	ref.desc.Digest = dgst
+	if err := m.repo.guard.referrers.add(ctx, name, ref.subject, ref.desc); err != nil {
+		return "", err
+	}
+	if p := pushResultFrom(ctx); p != nil {
+		p.subject = ref.subject
+	}
+	m.repo.guard.notify(Event{Action: EventPush, Repository: name, Digest: dgst.String(), MediaType: mediaType, Subject: ref.subject.String()})
+	return dgst, nil
 }
 
-func (m *guardedManifests) checkRetag(ctx context.Context, repo, tag string, mf distribution.Manifest) error {
+// checkTag decides whether payload may be stored under tag: not when the tag
+// names another package version (unless the namespace allows overwrites),
+// nor, for a package, when the admission hook refuses it.
+func (m *guardedManifests) checkTag(ctx context.Context, repo, tag string, payload []byte) error {
+	g := m.repo.guard
+	namespace, _, _ := strings.Cut(repo, "/")
+	if !g.allowOverwrite(namespace) {
+		if err := m.checkRetag(ctx, repo, tag, payload); err != nil {
+			return err
+		}
+	}
+	if g.admitTag != nil && isPackage(payload) {
+		if err := g.admitTag(ctx, repo, tag, digest.FromBytes(payload)); err != nil {
+			return errcode.ErrorCodeDenied.WithMessage(err.Error())
+		}
+	}
+	return nil
+}
+
+func (m *guardedManifests) checkRetag(ctx context.Context, repo, tag string, payload []byte) error {
 	current, err := m.repo.Tags(ctx).Get(ctx, tag)
 	var unknown distribution.ErrTagUnknown
 	if errors.As(err, &unknown) {
 		return nil
 	}
-	if err != nil {
-		return err
-	}
-	_, payload, err := mf.Payload()
 	if err != nil {
 		return err
 	}

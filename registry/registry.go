@@ -1,6 +1,8 @@
 // Package registry embeds distribution's registry (handlers.App) and adds what
-// berth needs around it: package version immutability, a readiness check on
-// the storage, and distribution's logs routed into berth's slog logger.
+// berth needs around it: package version immutability and a tag admission
+// hook, the OCI 1.1 referrers API (which distribution lacks), events about
+// tags and manifests, a readiness check on the storage, and distribution's
+// logs routed into berth's slog logger.
 package registry
 
 import (
@@ -22,6 +24,7 @@ import (
 	"github.com/distribution/distribution/v3/registry/handlers"
 	registrymiddleware "github.com/distribution/distribution/v3/registry/middleware/registry"
 	storagedriver "github.com/distribution/distribution/v3/registry/storage/driver"
+	"github.com/opencontainers/go-digest"
 
 	"github.com/berth-registry/berth/storage"
 )
@@ -48,9 +51,17 @@ type Options struct {
 	// AllowOverwrite reports whether package version tags in a namespace may
 	// be re-pointed to another digest. Nil means never.
 	AllowOverwrite func(namespace string) bool
-	// OnEvent, when set, is called after every tag write, tag removal and
-	// manifest deletion, before the client gets its response. It must not block.
+	// OnEvent, when set, is called after every tag write, tag removal,
+	// manifest deletion and push of a manifest with a subject, before the
+	// client gets its response. It must not block.
 	OnEvent func(Event)
+	// AdmitTag, when set, is asked before a package manifest (a berth package
+	// or a Helm chart) pushed by tag is stored, after the immutability check;
+	// dgst is the pushed manifest's digest. An error refuses the push with an
+	// OCI DENIED error (HTTP 403) whose message is the error's text. Pushes of
+	// one tag are serialised, so no other push of repo:tag runs meanwhile. It
+	// is not asked for other manifests, nor for pushes by digest.
+	AdmitTag func(ctx context.Context, repo, tag string, dgst digest.Digest) error
 	// Logger receives distribution's own logs. Nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -61,6 +72,7 @@ type Registry struct {
 	guard  *guard
 	driver storagedriver.StorageDriver
 	locks  keyedMutex
+	log    *slog.Logger
 }
 
 var _ http.Handler = (*Registry)(nil)
@@ -81,7 +93,7 @@ func New(ctx context.Context, opts Options) (*Registry, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &guard{allowOverwrite: opts.AllowOverwrite, onEvent: opts.OnEvent}
+	g := &guard{allowOverwrite: opts.AllowOverwrite, admitTag: opts.AdmitTag, onEvent: opts.OnEvent, log: logger}
 	if g.allowOverwrite == nil {
 		g.allowOverwrite = func(string) bool { return false }
 	}
@@ -109,7 +121,7 @@ func New(ctx context.Context, opts Options) (*Registry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("registry: storage %s: %w", opts.Storage.Driver, err)
 	}
-	return &Registry{app: app, guard: g, driver: g.driver}, nil
+	return &Registry{app: app, guard: g, driver: g.driver, log: logger}, nil
 }
 
 // newApp turns the panics with which distribution reports bad configuration into errors.
@@ -122,13 +134,21 @@ func newApp(ctx context.Context, cfg *configuration.Configuration) (app *handler
 	return handlers.NewApp(ctx, cfg), nil
 }
 
-// ServeHTTP serves the OCI distribution API under /v2/. Manifest PUTs by tag
-// are serialised per repository and tag, so that the immutability check and
-// the tag write that follows it are one step.
+// ServeHTTP serves the OCI distribution API under /v2/, with the referrers
+// API. Manifest PUTs by tag are serialised per repository and tag, so that
+// the immutability check, the admission hook and the tag write that follows
+// them are one step.
 func (r *Registry) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if repo, ref, ok := referrersPath(req.URL.Path); ok {
+		r.serveReferrers(w, req, repo, ref)
+		return
+	}
 	if req.Method == http.MethodPut {
-		if repo, ref, ok := manifestPath(req.URL.Path); ok && !strings.Contains(ref, ":") {
-			defer r.locks.lock(repo + ":" + ref)()
+		if repo, ref, ok := manifestPath(req.URL.Path); ok {
+			if !strings.Contains(ref, ":") {
+				defer r.locks.lock(repo + ":" + ref)()
+			}
+			w, req = withPushResult(w, req)
 		}
 	}
 	r.app.ServeHTTP(w, req)

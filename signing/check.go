@@ -201,8 +201,10 @@ func (c candidate) predicateHint() string {
 }
 
 // SignatureTag and AttestationTag are cosign's tags for a digest.
-func SignatureTag(d digest.Digest) string   { return d.Algorithm().String() + "-" + d.Encoded() + ".sig" }
-func AttestationTag(d digest.Digest) string { return d.Algorithm().String() + "-" + d.Encoded() + ".att" }
+func SignatureTag(d digest.Digest) string { return d.Algorithm().String() + "-" + d.Encoded() + ".sig" }
+func AttestationTag(d digest.Digest) string {
+	return d.Algorithm().String() + "-" + d.Encoded() + ".att"
+}
 
 // discover lists the candidate manifests: the tag-scheme ones first, then
 // referrers ordered by digest.

@@ -200,8 +200,10 @@ func (c candidate) predicateHint() string {
 	return ""
 }
 
-// SignatureTag and AttestationTag are cosign's tags for a digest.
+// SignatureTag is cosign's tag for the signatures of a digest.
 func SignatureTag(d digest.Digest) string { return d.Algorithm().String() + "-" + d.Encoded() + ".sig" }
+
+// AttestationTag is cosign's tag for the attestations of a digest.
 func AttestationTag(d digest.Digest) string {
 	return d.Algorithm().String() + "-" + d.Encoded() + ".att"
 }
@@ -329,16 +331,12 @@ func (v *verifier) payload(ctx context.Context, l ocispec.Descriptor) ([]byte, s
 	return b, "", nil
 }
 
-// keys is the message part that names what was tried.
+// untrusted is the reason of a signature no trusted key verifies.
 func (v *verifier) untrusted() string {
 	if !v.covered {
 		return fmt.Sprintf("no trust policy covers %s", v.repo)
 	}
-	ids := make([]string, len(v.rule.Keys))
-	for i, k := range v.rule.Keys {
-		ids[i] = shortID(k.ID)
-	}
-	return fmt.Sprintf("not signed by a key trusted for %s (trusted: %s): signed by another key, or the payload or signature was altered", v.repo, strings.Join(ids, ", "))
+	return fmt.Sprintf("not signed by a key trusted for %s (trusted: %s): signed by another key, or the payload or signature was altered", v.repo, strings.Join(keyIDs(v.rule.Keys), ", "))
 }
 
 // shortID abbreviates a key fingerprint for messages.

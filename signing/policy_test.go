@@ -1,10 +1,14 @@
 package signing
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/opencontainers/go-digest"
 
 	"github.com/berth-registry/berth/config"
 )
@@ -122,5 +126,35 @@ func TestLoadSignerRefuses(t *testing.T) {
 				t.Fatalf("LoadSigner = %v, want an error containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestAdmit(t *testing.T) {
+	dir := t.TempDir()
+	trusted, trustedKey := keyPair(t, dir, "trusted")
+	subject := digest.FromString("the version")
+	policy := NewPolicyOf(
+		Rule{Repositories: []string{"stable/*"}, Keys: []Key{trustedKey}, Require: true},
+		Rule{Repositories: []string{"incubator/*"}, Keys: []Key{trustedKey}},
+	)
+	f := newFake()
+	ctx := context.Background()
+	for _, repo := range []string{"incubator/kafka", "dev/kafka"} {
+		if err := Admit(ctx, f, policy, repo, "1.0.0", subject.String()); err != nil {
+			t.Errorf("Admit into %s, which requires nothing: %v", repo, err)
+		}
+	}
+	err := Admit(ctx, f, policy, "stable/kafka", "1.0.0", subject.String())
+	if err == nil || !strings.Contains(err.Error(), "stable/kafka:1.0.0: "+subject.String()+" has no signature verified by the trust policy for stable/* (no signature)") {
+		t.Fatalf("Admit of an unsigned version = %v", err)
+	}
+	body := cosignPayload(t, subject)
+	f.tags[SignatureTag(subject)] = f.manifest("", nil, f.sigLayer(body, sign(t, trusted, body))).Digest.String()
+	if err := Admit(ctx, f, policy, "stable/kafka", "1.0.0", subject.String()); err != nil {
+		t.Fatalf("Admit of a signed version: %v", err)
+	}
+	f.failing = errors.New("storage down")
+	if err := Admit(ctx, f, policy, "stable/kafka", "1.0.0", subject.String()); err == nil || !strings.Contains(err.Error(), "storage down") {
+		t.Fatalf("Admit with the registry failing = %v", err)
 	}
 }

@@ -102,15 +102,15 @@ func (m *guardedManifests) Put(ctx context.Context, mf distribution.Manifest, op
 	if err != nil {
 		return "", err
 	}
+	ref, err := referrerOf(mediaType, payload)
+	if err != nil {
+		return "", err
+	}
 	name := m.repo.Named().Name()
 	if tag := tagOption(options); tag != "" {
 		if err := m.checkTag(ctx, name, tag, payload); err != nil {
 			return "", err
 		}
-	}
-	ref, err := referrerOf(mediaType, payload)
-	if err != nil {
-		return "", err
 	}
 	dgst, err := m.ManifestService.Put(ctx, mf, options...)
 	if err != nil || ref == nil {

@@ -3,7 +3,7 @@
 # on loopback. Usage: test/conformance/run.sh /path/to/distribution-spec
 # (a checkout of github.com/opencontainers/distribution-spec; its conformance/
 # folder is built here, nothing of it is kept in this repository).
-# Referrers are left out until berth serves the referrers API (set OCI_API_REFERRER=true to include them).
+# Referrers are tested (berth serves the referrers API; set OCI_API_REFERRER=false to leave them out).
 # sha512 content is left out: distribution v3, which berth embeds, verifies sha512 uploads but
 # stores and answers with sha256 digests (set OCI_DATA_SHA512=true to see it).
 set -euo pipefail
@@ -22,6 +22,6 @@ mkdir -p "$root/test/conformance/results"
 (cd "$work" && \
   OCI_REGISTRY="127.0.0.1:$port" OCI_TLS=disabled \
   OCI_REPO1=conformance/repo1 OCI_REPO2=conformance/repo2 \
-  OCI_API_REFERRER="${OCI_API_REFERRER:-false}" OCI_DATA_SHA512="${OCI_DATA_SHA512:-false}" \
+  OCI_API_REFERRER="${OCI_API_REFERRER:-true}" OCI_DATA_SHA512="${OCI_DATA_SHA512:-false}" \
   OCI_RESULTS_DIR="$root/test/conformance/results" \
   "$work/conformance")

@@ -8,12 +8,15 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/berth-registry/berth/catalog/apiv1"
 	"github.com/berth-registry/berth/pkgformat"
+	"github.com/berth-registry/berth/signing"
 )
 
 // Options configure a Catalog. Zero values are documented defaults.
@@ -26,8 +29,10 @@ type Options struct {
 	// registry after the reconciliation at start. Zero means 5 minutes;
 	// negative means only at start.
 	ReconcileInterval time.Duration
-	// Workers index in parallel; one tag is always handled by the same
-	// worker, in order. Zero means 2.
+	// Workers index and check signatures in parallel; one tag, and the
+	// signatures of one digest, are always handled by the same worker, in
+	// order. A pass that checks every version's signatures keeps at most
+	// one check per worker in flight. Zero means 2.
 	Workers int
 	// Limits cap what reading one package may take. Zero fields: pkgformat's defaults.
 	Limits pkgformat.Limits
@@ -35,6 +40,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Metrics registers the catalog's metrics; nil means none.
 	Metrics prometheus.Registerer
+	// Policy is the trust policy signatures are verified against. Nil
+	// means none: no signature verifies, each saying that no trust policy
+	// covers its repository.
+	Policy *signing.Policy
 }
 
 // queueSize bounds each worker's queue of pending tags. Events that find it
@@ -42,9 +51,10 @@ type Options struct {
 const queueSize = 4096
 
 // Catalog keeps a Store in step with a registry and answers queries on it.
-// Every write for a tag goes through that tag's worker, which reads the
-// registry's current state before writing: events and the reconciler only say
-// which tags to look at, so the order they arrive in never matters.
+// Every write for a tag goes through that tag's worker, and every verdict on
+// the signatures of a digest through that digest's, which read the
+// registry's current state before writing: events and the reconciler only
+// say what to look at, so the order they arrive in never matters.
 type Catalog struct {
 	store    Store
 	source   Source
@@ -53,6 +63,19 @@ type Catalog struct {
 	interval time.Duration
 	queues   []chan task
 	kick     chan struct{}
+	policy   *signing.Policy
+	policyID string // policy.Fingerprint()
+
+	// checking is set while a background pass of CheckSignatures runs;
+	// background tracks it.
+	checking   atomic.Bool
+	background sync.WaitGroup
+	// deferred are the checks a full queue could not take, for the next
+	// pass of CheckSignatures; past maxDeferred, deferredAll asks that
+	// pass to check everything instead.
+	deferMu     sync.Mutex
+	deferred    map[repoDigest]bool
+	deferredAll bool
 
 	mu     sync.Mutex
 	status apiv1.ReconcileStatus
@@ -60,11 +83,17 @@ type Catalog struct {
 	metrics *metrics
 }
 
-// task asks a worker to bring one tag, or the tags holding one digest, up to date.
+// task asks a worker to bring one tag, or the tags holding one digest, or the
+// verdict on the signatures of one digest, up to date.
 type task struct {
 	repo, tag string
-	// digest, without tag: a manifest was deleted; check the tags that named it.
+	// digest, without tag: a manifest was deleted; check the tags that named
+	// it, and the signatures of the digests it signed.
 	digest string
+	// pushed, without tag: a manifest was pushed by digest; read its subject.
+	pushed string
+	// subject, alone: check the signatures of the versions at this digest.
+	subject string
 	// expect, with tag: the digest a push event says the tag names. When the
 	// registry does not show it yet (distribution sends its webhook before it
 	// writes the tag), the tag is checked again a little later.
@@ -116,6 +145,9 @@ func New(opts Options) (*Catalog, error) {
 		interval: opts.ReconcileInterval,
 		queues:   make([]chan task, opts.Workers),
 		kick:     make(chan struct{}, 1),
+		policy:   opts.Policy,
+		policyID: opts.Policy.Fingerprint(),
+		deferred: make(map[repoDigest]bool),
 	}
 	for i := range c.queues {
 		c.queues[i] = make(chan task, queueSize)
@@ -136,6 +168,7 @@ func (c *Catalog) Run(ctx context.Context) {
 		}()
 	}
 	c.reconcileLoop(ctx)
+	c.background.Wait()
 	wg.Wait()
 }
 
@@ -146,15 +179,23 @@ func (c *Catalog) reconcileLoop(ctx context.Context) {
 		defer t.Stop()
 		tick = t.C
 	}
+	// The start-up reconciliation, and one a full queue asked for, check
+	// the signatures of the versions never checked or checked under another
+	// trust policy; a periodic one checks every version's again, which is
+	// how referrers whose events were lost are found.
+	all := false
 	for {
 		if _, err := c.Reconcile(ctx); err != nil && ctx.Err() == nil {
 			c.log.Error("catalog: reconcile", "err", err)
 		}
+		c.checkInBackground(ctx, all)
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick:
+			all = true
 		case <-c.kick:
+			all = false
 		}
 	}
 }
@@ -163,11 +204,9 @@ func (c *Catalog) reconcileLoop(ctx context.Context) {
 // when the tag's queue is full the event is dropped and a reconciliation is
 // scheduled instead.
 func (c *Catalog) Notify(e Event) {
-	t, ok := eventTask(e)
-	if !ok {
-		return
+	for _, t := range eventTasks(e) {
+		c.enqueue(t)
 	}
-	c.enqueue(t)
 }
 
 // enqueue queues t without blocking; when the queue is full, t is dropped
@@ -192,28 +231,47 @@ func (c *Catalog) Ingest(_ context.Context, events []Event) error {
 	return nil
 }
 
-// eventTask turns an event into the task that checks what it touched.
-func eventTask(e Event) (task, bool) {
-	switch {
-	case e.Repository == "":
-		return task{}, false
-	case e.Tag != "" && e.Action == EventPush:
-		return task{repo: e.Repository, tag: e.Tag, expect: e.Digest}, true
-	case e.Tag != "":
-		return task{repo: e.Repository, tag: e.Tag}, true
-	case e.Action == EventDelete && e.Digest != "":
-		return task{repo: e.Repository, digest: e.Digest}, true
+// eventTasks turns an event into the tasks that check what it touched.
+func eventTasks(e Event) []task {
+	if e.Repository == "" {
+		return nil
 	}
-	return task{}, false // a push by digest names no version
+	var ts []task
+	switch {
+	case e.Tag != "" && e.Action == EventPush:
+		ts = append(ts, task{repo: e.Repository, tag: e.Tag, expect: e.Digest})
+	case e.Tag != "":
+		ts = append(ts, task{repo: e.Repository, tag: e.Tag})
+	case e.Action == EventDelete && e.Digest != "":
+		ts = append(ts, task{repo: e.Repository, digest: e.Digest})
+	case e.Action == EventPush && e.Digest != "" && e.Subject == "" && maySubject(e.MediaType):
+		// A push by digest names no version, but may be a referrer (a
+		// webhook does not say): its manifest tells.
+		ts = append(ts, task{repo: e.Repository, pushed: e.Digest})
+	}
+	if e.Subject != "" {
+		ts = append(ts, task{repo: e.Repository, subject: e.Subject})
+	}
+	return ts
+}
+
+// maySubject reports whether a manifest of the media type can have a subject.
+func maySubject(mediaType string) bool {
+	return mediaType == "" || mediaType == ocispec.MediaTypeImageManifest || mediaType == ocispec.MediaTypeImageIndex
 }
 
 // queue is the worker queue of a task: by tag, so that one tag is handled
-// in order; digest tasks go by repository, with no ordering need.
+// in order, and by subject digest, so that the signature checks of one
+// digest are; digest tasks go by repository, with no ordering need.
 func (c *Catalog) queue(t task) chan task {
 	h := fnv.New32a()
 	h.Write([]byte(t.repo))
 	h.Write([]byte{0})
-	h.Write([]byte(t.tag))
+	if t.subject != "" {
+		h.Write([]byte("@" + t.subject)) // no tag has an "@"
+	} else {
+		h.Write([]byte(t.tag))
+	}
 	return c.queues[h.Sum32()%uint32(len(c.queues))]
 }
 
@@ -234,7 +292,12 @@ func (c *Catalog) work(ctx context.Context, q chan task) {
 // handle brings the catalog's view of a tag (or of a deleted manifest's tags)
 // up to date with the registry.
 func (c *Catalog) handle(ctx context.Context, t task) result {
-	if t.tag == "" {
+	switch {
+	case t.subject != "":
+		return c.checkSignatures(ctx, t.repo, t.subject)
+	case t.pushed != "":
+		return c.subjectOf(ctx, t.repo, t.pushed)
+	case t.tag == "":
 		return c.handleDeletedDigest(ctx, t.repo, t.digest)
 	}
 	r, seen, err := c.syncTag(ctx, t.repo, t.tag)
@@ -258,7 +321,9 @@ func (c *Catalog) handle(ctx context.Context, t task) result {
 }
 
 // syncTag reads which digest the tag names now and records it; it returns
-// that digest ("" when the tag does not exist).
+// that digest ("" when the tag does not exist). A version it (re)indexes, and
+// a tag of cosign's scheme it records or removes, ask for a check of the
+// signatures concerned.
 func (c *Catalog) syncTag(ctx context.Context, repo, tag string) (result, string, error) {
 	ns, name, _ := strings.Cut(repo, "/")
 	dgst, err := c.source.Resolve(ctx, repo, tag)
@@ -268,6 +333,7 @@ func (c *Catalog) syncTag(ctx context.Context, repo, tag string) (result, string
 			return resultUnchanged, "", err
 		}
 		c.metrics.removed.Inc()
+		c.signaturesChanged(repo, tag)
 		return resultRemoved, "", nil
 	}
 	if err != nil {
@@ -289,7 +355,9 @@ func (c *Catalog) syncTag(ctx context.Context, repo, tag string) (result, string
 		return resultUnchanged, dgst, err
 	}
 	c.metrics.indexed.WithLabelValues(e.Status).Inc()
+	c.signaturesChanged(repo, tag)
 	if e.Status == apiv1.StatusIndexed {
+		c.enqueueCheck(repo, dgst)
 		c.log.Debug("catalog: indexed", "repo", repo, "tag", tag, "digest", dgst)
 	} else {
 		c.log.Info("catalog: not a package version", "repo", repo, "tag", tag, "digest", dgst, "status", e.Status, "reason", e.Reason)
@@ -297,9 +365,24 @@ func (c *Catalog) syncTag(ctx context.Context, repo, tag string) (result, string
 	return resultIndexed, dgst, nil
 }
 
-// handleDeletedDigest re-checks every tag of repo that the catalog has at dgst.
+// signaturesChanged asks for a check of the digest a tag of cosign's scheme
+// is about, when tag is one.
+func (c *Catalog) signaturesChanged(repo, tag string) {
+	if subject, ok := signatureSubject(tag); ok {
+		c.enqueueCheck(repo, subject)
+	}
+}
+
+// handleDeletedDigest re-checks every tag of repo that the catalog has at
+// dgst, and the signatures of the digests it held signatures of (a deleted
+// referrer: a webhook does not say what it referred to).
 func (c *Catalog) handleDeletedDigest(ctx context.Context, repo, dgst string) result {
 	ns, name, _ := strings.Cut(repo, "/")
+	if signed, err := c.store.SignedBy(ctx, ns, name, dgst); err == nil {
+		for _, subject := range signed {
+			c.enqueueCheck(repo, subject)
+		}
+	}
 	entries, err := c.store.Entries(ctx, ns, name)
 	if err != nil {
 		return resultUnchanged

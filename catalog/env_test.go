@@ -9,17 +9,20 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/prometheus/client_golang/prometheus"
 	"oras.land/oras-go/v2/registry/remote"
 
 	"github.com/berth-registry/berth/catalog"
 	"github.com/berth-registry/berth/catalog/sqlite"
 	"github.com/berth-registry/berth/pkgformat"
 	"github.com/berth-registry/berth/registry"
+	"github.com/berth-registry/berth/signing"
 	"github.com/berth-registry/berth/storage"
 )
 
@@ -31,10 +34,15 @@ const fixtures = "../../shared/fixtures"
 type env struct {
 	t     testing.TB
 	ctx   context.Context
+	opts  envOptions
 	reg   *registry.Registry
 	host  string
+	path  string // the SQLite file
 	store catalog.Store
 	cat   *catalog.Catalog
+	// current is the catalog the registry's events go to; stop ends it.
+	current atomic.Pointer[catalog.Catalog]
+	stop    func()
 }
 
 type envOptions struct {
@@ -43,20 +51,29 @@ type envOptions struct {
 	lose bool
 	// source, when set, wraps the catalog's source.
 	source func(catalog.Source) catalog.Source
+	// policy is the catalog's trust policy.
+	policy *signing.Policy
+	// split reads the registry over HTTP (RemoteSource), and passes events
+	// on as distribution's webhooks would: without their Subject.
+	split bool
+	// metrics registers the catalog's metrics.
+	metrics prometheus.Registerer
 }
 
 func newEnv(t testing.TB, opts envOptions) *env {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	e := &env{t: t, ctx: ctx}
+	e := &env{t: t, ctx: ctx, opts: opts}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	var cat *catalog.Catalog
 	reg, err := registry.New(ctx, registry.Options{
 		Storage:        &storage.Config{Driver: "inmemory"},
 		HTTPSecret:     "test",
 		AllowOverwrite: func(ns string) bool { return ns == "scratch" },
 		OnEvent: func(ev registry.Event) {
-			if !opts.lose {
+			if cat := e.current.Load(); cat != nil && !opts.lose {
+				if opts.split {
+					ev.Subject = ""
+				}
 				cat.Notify(ev)
 			}
 		},
@@ -67,33 +84,62 @@ func newEnv(t testing.TB, opts envOptions) *env {
 	}
 	srv := httptest.NewServer(reg)
 	e.reg, e.host = reg, strings.TrimPrefix(srv.URL, "http://")
-	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "catalog.db"))
+	e.path = filepath.Join(t.TempDir(), "catalog.db")
+	t.Cleanup(func() {
+		e.stop()
+		cancel()
+		srv.Close()
+		reg.Close()
+	})
+	e.start(opts.policy)
+	return e
+}
+
+// start opens the store and runs a catalog on it with policy, and waits for
+// its start-up reconciliation.
+func (e *env) start(policy *signing.Policy) {
+	e.t.Helper()
+	store, err := sqlite.Open(e.ctx, e.path)
 	if err != nil {
-		t.Fatal(err)
+		e.t.Fatal(err)
 	}
-	var src catalog.Source = catalog.NewDistributionSource(reg.Namespace())
-	if opts.source != nil {
-		src = opts.source(src)
+	var src catalog.Source = catalog.NewDistributionSource(e.reg.Namespace(), e.reg.Referrers)
+	if e.opts.split {
+		if src, err = catalog.NewRemoteSource("http://"+e.host, nil); err != nil {
+			e.t.Fatal(err)
+		}
 	}
-	cat, err = catalog.New(catalog.Options{Store: store, Source: src, ReconcileInterval: -1, Logger: quiet})
+	if e.opts.source != nil {
+		src = e.opts.source(src)
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	cat, err := catalog.New(catalog.Options{Store: store, Source: src, ReconcileInterval: -1, Logger: quiet, Policy: policy, Metrics: e.opts.metrics})
 	if err != nil {
-		t.Fatal(err)
+		e.t.Fatal(err)
 	}
 	e.store, e.cat = store, cat
+	e.current.Store(cat)
+	ctx, cancel := context.WithCancel(e.ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		cat.Run(ctx)
 	}()
-	t.Cleanup(func() {
+	e.stop = func() {
 		cancel()
 		<-done
-		srv.Close()
-		reg.Close()
 		store.Close()
-	})
+	}
 	e.waitReconciled(1)
-	return e
+}
+
+// restart stops the catalog, as a shutdown does, and starts another on the
+// same store and registry with policy.
+func (e *env) restart(policy *signing.Policy) {
+	e.t.Helper()
+	e.current.Store(nil)
+	e.stop()
+	e.start(policy)
 }
 
 // waitReconciled waits until at least n reconciliations have finished.

@@ -8,6 +8,7 @@ type metrics struct {
 	removed   prometheus.Counter
 	dropped   prometheus.Counter
 	reconcile prometheus.Histogram
+	checked   *prometheus.CounterVec
 }
 
 func newMetrics(c *Catalog, reg prometheus.Registerer) *metrics {
@@ -29,6 +30,10 @@ func newMetrics(c *Catalog, reg prometheus.Registerer) *metrics {
 			Help:    "How long reconciliations with the registry took.",
 			Buckets: prometheus.ExponentialBuckets(0.01, 4, 8),
 		}),
+		checked: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "berth_catalog_signatures_checked_total",
+			Help: "Signature checks of version digests against the trust policy, by verdict: verified or unverified.",
+		}, []string{"result"}),
 	}
 	if reg != nil {
 		queued := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -41,7 +46,7 @@ func newMetrics(c *Catalog, reg prometheus.Registerer) *metrics {
 			}
 			return float64(n)
 		})
-		reg.MustRegister(m.indexed, m.removed, m.dropped, m.reconcile, queued)
+		reg.MustRegister(m.indexed, m.removed, m.dropped, m.reconcile, m.checked, queued)
 	}
 	return m
 }

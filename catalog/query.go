@@ -117,12 +117,39 @@ func (c *Catalog) Version(ctx context.Context, access Access, ns, name, version 
 	for i, f := range e.Files {
 		files[i] = pkgformat.FileInfo{Path: f.Path, Size: f.Size}
 	}
-	return &apiv1.Version{
+	sc, err := c.store.Signatures(ctx, ns, name, e.Digest)
+	if errors.Is(err, ErrNotFound) {
+		sc, err = nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	v := &apiv1.Version{
 		Namespace: ns, Name: name, Version: e.Tag, Digest: e.Digest, Format: e.Metadata.Format,
 		PullReference: ns + "/" + name + "@" + e.Digest,
 		Content:       e.Content, Metadata: *e.Metadata, Files: files, Permissions: e.Metadata.Permissions,
-		Indexed: e.Indexed, Verified: e.Verified, Signatures: []apiv1.Signature{},
-	}, nil
+		Indexed: e.Indexed, Verified: e.Verified,
+		Signatures: []apiv1.Signature{}, Attestations: []apiv1.Attestation{},
+	}
+	if !v.Verified {
+		v.VerifiedReason = verifiedReason(sc)
+	}
+	if sc != nil {
+		for _, r := range sc.Signatures {
+			if r.Attestation() {
+				v.Attestations = append(v.Attestations, apiv1.Attestation{
+					Digest: r.Digest, Layer: r.Layer, PredicateType: r.PredicateType, KeyID: r.KeyID,
+					Verified: r.Verified, Reason: r.Reason, Kind: r.Kind, Checked: sc.Checked,
+				})
+				continue
+			}
+			v.Signatures = append(v.Signatures, apiv1.Signature{
+				Digest: r.Digest, Layer: r.Layer, KeyID: r.KeyID, Verified: r.Verified,
+				Reason: r.Reason, Kind: r.Kind, Checked: sc.Checked,
+			})
+		}
+	}
+	return v, nil
 }
 
 // version returns a readable version; a tag that is not one is ErrNotFound

@@ -13,8 +13,11 @@ import (
 // the store lacks or has at another digest are indexed, tags the registry no
 // longer has are removed. Change detection compares tag → digest only, so an
 // intact store costs one tag listing per repository and no package reads.
-// It returns what it did; a registry that cannot be listed is an error, and
-// nothing is removed then.
+// Versions it indexes, and tags of cosign's signature scheme it records or
+// removes, have their signatures checked afterwards, as tasks of their own
+// (referrers leave no tag: CheckSignatures finds those). It returns what it
+// did; a registry that cannot be listed is an error, and nothing is removed
+// then.
 func (c *Catalog) Reconcile(ctx context.Context) (apiv1.ReconcileStatus, error) {
 	start := time.Now().UTC()
 	st := apiv1.ReconcileStatus{Started: &start}

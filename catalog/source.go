@@ -3,6 +3,8 @@ package catalog
 import (
 	"context"
 	"io"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
 // Source is the registry the catalog indexes: in berth serve the embedded
@@ -21,6 +23,9 @@ type Source interface {
 	Manifest(ctx context.Context, repo, digest string) (mediaType string, payload []byte, err error)
 	// Blob opens a blob of the repository.
 	Blob(ctx context.Context, repo, digest string) (io.ReadCloser, error)
+	// Referrers lists the manifests of the repository whose subject is
+	// digest (OCI referrers): none for an unknown repository or digest.
+	Referrers(ctx context.Context, repo, digest string) ([]ocispec.Descriptor, error)
 	// DeleteRepository deletes every manifest and tag of a repository.
 	DeleteRepository(ctx context.Context, repo string) error
 }

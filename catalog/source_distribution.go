@@ -11,19 +11,27 @@ import (
 	storagedriver "github.com/distribution/distribution/v3/registry/storage/driver"
 	"github.com/distribution/reference"
 	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
 // DistributionSource reads a distribution registry in process, through its
 // storage, with no HTTP hop.
 type DistributionSource struct {
-	ns distribution.Namespace
+	ns        distribution.Namespace
+	referrers ReferrersFunc
 }
 
 var _ Source = (*DistributionSource)(nil)
 
-// NewDistributionSource reads the repositories of ns.
-func NewDistributionSource(ns distribution.Namespace) *DistributionSource {
-	return &DistributionSource{ns: ns}
+// ReferrersFunc lists the manifests of repo whose subject is subject, of the
+// given artifact type when it is not empty: the embedded registry's
+// (*registry.Registry).Referrers, which distribution itself does not have.
+type ReferrersFunc func(ctx context.Context, repo string, subject digest.Digest, artifactType string) ([]ocispec.Descriptor, error)
+
+// NewDistributionSource reads the repositories of ns, and their referrers
+// with referrers; nil means that no manifest has referrers.
+func NewDistributionSource(ns distribution.Namespace, referrers ReferrersFunc) *DistributionSource {
+	return &DistributionSource{ns: ns, referrers: referrers}
 }
 
 // Repositories lists every repository of the registry.
@@ -165,6 +173,26 @@ func (s *DistributionSource) Blob(ctx context.Context, repo, dgst string) (io.Re
 		return nil, blobError(repo, dgst, err)
 	}
 	return rc, nil
+}
+
+// Referrers lists the manifests whose subject is dgst, through the
+// ReferrersFunc the source was made with.
+func (s *DistributionSource) Referrers(ctx context.Context, repo, dgst string) ([]ocispec.Descriptor, error) {
+	d, err := digest.Parse(dgst)
+	if err != nil {
+		return nil, fmt.Errorf("%s@%s: %w: %w", repo, dgst, ErrNotFound, err)
+	}
+	if _, err := reference.WithName(repo); err != nil {
+		return nil, fmt.Errorf("%s: %w: %w", repo, ErrNotFound, err)
+	}
+	if s.referrers == nil {
+		return nil, nil
+	}
+	refs, err := s.referrers(ctx, repo, d, "")
+	if err != nil {
+		return nil, fmt.Errorf("%s: referrers of %s: %w: %w", repo, dgst, ErrUnavailable, err)
+	}
+	return refs, nil
 }
 
 // smallBlob is the largest blob DistributionSource.Blob reads whole.

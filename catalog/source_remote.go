@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"strings"
 
@@ -12,6 +13,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/errdef"
 	"oras.land/oras-go/v2/registry/remote"
+	"oras.land/oras-go/v2/registry/remote/errcode"
 )
 
 // maxManifestSize caps the manifests the catalog reads, as distribution does.
@@ -142,6 +144,43 @@ func (s *RemoteSource) Blob(ctx context.Context, repo, dgst string) (io.ReadClos
 		return nil, remoteError(repo+": blob "+dgst, err)
 	}
 	return rc, nil
+}
+
+// maxReferrers caps the referrers RemoteSource.Referrers lists for one
+// manifest: a registry could page on for ever.
+const maxReferrers = 10000
+
+// Referrers lists the manifests whose subject is dgst, by the registry's
+// referrers API or, on a registry without it, by the referrers tag schema
+// (the index tagged sha256-<hex>), as oras-go does. An unknown repository
+// or manifest has none; past maxReferrers, the rest are left out.
+func (s *RemoteSource) Referrers(ctx context.Context, repo, dgst string) ([]ocispec.Descriptor, error) {
+	d, err := digest.Parse(dgst)
+	if err != nil {
+		return nil, fmt.Errorf("%s@%s: %w: %w", repo, dgst, ErrNotFound, err)
+	}
+	r, err := s.repository(ctx, repo)
+	if err != nil {
+		return nil, err
+	}
+	var out []ocispec.Descriptor
+	errEnough := errors.New("enough referrers")
+	err = r.Referrers(ctx, ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: d}, "", func(refs []ocispec.Descriptor) error {
+		out = append(out, refs[:min(len(refs), maxReferrers-len(out))]...)
+		if len(out) >= maxReferrers {
+			return errEnough
+		}
+		return nil
+	})
+	var resp *errcode.ErrorResponse
+	switch {
+	case errors.Is(err, errEnough):
+	case errors.Is(err, errdef.ErrNotFound), errors.As(err, &resp) && resp.StatusCode == http.StatusNotFound:
+		return nil, nil // an unknown repository (NAME_UNKNOWN)
+	case err != nil:
+		return nil, remoteError(repo+": referrers of "+dgst, err)
+	}
+	return out, nil
 }
 
 // DeleteRepository deletes every tagged manifest of the repository by digest,

@@ -40,7 +40,9 @@ type Entry struct {
 	Content  apiv1.Content
 	// Files locate each file of the content inside the uncompressed tar
 	// stream, so that one file can be served without unpacking the others.
-	Files    []FileEntry
+	Files []FileEntry
+	// Verified is true when a signature of Digest is verified by the trust
+	// policy: the verdict of the last SignatureCheck of the digest.
 	Verified bool
 }
 
@@ -50,6 +52,69 @@ type FileEntry struct {
 	Size int64
 	// Offset of the file's data in the uncompressed tar stream.
 	Offset int64
+}
+
+// Signature kinds: how a signature or attestation was found (signing.Kind).
+const (
+	// KindTag: cosign's tag scheme, sha256-<hex>.sig or .att.
+	KindTag = apiv1.KindTag
+	// KindReferrer: a manifest whose subject is the version (OCI referrers).
+	KindReferrer = apiv1.KindReferrer
+)
+
+// SignatureRecord is one signature or attestation of a version digest, as
+// the last check found it (signing.Signature).
+type SignatureRecord struct {
+	// Digest of the manifest that carries it.
+	Digest string
+	// Layer is the digest of its payload: a manifest may carry several.
+	Layer string
+	// Kind is KindTag or KindReferrer.
+	Kind string
+	// PredicateType is set for attestations (in-toto statements), and only
+	// for them.
+	PredicateType string
+	// KeyID is the fingerprint of the trusted key that verified it.
+	KeyID    string
+	Verified bool
+	// Reason says why it is not verified.
+	Reason string
+}
+
+// Attestation reports whether r is an attestation rather than a signature.
+func (r SignatureRecord) Attestation() bool { return r.PredicateType != "" }
+
+// SignatureCheck is the outcome of checking the signatures of one digest of
+// a package against the trust policy: what the catalog records for every
+// version of the package with that digest.
+type SignatureCheck struct {
+	Namespace, Name, Digest string
+	// Checked is when the registry was read; zero for a digest never checked.
+	Checked time.Time
+	// Policy is the fingerprint of the trust policy of the check
+	// (signing.Policy.Fingerprint), so that versions checked under another
+	// policy can be found and checked again.
+	Policy string
+	// Error, when not empty, says why the signatures could not be read;
+	// the digest is then not verified.
+	Error string
+	// Signatures are the signatures and attestations found, in the order
+	// the check reported them.
+	Signatures []SignatureRecord
+}
+
+// Verified reports whether a signature (not an attestation) is verified:
+// the verdict of every version with the digest.
+func (c *SignatureCheck) Verified() bool {
+	if c.Error != "" {
+		return false
+	}
+	for _, s := range c.Signatures {
+		if !s.Attestation() && s.Verified {
+			return true
+		}
+	}
+	return false
 }
 
 // TagDigest is one tag of the catalog and the digest it was indexed from.
@@ -158,11 +223,24 @@ type Store interface {
 type StoreWriter interface {
 	// Put records e, replacing what was recorded for its tag. When the tag
 	// already holds the same digest and status, Put changes nothing and
-	// records no change. It returns whether anything changed.
+	// records no change. When signatures of e's digest are recorded for the
+	// package (PutSignatures), the entry takes their verdict rather than
+	// e.Verified, so that the versions of one digest always agree. It returns
+	// whether anything changed.
+	//
+	// The signatures recorded for a digest go when no indexed version of the
+	// package holds it any more, by Put or Delete.
 	Put(ctx context.Context, e *Entry) (changed bool, err error)
 	// Delete removes the entry of one tag; deleting an absent tag is not an
 	// error. It returns whether anything changed.
 	Delete(ctx context.Context, namespace, name, tag string) (changed bool, err error)
+	// PutSignatures records c, replacing what the last check of the same
+	// namespace, name and digest recorded, and sets Verified to c.Verified()
+	// on every version of the package with that digest. A digest that no
+	// indexed version of the package holds (deleted or re-pointed while it was
+	// checked) records nothing. It returns whether the Verified of some version
+	// changed. It records no change in the change feed.
+	PutSignatures(ctx context.Context, c *SignatureCheck) (changed bool, err error)
 }
 
 // StoreReader answers the catalog's queries.
@@ -188,4 +266,15 @@ type StoreReader interface {
 	Walk(ctx context.Context, access Access, namespace string, fn func(*Entry) error) error
 	// Stats counts what the catalog holds; Seq is the last change's sequence number.
 	Stats(ctx context.Context) (apiv1.Status, error)
+	// Signatures returns the last signature check of a digest of a package,
+	// or ErrNotFound when it was never checked or no indexed version holds it.
+	Signatures(ctx context.Context, namespace, name, digest string) (*SignatureCheck, error)
+	// SignatureChecks lists one SignatureCheck, without Signatures, per
+	// digest that indexed versions hold, ordered by namespace, name and
+	// digest: a digest never checked has a zero Checked and an empty Policy.
+	// Each of namespace, name and digest left empty matches every value.
+	SignatureChecks(ctx context.Context, namespace, name, digest string) ([]SignatureCheck, error)
+	// SignedBy returns the digests of a package whose last check found a
+	// signature or attestation in the manifest manifest, ordered.
+	SignedBy(ctx context.Context, namespace, name, manifest string) ([]string, error)
 }

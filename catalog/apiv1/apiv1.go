@@ -115,8 +115,16 @@ type Version struct {
 	Files         []pkgformat.FileInfo   `json:"files"`
 	Permissions   *pkgformat.Permissions `json:"permissions,omitempty"`
 	Indexed       time.Time              `json:"indexed"`
-	Verified      bool                   `json:"verified"`
-	Signatures    []Signature            `json:"signatures"`
+	// Verified is true when a signature is verified by the trust policy.
+	Verified bool `json:"verified"`
+	// VerifiedReason says why the version is not verified ("no
+	// signature", each signature's reason, or that the signatures were not
+	// checked yet); empty when it is.
+	VerifiedReason string `json:"verifiedReason,omitempty"`
+	// Signatures and Attestations are what the last check found, each with
+	// its verdict.
+	Signatures   []Signature   `json:"signatures"`
+	Attestations []Attestation `json:"attestations"`
 }
 
 // Content is the package tarball: layers[0] of the artifact.
@@ -126,14 +134,46 @@ type Content struct {
 	MediaType string `json:"mediaType"`
 }
 
+// Signature kinds: how a signature or attestation was found.
+const (
+	KindTag      = "tag"      // cosign's tag, sha256-<hex>.sig or .att
+	KindReferrer = "referrer" // an OCI referrer of the version
+)
+
 // Signature is a signature of a version and whether the trust policy verified it.
 type Signature struct {
-	Digest   string `json:"digest"`
+	// Digest is the digest of the manifest that carries it.
+	Digest string `json:"digest"`
+	// Layer is the digest of its payload, one of the manifest's layers.
+	Layer string `json:"layer,omitempty"`
+	// KeyID is the fingerprint of the trusted key that verified it.
 	KeyID    string `json:"keyId"`
 	Verified bool   `json:"verified"`
-	Reason   string `json:"reason,omitempty"`
+	// Reason says why it is not verified.
+	Reason string `json:"reason,omitempty"`
 	// Kind is "tag" (cosign's sha256-<hex>.sig tag) or "referrer".
 	Kind string `json:"kind"`
+	// Checked is when the catalog last checked it.
+	Checked time.Time `json:"checked"`
+}
+
+// Attestation is an attestation of a version (an in-toto statement in a DSSE
+// envelope, as cosign attest writes it) and whether the trust policy
+// verified its signature.
+type Attestation struct {
+	// Digest is the digest of the manifest that carries it.
+	Digest string `json:"digest"`
+	// Layer is the digest of the envelope, one of the manifest's layers.
+	Layer string `json:"layer,omitempty"`
+	// PredicateType is the statement's predicate type, e.g.
+	// https://slsa.dev/provenance/v0.2; "unknown" when it cannot be read.
+	PredicateType string `json:"predicateType"`
+	KeyID         string `json:"keyId"`
+	Verified      bool   `json:"verified"`
+	Reason        string `json:"reason,omitempty"`
+	// Kind is "tag" (cosign's sha256-<hex>.att tag) or "referrer".
+	Kind    string    `json:"kind"`
+	Checked time.Time `json:"checked"`
 }
 
 // Graph is the answer of GET /api/v1/packages/{ns}/{name}/channels/{channel}/graph.

@@ -129,7 +129,7 @@ func (f *fakeCatalog) Version(_ context.Context, access catalog.Access, ns, name
 		},
 		Permissions: perms,
 		Indexed:     t0,
-		// Files and Signatures nil: written [].
+		// Files, Signatures and Attestations nil: written [].
 	}, nil
 }
 

@@ -52,6 +52,7 @@ func TestEndpoints(t *testing.T) {
 		{"GET", "/api/v1/packages/kudo/kafka", 200, "application/json", `"versions":[]`},
 		{"GET", "/api/v1/packages/kudo/nope", 404, "application/json", `"code":"NOT_FOUND"`},
 		{"GET", v, 200, "application/json", `"signatures":[]`},
+		{"GET", v, 200, "application/json", `"attestations":[]`},
 		{"GET", "/api/v1/packages/kudo/kafka/versions/9.9.9", 404, "application/json", `"NOT_FOUND"`},
 		{"GET", "/api/v1/packages/kudo/kafka/channels/stable/graph", 200, "application/json", `"edges":[]`},
 		{"GET", "/api/v1/packages/kudo/kafka/channels/beta/graph", 404, "application/json", `"NOT_FOUND"`},

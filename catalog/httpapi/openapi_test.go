@@ -81,6 +81,7 @@ func TestOpenAPISchemasMirrorAPIv1(t *testing.T) {
 		"Version":            apiv1.Version{},
 		"Content":            apiv1.Content{},
 		"Signature":          apiv1.Signature{},
+		"Attestation":        apiv1.Attestation{},
 		"Graph":              apiv1.Graph{},
 		"GraphNode":          apiv1.GraphNode{},
 		"GraphEdge":          apiv1.GraphEdge{},

@@ -71,6 +71,7 @@ func (h *handler) getVersion(w http.ResponseWriter, r *http.Request) error {
 	v.PullReference = pullHost(h.downloadBase(r)) + "/" + v.PullReference
 	v.Files = nonNil(v.Files)
 	v.Signatures = nonNil(v.Signatures)
+	v.Attestations = nonNil(v.Attestations)
 	normalizeMetadata(&v.Metadata)
 	if v.Permissions != nil {
 		normalizePermissions(v.Permissions)

@@ -129,6 +129,44 @@ DROP INDEX entry_channels_channel;
 DROP INDEX entry_apis_kind;
 DROP INDEX entry_apis_group;
 `,
+	// 3: provenance. signature_checks holds the last check of the
+	// signatures of each digest that indexed versions of a package hold:
+	// when, under which trust policy (its fingerprint), the verdict, and
+	// why it could not be made if it could not; signatures holds what that
+	// check found, one row per signature or attestation, in the check's
+	// order (subject is the version digest, digest the manifest that
+	// carries it). A check and its rows go when no indexed version holds
+	// its digest. entries_digest finds the versions of a digest.
+	`
+CREATE TABLE signature_checks (
+	namespace TEXT NOT NULL,
+	name      TEXT NOT NULL,
+	digest    TEXT NOT NULL,
+	checked   INTEGER NOT NULL,
+	policy    TEXT NOT NULL,
+	verified  INTEGER NOT NULL,
+	error     TEXT NOT NULL,
+	PRIMARY KEY (namespace, name, digest)
+) WITHOUT ROWID;
+
+CREATE TABLE signatures (
+	namespace      TEXT NOT NULL,
+	name           TEXT NOT NULL,
+	subject        TEXT NOT NULL,
+	position       INTEGER NOT NULL,
+	digest         TEXT NOT NULL,
+	layer          TEXT NOT NULL,
+	kind           TEXT NOT NULL,
+	predicate_type TEXT NOT NULL,
+	key_id         TEXT NOT NULL,
+	verified       INTEGER NOT NULL,
+	reason         TEXT NOT NULL,
+	PRIMARY KEY (namespace, name, subject, position),
+	FOREIGN KEY (namespace, name, subject) REFERENCES signature_checks (namespace, name, digest) ON DELETE CASCADE
+) WITHOUT ROWID;
+CREATE INDEX signatures_digest ON signatures (namespace, name, digest);
+CREATE INDEX entries_digest ON entries (namespace, name, digest);
+`,
 }
 
 // migrate brings the schema of db up to date, in one

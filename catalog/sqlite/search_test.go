@@ -228,6 +228,13 @@ func TestMigrateFromVersion1(t *testing.T) {
 	if version != len(migrations) || fts != 0 {
 		t.Errorf("after the migration: schema version %d, %d FTS5 tables; want %d, 0", version, fts, len(migrations))
 	}
+	// A version indexed before signatures were checked takes its first check's verdict.
+	if changed, err := s.PutSignatures(ctx, &catalog.SignatureCheck{Namespace: "a", Name: "kafka", Digest: "sha256:1", Policy: "p"}); err != nil || !changed {
+		t.Errorf("PutSignatures after the migration = %v, %v; want changed", changed, err)
+	}
+	if res, err := s.Search(ctx, catalog.Query{Verified: new(bool), Access: catalog.Access{All: true}}); err != nil || res.Total != 1 {
+		t.Errorf("verified=false after the first check: %v, %v; want a/kafka", res, err)
+	}
 	// Writes go on where version 1 left off.
 	e := genEntries(1)[0]
 	if _, err := s.Put(ctx, e); err != nil {

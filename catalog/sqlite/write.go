@@ -30,6 +30,7 @@ func (s *Store) Put(ctx context.Context, e *catalog.Entry) (bool, error) {
 		var digest, status string
 		err := tx.QueryRowContext(ctx, `SELECT id, digest, status FROM entries WHERE namespace = ? AND name = ? AND tag = ?`,
 			e.Namespace, e.Name, e.Tag).Scan(&id, &digest, &status)
+		replaced := false
 		switch {
 		case err == nil && digest == e.Digest && status == e.Status:
 			return nil, nil
@@ -38,11 +39,26 @@ func (s *Store) Put(ctx context.Context, e *catalog.Entry) (bool, error) {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM entries WHERE id = ?`, id); err != nil {
 				return nil, err
 			}
+			replaced = true
 		case !errors.Is(err, sql.ErrNoRows):
+			return nil, err
+		}
+		// The versions of one digest share the verdict of its last check.
+		err = tx.QueryRowContext(ctx, `SELECT verified FROM signature_checks WHERE namespace = ? AND name = ? AND digest = ?`,
+			e.Namespace, e.Name, e.Digest).Scan(&row.verified)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			row.verified = e.Verified
+		case err != nil:
 			return nil, err
 		}
 		if err := insertEntry(ctx, tx, e, row); err != nil {
 			return nil, err
+		}
+		if replaced {
+			if err := pruneSignatures(ctx, tx, e.Namespace, e.Name, digest); err != nil {
+				return nil, err
+			}
 		}
 		upd, err := refreshPackage(ctx, tx, e.Namespace, e.Name)
 		if err != nil {
@@ -71,6 +87,9 @@ func (s *Store) Delete(ctx context.Context, namespace, name, tag string) (bool, 
 		if err != nil {
 			return nil, err
 		}
+		if err := pruneSignatures(ctx, tx, namespace, name, digest); err != nil {
+			return nil, err
+		}
 		upd, err := refreshPackage(ctx, tx, namespace, name)
 		if err != nil {
 			return nil, err
@@ -86,6 +105,7 @@ func (s *Store) Delete(ctx context.Context, namespace, name, tag string) (bool, 
 
 // entryRow is an Entry's encoded columns.
 type entryRow struct {
+	verified            bool
 	metadata, files     sql.NullString
 	kubeMin, kubeMax    string
 	channels            []string
@@ -143,7 +163,7 @@ func insertEntry(ctx context.Context, tx *sql.Tx, e *catalog.Entry, row *entryRo
 	indexed, verified, kube_min, kube_max, content_digest, content_size, content_media_type, metadata, files)
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 		e.Namespace, e.Name, e.Tag, catalog.VersionKey(e.Tag), e.Digest, e.Status, e.Reason,
-		encodeTime(e.Indexed), e.Verified, row.kubeMin, row.kubeMax,
+		encodeTime(e.Indexed), row.verified, row.kubeMin, row.kubeMax,
 		e.Content.Digest, e.Content.Size, e.Content.MediaType, row.metadata, row.files).Scan(&id)
 	if err != nil {
 		return err

@@ -58,6 +58,14 @@ func Run(t *testing.T, open Opener) {
 		{"Canceled", testCanceled},
 		{"ConcurrentPuts", testConcurrentPuts},
 		{"OrderIndependence", testOrderIndependence},
+		{"SignaturesRoundTrip", testSignaturesRoundTrip},
+		{"SignaturesVerdict", testSignaturesVerdict},
+		{"SignaturesSharedDigest", testSignaturesSharedDigest},
+		{"SignaturesFollowVersions", testSignaturesFollowVersions},
+		{"SignaturesNoChanges", testSignaturesNoChanges},
+		{"SignaturesInvalid", testSignaturesInvalid},
+		{"SignaturesReopen", testSignaturesReopen},
+		{"SignaturesConcurrent", testSignaturesConcurrent},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

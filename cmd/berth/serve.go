@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/opencontainers/go-digest"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/berth-registry/berth/config"
 	"github.com/berth-registry/berth/registry"
 	"github.com/berth-registry/berth/server"
+	"github.com/berth-registry/berth/signing"
 )
 
 func newServeCmd() *cobra.Command {
@@ -127,21 +129,32 @@ func serve(cmd *cobra.Command, cfg *config.Config) error {
 	if err != nil {
 		return fmt.Errorf("registry.httpSecretFile: %w", err)
 	}
-	// The catalog is built after the registry it reads; no event can come
-	// before the server starts, and by then cat is set.
-	var cat *catalog.Catalog
+	policy, err := signing.NewPolicy("trust", cfg.Trust)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	// The catalog and the source are built after the registry they read; no
+	// event or push can come before the server starts, and by then both are set.
+	var (
+		cat    *catalog.Catalog
+		source *catalog.DistributionSource
+	)
 	reg, err := registry.New(ctx, registry.Options{
 		Storage:        &cfg.Storage,
 		HTTPSecret:     secret,
 		AllowOverwrite: cfg.AllowOverwrite,
-		OnEvent:        func(e registry.Event) { cat.Notify(e) },
-		Logger:         log,
+		AdmitTag: func(ctx context.Context, repo, tag string, d digest.Digest) error {
+			return signing.Admit(ctx, catalog.SignatureFetcher(source), policy, repo, tag, d.String())
+		},
+		OnEvent: func(e registry.Event) { cat.Notify(e) },
+		Logger:  log,
 	})
 	if err != nil {
 		return err
 	}
 	defer reg.Close()
-	cat, stop, err := startCatalog(ctx, cfg, catalog.NewDistributionSource(reg.Namespace()), log)
+	source = catalog.NewDistributionSource(reg.Namespace(), reg.Referrers)
+	cat, stop, err := startCatalog(ctx, cfg, source, policy, log)
 	if err != nil {
 		return err
 	}
@@ -172,7 +185,11 @@ func serveSplitCatalog(cmd *cobra.Command, cfg *config.Config) error {
 	if err != nil {
 		return fmt.Errorf("catalog.registry: %w", err)
 	}
-	cat, stop, err := startCatalog(ctx, cfg, source, log)
+	policy, err := signing.NewPolicy("trust", cfg.Trust)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	cat, stop, err := startCatalog(ctx, cfg, source, policy, log)
 	if err != nil {
 		return err
 	}
@@ -195,9 +212,10 @@ func serveSplitCatalog(cmd *cobra.Command, cfg *config.Config) error {
 	return srv.Run(ctx, ln)
 }
 
-// startCatalog opens the catalog's store and starts following source. stop
-// ends the catalog's work and closes the store.
-func startCatalog(ctx context.Context, cfg *config.Config, source catalog.Source, log *slog.Logger) (*catalog.Catalog, func(), error) {
+// startCatalog opens the catalog's store and starts following source,
+// verifying signatures against policy. stop ends the catalog's work and
+// closes the store.
+func startCatalog(ctx context.Context, cfg *config.Config, source catalog.Source, policy *signing.Policy, log *slog.Logger) (*catalog.Catalog, func(), error) {
 	store, err := sqlite.Open(ctx, cfg.Catalog.Database)
 	if err != nil {
 		return nil, nil, fmt.Errorf("catalog.database: %w", err)
@@ -208,6 +226,7 @@ func startCatalog(ctx context.Context, cfg *config.Config, source catalog.Source
 		ReconcileInterval: cfg.Catalog.ReconcileInterval,
 		Logger:            log,
 		Metrics:           prometheus.DefaultRegisterer,
+		Policy:            policy,
 	})
 	if err != nil {
 		store.Close()

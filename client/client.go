@@ -1,5 +1,8 @@
 // Package client pushes, pulls and inspects berth packages in any OCI
-// registry, on oras-go v2.
+// registry, on oras-go v2; signs and verifies them with cosign's formats
+// (Sign, Verify, and Pull under Options.TrustPolicy, through the signing
+// package), and promotes them with their signatures from one repository to
+// another (Promote).
 //
 // A package version is one OCI image manifest (DESIGN.md, "Package artifact"):
 // a metadata config blob and one gzipped tar content layer, tagged with the
@@ -25,6 +28,7 @@ import (
 	"oras.land/oras-go/v2/registry/remote/retry"
 
 	"github.com/berth-registry/berth/pkgformat"
+	"github.com/berth-registry/berth/signing"
 )
 
 // Sentinel errors. Errors returned by Client methods wrap one of these when
@@ -87,6 +91,14 @@ type Options struct {
 	// ProgressThreshold is the smallest blob size that reports progress. If
 	// <= 0, DefaultProgressThreshold is used.
 	ProgressThreshold int64
+
+	// TrustPolicy, if not nil, is enforced by Pull and Promote. Pull checks
+	// the signatures of a version whose repository the policy covers before
+	// downloading it, and refuses it (ErrUnverified) when the policy
+	// requires a verified signature and none verifies. Promote checks the
+	// source's signatures against the destination's policy before copying
+	// anything, in the same way.
+	TrustPolicy *signing.Policy
 
 	// Package tunes how pulled packages are read: limits (the zero value
 	// uses pkgformat's defaults; MaxArchiveSize caps the content download),

@@ -38,10 +38,18 @@ func (e *opError) Unwrap() []error {
 // wrapError describes err, which happened while doing op on ref (step, if not
 // empty, says which part of it), and classifies it by a sentinel error.
 func wrapError(op string, ref Reference, step string, err error) error {
-	prefix := op + " " + ref.String() + ": "
+	prefix := op + " " + ref.String()
 	if step != "" {
-		prefix += step + ": "
+		prefix += ": " + step
 	}
+	return classify(prefix, ref.Registry, err)
+}
+
+// classify describes err after prefix (what was being done) and classifies
+// it by a sentinel error; registryHost names the registry for credential
+// hints.
+func classify(prefix, registryHost string, err error) error {
+	prefix += ": "
 	var resp *errcode.ErrorResponse
 	switch {
 	case errors.As(err, &resp):
@@ -50,7 +58,7 @@ func wrapError(op string, ref Reference, step string, err error) error {
 	case errors.Is(err, ErrTooLarge), errors.Is(err, ErrNotPackage):
 		return &opError{msg: prefix + err.Error(), cause: err}
 	case errors.Is(err, auth.ErrBasicCredentialNotFound):
-		return &opError{msg: prefix + ErrUnauthorized.Error() + ": the registry asks for credentials and none are stored for " + ref.Registry +
+		return &opError{msg: prefix + ErrUnauthorized.Error() + ": the registry asks for credentials and none are stored for " + registryHost +
 			" (log in with docker login, oras login or helm registry login)", kind: ErrUnauthorized, cause: err}
 	case errors.Is(err, errdef.ErrNotFound):
 		return &opError{msg: prefix + ErrNotFound.Error(), kind: ErrNotFound, cause: err}

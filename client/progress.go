@@ -8,7 +8,7 @@ import (
 
 // Progress reports how far the transfer of one blob has come.
 type Progress struct {
-	// Op is "push" or "pull".
+	// Op is "push", "pull" or "copy" (Promote).
 	Op string
 	// Descriptor describes the blob; Descriptor.Size is the total.
 	Descriptor ocispec.Descriptor

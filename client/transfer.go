@@ -13,6 +13,7 @@ import (
 	"oras.land/oras-go/v2/registry/remote"
 
 	"github.com/berth-registry/berth/pkgformat"
+	"github.com/berth-registry/berth/signing"
 )
 
 const (
@@ -40,6 +41,10 @@ type Package struct {
 	// Content is the content layer, the package as a gzipped tar, byte for
 	// byte as pushed. Only Pull sets it.
 	Content []byte
+	// Signatures is what Pull found when the client's trust policy covers
+	// the repository: the version's signatures and attestations, each with
+	// its verdict. Nil when no policy covers it, and for Inspect.
+	Signatures *signing.Report
 }
 
 // Push pushes a package artifact: the config and content blobs (skipping
@@ -53,16 +58,61 @@ type Package struct {
 // carries the registry's message), ErrUnauthorized, ErrRegistry, or the
 // transport error.
 func (c *Client) Push(ctx context.Context, ref Reference, art *pkgformat.Artifact) (ocispec.Descriptor, error) {
+	ref, repo, err := c.pushBlobs(ctx, ref, art)
+	if err != nil {
+		return ocispec.Descriptor{}, err
+	}
+	if err := repo.PushReference(ctx, art.ManifestDesc, bytes.NewReader(art.Manifest), ref.Tag); err != nil {
+		return ocispec.Descriptor{}, wrapError("push", ref, "", err)
+	}
+	return art.ManifestDesc, nil
+}
+
+// PushSigned is Push for a repository whose versions must be signed before
+// they are tagged: it pushes the blobs and the manifest by digest, signs the
+// digest with s (as Sign does), and only then tags the version, so that a
+// registry that refuses to tag unsigned versions accepts it. It returns the
+// manifest descriptor. Errors are those of Push and Sign; a refused tag
+// wraps ErrDenied and carries the registry's message.
+func (c *Client) PushSigned(ctx context.Context, ref Reference, art *pkgformat.Artifact, s *signing.Signer, opts SignOptions) (ocispec.Descriptor, error) {
+	if s == nil {
+		return ocispec.Descriptor{}, fmt.Errorf("push %s: no signer", ref)
+	}
+	ref, repo, err := c.pushBlobs(ctx, ref, art)
+	if err != nil {
+		return ocispec.Descriptor{}, err
+	}
+	exists, err := repo.Exists(ctx, art.ManifestDesc)
+	if err != nil {
+		return ocispec.Descriptor{}, wrapError("push", ref, "check manifest "+art.ManifestDesc.Digest.String(), err)
+	}
+	if !exists {
+		if err := repo.Push(ctx, art.ManifestDesc, bytes.NewReader(art.Manifest)); err != nil {
+			return ocispec.Descriptor{}, wrapError("push", ref, "manifest "+art.ManifestDesc.Digest.String(), err)
+		}
+	}
+	if err := c.sign(ctx, ref, art.ManifestDesc.Digest, s, opts); err != nil {
+		return ocispec.Descriptor{}, fmt.Errorf("push %s: %w", ref, err)
+	}
+	if err := repo.PushReference(ctx, art.ManifestDesc, bytes.NewReader(art.Manifest), ref.Tag); err != nil {
+		return ocispec.Descriptor{}, wrapError("push", ref, "tag", err)
+	}
+	return art.ManifestDesc, nil
+}
+
+// pushBlobs checks ref and art, gives ref the version tag, and pushes the
+// config and content blobs the registry does not have yet.
+func (c *Client) pushBlobs(ctx context.Context, ref Reference, art *pkgformat.Artifact) (Reference, *remote.Repository, error) {
 	if art == nil {
-		return ocispec.Descriptor{}, fmt.Errorf("push %s: no artifact", ref)
+		return ref, nil, fmt.Errorf("push %s: no artifact", ref)
 	}
 	if ref.Digest != "" {
-		return ocispec.Descriptor{}, fmt.Errorf("push %s: %w: a pushed package is tagged with its version; remove the digest", ref, ErrInvalidReference)
+		return ref, nil, fmt.Errorf("push %s: %w: a pushed package is tagged with its version; remove the digest", ref, ErrInvalidReference)
 	}
 	if ref.Tag == "" {
 		tag, err := manifestVersionTag(art.Manifest)
 		if err != nil {
-			return ocispec.Descriptor{}, fmt.Errorf("push %s: %w", ref, err)
+			return ref, nil, fmt.Errorf("push %s: %w", ref, err)
 		}
 		ref.Tag = tag
 	}
@@ -74,20 +124,17 @@ func (c *Client) Push(ctx context.Context, ref Reference, art *pkgformat.Artifac
 	for _, b := range blobs {
 		exists, err := repo.Exists(ctx, b.desc)
 		if err != nil {
-			return ocispec.Descriptor{}, wrapError("push", ref, "check blob "+b.desc.Digest.String(), err)
+			return ref, nil, wrapError("push", ref, "check blob "+b.desc.Digest.String(), err)
 		}
 		if exists {
 			continue
 		}
 		r := c.track("push", b.desc, bytes.NewReader(b.data))
 		if err := repo.Push(ctx, b.desc, r); err != nil {
-			return ocispec.Descriptor{}, wrapError("push", ref, "blob "+b.desc.Digest.String(), err)
+			return ref, nil, wrapError("push", ref, "blob "+b.desc.Digest.String(), err)
 		}
 	}
-	if err := repo.PushReference(ctx, art.ManifestDesc, bytes.NewReader(art.Manifest), ref.Tag); err != nil {
-		return ocispec.Descriptor{}, wrapError("push", ref, "", err)
-	}
-	return art.ManifestDesc, nil
+	return ref, repo, nil
 }
 
 // manifestVersionTag returns the tag for the version a package manifest
@@ -112,10 +159,17 @@ func manifestVersionTag(manifest []byte) (string, error) {
 // downloads its config and content, verifying every digest and size. The
 // content is returned byte for byte as pushed.
 //
+// When Options.TrustPolicy covers the repository, Pull first resolves ref to
+// its digest and checks that digest's signatures (Package.Signatures); when
+// the policy requires a verified signature and none verifies, it returns an
+// error wrapping ErrUnverified, with the reasons, before downloading any
+// content. The version is then pulled by the digest that was checked.
+//
 // Errors wrap ErrInvalidReference (ref has neither version nor digest),
 // ErrNotFound, ErrNotPackage (naming what the artifact is instead),
-// ErrDigestMismatch, ErrTooLarge, ErrUnauthorized, ErrDenied, ErrRegistry, or
-// pkgformat.ErrInvalid / pkgformat.ErrLimit when the metadata cannot be read.
+// ErrDigestMismatch, ErrTooLarge, ErrUnauthorized, ErrDenied, ErrRegistry,
+// ErrUnverified, or pkgformat.ErrInvalid / pkgformat.ErrLimit when the
+// metadata cannot be read.
 func (c *Client) Pull(ctx context.Context, ref Reference) (*Package, error) {
 	return c.get(ctx, "pull", ref, true)
 }
@@ -132,11 +186,23 @@ func (c *Client) get(ctx context.Context, op string, ref Reference, withContent 
 	if ref.Tag == "" && ref.Digest == "" {
 		return nil, fmt.Errorf("%s %s: %w: give a version (name:version) or a digest (name@sha256:...)", op, ref, ErrInvalidReference)
 	}
+	var report *signing.Report
+	if _, covered := c.opts.TrustPolicy.For(ref.Repository()); covered && withContent {
+		desc, err := c.resolve(ctx, op, ref)
+		if err != nil {
+			return nil, err
+		}
+		if report, err = c.verifyRequired(ctx, op+" "+ref.String(), ref, ref.Repository(), desc.Digest); err != nil {
+			return nil, err
+		}
+		ref.Digest = desc.Digest // pull what was verified
+	}
 	repo := c.repository(ref)
 	pkg, err := c.fetchManifest(ctx, repo, ref)
 	if err != nil {
 		return nil, wrapError(op, ref, "", err)
 	}
+	pkg.Signatures = report
 	ref = pkg.Reference
 	if pkg.ConfigDesc.Size > maxConfigSize {
 		return nil, wrapError(op, ref, "config", fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, pkg.ConfigDesc.Size, maxConfigSize))

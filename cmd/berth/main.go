@@ -1,8 +1,9 @@
 // Command berth is the berth registry server and its client.
 //
 // berth serve runs the registry, and the client commands (package, push, pull,
-// inspect) package and move operator packages. This file only wires commands
-// together; each subcommand lives in a file of its own.
+// inspect, search, show, upgrades, sign, verify, promote) package, move, find
+// and sign operator packages. This file only wires commands together; each
+// subcommand lives in a file of its own.
 package main
 
 import (
@@ -66,6 +67,9 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newSearchCmd(),
 		newShowCmd(),
 		newUpgradesCmd(),
+		newSignCmd(),
+		newVerifyCmd(),
+		newPromoteCmd(),
 	)
 	return root
 }

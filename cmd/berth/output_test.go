@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/berth-registry/berth/pkgformat"
+	"github.com/berth-registry/berth/signing"
 )
 
 // berth runs the berth command line in-process and returns its exit code,
@@ -30,10 +31,18 @@ func mustBerth(t *testing.T, args ...string) string {
 	return stdout
 }
 
-// setup isolates a test: an empty Docker config and a fresh working directory.
+// setup isolates a test: an empty Docker config, an empty user config
+// directory (no default trust policy), no BERTH_TRUST_POLICY or
+// COSIGN_PASSWORD, and a fresh working directory.
 func setup(t *testing.T) string {
 	t.Helper()
 	t.Setenv("DOCKER_CONFIG", t.TempDir())
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	t.Setenv("HOME", t.TempDir())
+	for _, env := range []string{trustPolicyEnv, signing.PasswordEnv} {
+		t.Setenv(env, "")
+		os.Unsetenv(env)
+	}
 	dir := t.TempDir()
 	t.Chdir(dir)
 	return dir

@@ -14,6 +14,7 @@ import (
 
 	"github.com/berth-registry/berth/client"
 	"github.com/berth-registry/berth/pkgformat"
+	"github.com/berth-registry/berth/signing"
 )
 
 // remoteFlags are the flags of every command that talks to a registry.
@@ -30,7 +31,12 @@ func (f *remoteFlags) add(cmd *cobra.Command) {
 // client returns a registry client: credentials from the Docker config file,
 // --plain-http when given, progress bars when stderr is a terminal.
 func (f *remoteFlags) client(cmd *cobra.Command) (*client.Client, error) {
-	opts := client.Options{Progress: progressFunc(cmd.ErrOrStderr())}
+	return f.clientWith(cmd, nil)
+}
+
+// clientWith is client with a trust policy that Pull and Promote enforce.
+func (f *remoteFlags) clientWith(cmd *cobra.Command, policy *signing.Policy) (*client.Client, error) {
+	opts := client.Options{Progress: progressFunc(cmd.ErrOrStderr()), TrustPolicy: policy}
 	if cmd.Flags().Changed("plain-http") {
 		opts.PlainHTTP = &f.plainHTTP
 	}
@@ -40,15 +46,25 @@ func (f *remoteFlags) client(cmd *cobra.Command) (*client.Client, error) {
 // versionRef parses arg, a reference to one package version (by tag or
 // digest), and returns it with a client for its registry.
 func (f *remoteFlags) versionRef(cmd *cobra.Command, arg string) (*client.Client, client.Reference, error) {
-	ref, err := client.ParseReference(arg)
+	ref, err := parseVersionRef("REF", arg)
 	if err != nil {
 		return nil, ref, err
 	}
-	if ref.Tag == "" && ref.Digest == "" {
-		return nil, ref, fmt.Errorf("REF %q has no version: want host[:port]/namespace/name:version or host[:port]/namespace/name@sha256:<hex>", arg)
-	}
 	c, err := f.client(cmd)
 	return c, ref, err
+}
+
+// parseVersionRef parses arg, the argument name of a reference to one
+// package version, by tag or digest.
+func parseVersionRef(name, arg string) (client.Reference, error) {
+	ref, err := client.ParseReference(arg)
+	if err != nil {
+		return ref, err
+	}
+	if ref.Tag == "" && ref.Digest == "" {
+		return ref, fmt.Errorf("%s %q has no version: want host[:port]/namespace/name:version or host[:port]/namespace/name@sha256:<hex>", name, arg)
+	}
+	return ref, nil
 }
 
 // pushResult is the --format json output of a single-package push.
@@ -56,6 +72,8 @@ type pushResult struct {
 	Digest    string `json:"digest"`
 	Reference string `json:"reference"`
 	Size      int64  `json:"size"`
+	// SignedBy is the key ID of --key, which signed the version.
+	SignedBy string `json:"signedBy,omitempty"`
 }
 
 // pushedPackage is one version of a multi-version push in --format json output.
@@ -64,6 +82,7 @@ type pushedPackage struct {
 	Version   string `json:"version"`
 	Digest    string `json:"digest,omitempty"`
 	Reference string `json:"reference"`
+	SignedBy  string `json:"signedBy,omitempty"`
 	Error     string `json:"error,omitempty"`
 }
 
@@ -71,6 +90,7 @@ type pushedPackage struct {
 func newPushCmd() *cobra.Command {
 	var (
 		remote        remoteFlags
+		sign          signFlags
 		name, version string
 		format        outputFormat
 	)
@@ -85,10 +105,16 @@ refused. Plain-manifest packages take their name and version from REF (or
 
 Given a directory with one folder per version (the OLM package-manifest layout,
 or a folder of OLM bundles) and REF host[:port]/namespace, every version is
-pushed as its own package, each carrying its channels.`,
+pushed as its own package, each carrying its channels.
+
+With --key (a cosign private key; its password from $COSIGN_PASSWORD or the
+terminal), each version is pushed by digest, signed (as berth sign does), and
+only then tagged: the order a namespace whose trust policy requires signatures
+needs, since the registry refuses to tag an unsigned version there.`,
 		Example: `  berth push ./kafka localhost:5000/kudo/kafka
   berth push kafka-1.0.0.tgz registry.example.com/kudo/kafka:1.0.0
-  berth push ./etcd-olm localhost:5000/operators`,
+  berth push ./etcd-olm localhost:5000/operators
+  berth push ./kafka localhost:5000/stable/kafka --key cosign.key`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path, refArg := args[0], args[1]
@@ -96,28 +122,40 @@ pushed as its own package, each carrying its channels.`,
 			if err != nil {
 				return err
 			}
+			s, err := sign.signer(cmd)
+			if err != nil {
+				return err
+			}
 			if fi, err := os.Stat(path); err == nil && fi.IsDir() && pkgformat.IsRepository(path) {
 				if version != "" {
 					return fmt.Errorf("--version cannot be used with %s, which holds one folder per version", path)
 				}
-				return pushRepository(cmd, c, path, refArg, name, format)
+				return pushRepository(cmd, c, s, path, refArg, name, format)
 			}
 			ref, pkg, err := loadForPush(path, refArg, name, version)
 			if err != nil {
 				return err
 			}
-			desc, err := pushVersion(cmd.Context(), c, ref, pkg)
+			desc, err := pushVersion(cmd.Context(), c, s, ref, pkg)
 			if err != nil {
 				return err
 			}
+			res := pushResult{Digest: desc.Digest.String(), Reference: ref.String(), Size: desc.Size}
+			if s.signer != nil {
+				res.SignedBy = s.signer.KeyID
+			}
 			if format == formatJSON {
-				return writeJSON(cmd.OutOrStdout(), pushResult{Digest: desc.Digest.String(), Reference: ref.String(), Size: desc.Size})
+				return writeJSON(cmd.OutOrStdout(), res)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Pushed %s\nDigest: %s\n", ref, desc.Digest)
+			if res.SignedBy != "" {
+				fmt.Fprintf(cmd.OutOrStdout(), "Signed: by %s\n", res.SignedBy)
+			}
 			return nil
 		},
 	}
 	remote.add(cmd)
+	sign.add(cmd, "sign each version with this cosign private key `FILE`, between its push by digest and its tag", false)
 	cmd.Flags().StringVar(&name, "name", "", "package name, for formats that do not carry one (default: from REF)")
 	cmd.Flags().StringVar(&version, "version", "", "package version, for formats that do not carry one (default: from REF)")
 	addFormatFlag(cmd, &format)
@@ -179,7 +217,7 @@ func loadPackage(path string, ref client.Reference, name, version string) (*pkgf
 // version. REF is host[:port]/namespace, or host[:port]/namespace/name when
 // it names the package. Every version is tried; failures are reported on
 // stderr as they happen and summed up in the returned error.
-func pushRepository(cmd *cobra.Command, c *client.Client, dir, refArg, name string, format outputFormat) error {
+func pushRepository(cmd *cobra.Command, c *client.Client, s pushSigner, dir, refArg, name string, format outputFormat) error {
 	prefix, wantName, err := parseRepositoryRef(refArg)
 	if err != nil {
 		return err
@@ -201,12 +239,15 @@ func pushRepository(cmd *cobra.Command, c *client.Client, dir, refArg, name stri
 		md := pkg.Metadata
 		ref := prefix.Package(md.Name, md.Version)
 		res := pushedPackage{Name: md.Name, Version: md.Version, Reference: ref.String()}
-		if desc, err := pushVersion(cmd.Context(), c, ref, pkg); err != nil {
+		if desc, err := pushVersion(cmd.Context(), c, s, ref, pkg); err != nil {
 			res.Error = err.Error()
 			failed = append(failed, md.Name+" "+md.Version)
 			fmt.Fprintf(stderr, "Error: %v\n", err)
 		} else {
 			res.Digest = desc.Digest.String()
+			if s.signer != nil {
+				res.SignedBy = s.signer.KeyID
+			}
 			if format == formatText {
 				fmt.Fprintf(stdout, "Pushed %s %s\n", ref, res.Digest)
 			}
@@ -226,12 +267,41 @@ func pushRepository(cmd *cobra.Command, c *client.Client, dir, refArg, name stri
 	return nil
 }
 
+// pushSigner is what push signs with: no signer, unless --key is given.
+type pushSigner struct {
+	signer *signing.Signer
+	opts   client.SignOptions
+}
+
+// signer loads the signer of --key, if it is given.
+func (f *signFlags) signer(cmd *cobra.Command) (pushSigner, error) {
+	if !cmd.Flags().Changed("key") {
+		if f.referrer {
+			return pushSigner{}, errors.New("--referrer needs --key")
+		}
+		return pushSigner{}, nil
+	}
+	opts, err := f.options()
+	if err != nil {
+		return pushSigner{}, err
+	}
+	s, err := loadSigner(cmd, f.key)
+	if err != nil {
+		return pushSigner{}, err
+	}
+	return pushSigner{signer: s, opts: opts}, nil
+}
+
 // pushVersion builds the artifact of one package version and pushes it
-// under ref, returning the manifest descriptor.
-func pushVersion(ctx context.Context, c *client.Client, ref client.Reference, pkg *pkgformat.Package) (ocispec.Descriptor, error) {
+// under ref, returning the manifest descriptor. With a signer it pushes by
+// digest, signs, then tags.
+func pushVersion(ctx context.Context, c *client.Client, s pushSigner, ref client.Reference, pkg *pkgformat.Package) (ocispec.Descriptor, error) {
 	art, err := pkg.Artifact()
 	if err != nil {
 		return ocispec.Descriptor{}, fmt.Errorf("push %s: %w", ref, err)
+	}
+	if s.signer != nil {
+		return c.PushSigned(ctx, ref, art, s.signer, s.opts)
 	}
 	return c.Push(ctx, ref, art)
 }

@@ -9,7 +9,7 @@ GOFLAGS ?=
 TEST_TIMEOUT ?= 30m
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build run test tools bench bench-catalog lint conformance clean
+.PHONY: all build run test tools bench bench-catalog bench-provenance lint conformance clean
 
 all: build
 
@@ -47,6 +47,11 @@ bench:
 ## index.yaml, time to searchable (not part of `make test`; about 4 minutes on an idle 2-core machine)
 bench-catalog:
 	$(GO) run ./test/bench -catalog
+
+## bench-provenance: the referrers API with 1, 100 and 5,000 referrers, and the time from the real
+## `cosign sign` exiting to search listing the package verified (not part of `make test`)
+bench-provenance:
+	$(GO) run ./test/bench -provenance
 
 ## conformance: run the OCI distribution-spec conformance suite against berth.
 ## Needs a checkout of github.com/opencontainers/distribution-spec: make conformance CONFORMANCE_SRC=/path/to/distribution-spec

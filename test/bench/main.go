@@ -38,10 +38,15 @@
 // With -catalog (make bench-catalog) it runs the catalog benchmarks instead:
 // berth serve alone, with a generated catalog of 100,000 package versions
 // plus the fixtures (catalog.go; docs/benchmarks.md describes the rows).
+// With -provenance (make bench-provenance) it runs the provenance benchmarks:
+// berth serve alone with a trust policy, timed on the OCI referrers API and
+// from the real cosign CLI signing a package to the search listing it as
+// verified (provenance.go; docs/benchmarks.md describes the rows).
 //
-// The harness talks only to the two servers on 127.0.0.1. It is Unix-only:
-// it stops the servers with SIGTERM and calls sync(2). Both servers and the
-// temporary directories are removed at the end, after a failure or Ctrl-C too.
+// The harness talks only to the servers it starts on 127.0.0.1, and points
+// cosign only at berth. It is Unix-only: it stops the servers with SIGTERM
+// and calls sync(2). The servers and the temporary directories are removed
+// at the end, after a failure or Ctrl-C too.
 package main
 
 import (
@@ -76,6 +81,7 @@ type options struct {
 	concurrency           int
 	verbose               bool
 	catalog               catalogOptions
+	provenance            provenanceOptions
 }
 
 func parseFlags() (options, error) {
@@ -89,9 +95,13 @@ func parseFlags() (options, error) {
 	flag.IntVar(&o.concurrency, "concurrency", 4, "packages pushed or pulled at a time")
 	flag.BoolVar(&o.verbose, "v", false, "print every sample of every row")
 	registerCatalogFlags(&o.catalog)
+	registerProvenanceFlags(&o.provenance)
 	flag.Parse()
 	if flag.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments %q", flag.Args())
+	}
+	if o.catalog.enabled && o.provenance.enabled {
+		return o, errors.New("-catalog and -provenance are separate runs; choose one")
 	}
 	for _, f := range []struct {
 		name  string
@@ -126,6 +136,9 @@ func run() error {
 	defer cancel()
 	if o.catalog.enabled {
 		return runCatalog(ctx, o.catalog)
+	}
+	if o.provenance.enabled {
+		return runProvenance(ctx, o.provenance)
 	}
 	began := time.Now()
 

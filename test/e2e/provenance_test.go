@@ -1,0 +1,244 @@
+package e2e
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sigstore/sigstore/pkg/cryptoutils"
+
+	"github.com/berth-registry/berth/catalog/apiv1"
+)
+
+// requireCosign skips (or, in CI, fails) a test that needs the cosign CLI.
+func requireCosign(t *testing.T) { requireTool(t, "the cosign CLI", cosignBin) }
+
+// keyPair is a cosign key pair made by the real cosign CLI.
+type keyPair struct {
+	dir, key, pub, id string
+}
+
+// cosignKeyPair runs cosign generate-key-pair in a new directory, with
+// COSIGN_PASSWORD set for it and for every later cosign and berth command of the test.
+func cosignKeyPair(t *testing.T) keyPair {
+	t.Helper()
+	requireCosign(t)
+	t.Setenv("COSIGN_PASSWORD", "e2e-password")
+	dir := t.TempDir()
+	cosign(t, dir, "generate-key-pair")
+	kp := keyPair{dir: dir, key: filepath.Join(dir, "cosign.key"), pub: filepath.Join(dir, "cosign.pub")}
+	pub, err := cryptoutils.UnmarshalPEMToPublicKey(readFile(t, kp.pub))
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := cryptoutils.MarshalPublicKeyToDER(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(der)
+	kp.id = "sha256:" + hex.EncodeToString(sum[:])
+	return kp
+}
+
+// cosign runs the cosign CLI in dir and fails the test unless it succeeds.
+func cosign(t *testing.T, dir string, args ...string) result {
+	t.Helper()
+	requireCosign(t)
+	r := run(t, dir, cosignBin, args...)
+	if r.code != 0 {
+		t.Fatalf("cosign %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+	}
+	return r
+}
+
+// trustConfig writes a berth serve configuration with the given trust policies.
+func trustConfig(t *testing.T, policies ...string) string {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "berth.yaml")
+	doc := "trust:\n  policies:\n" + strings.Join(policies, "")
+	if err := os.WriteFile(file, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+func policy(glob, key string, require bool) string {
+	return fmt.Sprintf("    - repositories: [%q]\n      keys: [%q]\n      require: %v\n", glob, key, require)
+}
+
+// pushVersion pushes a KUDO fixture version and returns its digest.
+func pushVersion(t *testing.T, s *server, fixture, repo string, extra ...string) string {
+	t.Helper()
+	args := append([]string{"push", kudoFixture(t, "kafka", fixture), s.addr + "/" + repo, "--format", "json"}, extra...)
+	return digestOf(t, berth(t, "", args...).stdout)
+}
+
+// versionDoc fetches the catalog's version detail.
+func versionDoc(t *testing.T, s *server, repo, version string) (apiv1.Version, int) {
+	t.Helper()
+	var v apiv1.Version
+	code := getJSON(t, s, "/api/v1/packages/"+repo+"/versions/"+version, &v)
+	return v, code
+}
+
+// waitVerified waits until the version's verdict is want and returns the document.
+func waitVerified(t *testing.T, s *server, repo, version string, want bool, cond func(apiv1.Version) bool) apiv1.Version {
+	t.Helper()
+	var v apiv1.Version
+	waitUntil(t, s, fmt.Sprintf("%s:%s verified=%v", repo, version, want), func() bool {
+		var code int
+		v, code = versionDoc(t, s, repo, version)
+		return code == http.StatusOK && v.Verified == want && (cond == nil || cond(v))
+	})
+	return v
+}
+
+// TestCosignInterop: what the real cosign CLI signs and attests, berth
+// verifies and lists; what berth signs, cosign verifies; referrers are served
+// to cosign and oras.
+func TestCosignInterop(t *testing.T) {
+	kp := cosignKeyPair(t)
+	s := startServer(t, "", "--config", trustConfig(t, policy("*/kafka", kp.pub, false)))
+	const version = "2.5.1_1.3.2"
+
+	// cosign sign, tag scheme.
+	tagged := pushVersion(t, s, "2.5.1-1.3.2", "signed/kafka")
+	v, _ := versionDoc(t, s, "signed/kafka", version)
+	if v.Verified || len(v.Signatures) != 0 {
+		t.Fatalf("unsigned version: verified %v signatures %+v", v.Verified, v.Signatures)
+	}
+	cosign(t, kp.dir, "sign", "--key", kp.key, "--tlog-upload=false", "--yes", s.addr+"/signed/kafka@"+tagged)
+	v = waitVerified(t, s, "signed/kafka", version, true, nil)
+	if len(v.Signatures) != 1 || v.Signatures[0].Kind != "tag" || v.Signatures[0].KeyID != kp.id || !v.Signatures[0].Verified {
+		t.Errorf("signatures after cosign sign: %+v, want one verified tag signature by %s", v.Signatures, kp.id)
+	}
+	var found apiv1.SearchResponse
+	getJSON(t, s, "/api/v1/packages?q=kafka&verified=true", &found)
+	if len(found.Packages) != 1 || found.Packages[0].Name != "kafka" || found.Packages[0].Namespace != "signed" {
+		t.Errorf("search verified=true: %+v", found.Packages)
+	}
+
+	// cosign sign, OCI 1.1 referrers.
+	referred := pushVersion(t, s, "2.5.1-1.3.2", "referred/kafka")
+	r := runEnv(t, []string{"COSIGN_EXPERIMENTAL=1"}, cosignBin, "sign", "--key", kp.key, "--tlog-upload=false", "--yes",
+		"--registry-referrers-mode=oci-1-1", s.addr+"/referred/kafka@"+referred)
+	if r.code != 0 {
+		t.Fatalf("cosign sign --registry-referrers-mode=oci-1-1: %s", r.stderr)
+	}
+	v = waitVerified(t, s, "referred/kafka", version, true, nil)
+	if len(v.Signatures) != 1 || v.Signatures[0].Kind != "referrer" {
+		t.Errorf("signatures after a referrer signature: %+v", v.Signatures)
+	}
+	var index struct {
+		Manifests []struct {
+			Digest, ArtifactType string
+		}
+	}
+	getJSON(t, s, "/v2/referred/kafka/referrers/"+referred, &index)
+	if len(index.Manifests) != 1 || index.Manifests[0].ArtifactType != "application/vnd.dev.cosign.artifact.sig.v1+json" || index.Manifests[0].Digest != v.Signatures[0].Digest {
+		t.Errorf("referrers API: %+v, want the signature %s", index.Manifests, v.Signatures[0].Digest)
+	}
+	cosign(t, kp.dir, "verify", "--key", kp.pub, "--insecure-ignore-tlog", "--experimental-oci11", s.addr+"/referred/kafka@"+referred)
+	discovered := oras(t, "", "discover", "--plain-http", "--format", "json", s.addr+"/referred/kafka@"+referred).stdout
+	if !strings.Contains(discovered, v.Signatures[0].Digest) {
+		t.Errorf("oras discover does not list the signature %s:\n%s", v.Signatures[0].Digest, discovered)
+	}
+
+	// berth sign, cosign verify.
+	byBerth := pushVersion(t, s, "2.5.0-1.3.1", "signed/kafka")
+	berth(t, "", "sign", s.addr+"/signed/kafka:2.5.0_1.3.1", "--key", kp.key)
+	cosign(t, kp.dir, "verify", "--key", kp.pub, "--insecure-ignore-tlog", s.addr+"/signed/kafka@"+byBerth)
+	waitVerified(t, s, "signed/kafka", "2.5.0_1.3.1", true, nil)
+	berth(t, "", "verify", s.addr+"/signed/kafka:2.5.0_1.3.1", "--key", kp.pub)
+
+	// cosign attest: listed with its predicate type.
+	predicate := filepath.Join(t.TempDir(), "provenance.json")
+	if err := os.WriteFile(predicate, []byte(`{"buildType":"https://example.com/berth-e2e","builder":{"id":"https://ci.example.com"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cosign(t, kp.dir, "attest", "--key", kp.key, "--tlog-upload=false", "--yes", "--type", "slsaprovenance",
+		"--predicate", predicate, s.addr+"/signed/kafka@"+tagged)
+	v = waitVerified(t, s, "signed/kafka", version, true, func(v apiv1.Version) bool { return len(v.Attestations) == 1 })
+	if a := v.Attestations[0]; a.PredicateType != "https://slsa.dev/provenance/v0.2" || !a.Verified || a.KeyID != kp.id || a.Kind != "tag" {
+		t.Errorf("attestation: %+v", a)
+	}
+}
+
+// TestRequiredSignatures: in a namespace whose policy requires signatures, an
+// unsigned version cannot be tagged; pushing by digest, signing, then tagging
+// works; promote carries signatures and is refused when they do not satisfy
+// the destination; berth pull enforces the client's policy.
+func TestRequiredSignatures(t *testing.T) {
+	kp := cosignKeyPair(t)
+	other := cosignKeyPair(t)
+	stranger := cosignKeyPair(t) // signed nothing
+	s := startServer(t, "", "--config", trustConfig(t, policy("stable/*", kp.pub, true)))
+
+	// An unsigned version is refused its tag, by berth and by oras alike.
+	r := run(t, "", berthBin, "push", kudoFixture(t, "kafka", "2.5.1-1.3.2"), s.addr+"/stable/kafka")
+	if r.code == 0 || !strings.Contains(r.stderr, "stable/kafka:2.5.1_1.3.2") || !strings.Contains(r.stderr, "no signature") {
+		t.Fatalf("unsigned push into stable: exit %d, stderr %s", r.code, r.stderr)
+	}
+	// berth push --key pushes by digest, signs, then tags.
+	signed := pushVersion(t, s, "2.5.1-1.3.2", "stable/kafka", "--key", kp.key)
+	v := waitVerified(t, s, "stable/kafka", "2.5.1_1.3.2", true, nil)
+	if v.Digest != signed {
+		t.Errorf("stable/kafka:2.5.1_1.3.2 is %s, pushed %s", v.Digest, signed)
+	}
+
+	// Promote: a version signed by an untrusted key is refused; signed by the trusted key, it goes.
+	pushVersion(t, s, "2.5.0-1.3.1", "incubator/kafka")
+	berth(t, "", "sign", s.addr+"/incubator/kafka:2.5.0_1.3.1", "--key", other.key)
+	r = run(t, "", berthBin, "promote", s.addr+"/incubator/kafka:2.5.0_1.3.1", s.addr+"/stable/kafka")
+	if r.code == 0 || !strings.Contains(r.stderr, "not signed by a key trusted for stable/kafka") {
+		t.Fatalf("promote with an untrusted signature: exit %d, stderr %s", r.code, r.stderr)
+	}
+	cosign(t, kp.dir, "sign", "--key", kp.key, "--tlog-upload=false", "--yes", s.addr+"/incubator/kafka:2.5.0_1.3.1")
+	berth(t, "", "promote", s.addr+"/incubator/kafka:2.5.0_1.3.1", s.addr+"/stable/kafka")
+	v = waitVerified(t, s, "stable/kafka", "2.5.0_1.3.1", true, nil)
+	if len(v.Signatures) != 2 {
+		t.Errorf("promoted version has %d signatures, want both (untrusted and trusted): %+v", len(v.Signatures), v.Signatures)
+	}
+
+	// berth pull with a client policy requiring the trusted key, then one that signed nothing.
+	pull := func(key string) result {
+		policyFile := filepath.Join(t.TempDir(), "trust.yaml")
+		doc := fmt.Sprintf("policies:\n  - repositories: [\"stable/*\"]\n    keys: [%q]\n    require: true\n", key)
+		if err := os.WriteFile(policyFile, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return run(t, t.TempDir(), berthBin, "pull", s.addr+"/stable/kafka:2.5.0_1.3.1", "--trust-policy", policyFile)
+	}
+	if r := pull(kp.pub); r.code != 0 {
+		t.Errorf("pull of a verified version: %s", r.stderr)
+	}
+	r = pull(stranger.pub)
+	if r.code == 0 || !strings.Contains(r.stderr, "refused") {
+		t.Errorf("pull with a policy the signatures do not meet: exit %d, stderr %s", r.code, r.stderr)
+	}
+}
+
+// TestGarbageSignatureTag: junk pushed under cosign's tag never verifies
+// and never breaks the catalog.
+func TestGarbageSignatureTag(t *testing.T) {
+	kp := cosignKeyPair(t)
+	s := startServer(t, "", "--config", trustConfig(t, policy("signed/*", kp.pub, false)))
+	d := pushVersion(t, s, "2.5.1-1.3.2", "signed/kafka")
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "junk.txt"), []byte("not a signature"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	oras(t, dir, "push", "--plain-http", s.addr+"/signed/kafka:"+strings.Replace(d, ":", "-", 1)+".sig", "junk.txt")
+	v := waitVerified(t, s, "signed/kafka", "2.5.1_1.3.2", false, func(v apiv1.Version) bool { return len(v.Signatures) == 1 })
+	if v.Signatures[0].Verified || v.Signatures[0].Reason == "" {
+		t.Errorf("junk signature: %+v", v.Signatures[0])
+	}
+	b, _ := json.Marshal(v.Signatures)
+	t.Logf("junk signature verdict: %s", b)
+}

@@ -82,6 +82,11 @@ type Catalog struct {
 	// registry, after doing so at start (default 5m; a negative value: only
 	// at start).
 	ReconcileInterval time.Duration `yaml:"reconcileInterval"`
+	// SignatureInterval is how often a reconciliation also checks the
+	// signatures of every version again, to find referrers whose events
+	// were lost (default 1h; negative: never; versions never checked, or
+	// checked under another trust policy, are checked at every reconciliation).
+	SignatureInterval time.Duration `yaml:"signatureInterval"`
 	// Registry is the base URL (http(s)://host[:port]) of the registry that
 	// `berth serve catalog` indexes. berth serve indexes its own registry and
 	// ignores it.
@@ -136,6 +141,9 @@ func (c *Config) SetDefaults() {
 	}
 	if c.Catalog.ReconcileInterval == 0 {
 		c.Catalog.ReconcileInterval = 5 * time.Minute
+	}
+	if c.Catalog.SignatureInterval == 0 {
+		c.Catalog.SignatureInterval = time.Hour
 	}
 }
 
@@ -216,10 +224,11 @@ func (c *Config) Validate() error {
 	return c.Trust.Validate("trust")
 }
 
-// Validate reports the first bad policy, naming its key under prefix.
+// Validate reports the first bad policy, naming its key under prefix ("" for
+// a document whose top level is policies).
 func (t *Trust) Validate(prefix string) error {
 	for i, p := range t.Policies {
-		key := fmt.Sprintf("%s.policies[%d]", prefix, i)
+		key := fmt.Sprintf("%spolicies[%d]", KeyPrefix(prefix), i)
 		if len(p.Repositories) == 0 {
 			return fmt.Errorf("%s.repositories: required", key)
 		}
@@ -241,6 +250,15 @@ func (t *Trust) Validate(prefix string) error {
 		}
 	}
 	return nil
+}
+
+// KeyPrefix is prefix followed by a dot, or "" when prefix is "": what goes
+// before a key's dotted path under prefix.
+func KeyPrefix(prefix string) string {
+	if prefix == "" {
+		return ""
+	}
+	return prefix + "."
 }
 
 // checkBaseURL accepts "" and http(s)://host[:port] with no path.

@@ -27,7 +27,8 @@ type Rule struct {
 }
 
 // NewPolicy loads the public keys the policies name. Errors name the
-// configuration key under prefix (e.g. "trust") and the file.
+// configuration key under prefix (e.g. "trust", or "" for a document whose
+// top level is policies) and the file.
 func NewPolicy(prefix string, t config.Trust) (*Policy, error) {
 	if err := t.Validate(prefix); err != nil {
 		return nil, err
@@ -38,7 +39,7 @@ func NewPolicy(prefix string, t config.Trust) (*Policy, error) {
 		for j, file := range tp.Keys {
 			k, err := LoadPublicKey(file)
 			if err != nil {
-				return nil, fmt.Errorf("%s.policies[%d].keys[%d]: %w", prefix, i, j, err)
+				return nil, fmt.Errorf("%spolicies[%d].keys[%d]: %w", config.KeyPrefix(prefix), i, j, err)
 			}
 			r.Keys = append(r.Keys, k)
 		}

@@ -158,3 +158,10 @@ func TestAdmit(t *testing.T) {
 		t.Fatalf("Admit with the registry failing = %v", err)
 	}
 }
+
+func TestNewPolicyNamesKeysWithoutPrefix(t *testing.T) {
+	_, err := NewPolicy("", config.Trust{Policies: []config.TrustPolicy{{Repositories: []string{"a/*"}, Keys: []string{"/nonexistent.pub"}}}})
+	if err == nil || !strings.HasPrefix(err.Error(), "policies[0].keys[0]: open /nonexistent.pub") {
+		t.Fatalf("NewPolicy with no prefix = %v, want an error starting policies[0].keys[0]", err)
+	}
+}

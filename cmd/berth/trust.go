@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
@@ -104,23 +103,12 @@ func loadTrustPolicy(file string) (*signing.Policy, error) {
 			}
 		}
 	}
-	// With an empty prefix, signing names keys ".policies[0]...": the
-	// file's top level is policies.
 	p, err := signing.NewPolicy("", t)
 	if err != nil {
-		return nil, &messageError{msg: "trust policy " + file + ": " + strings.TrimPrefix(err.Error(), "."), err: err}
+		return nil, fmt.Errorf("trust policy %s: %w", file, err)
 	}
 	return p, nil
 }
-
-// messageError is err with another text.
-type messageError struct {
-	msg string
-	err error
-}
-
-func (e *messageError) Error() string { return e.msg }
-func (e *messageError) Unwrap() error { return e.err }
 
 // loadPublicKeys reads the PEM public key files given with --key.
 func loadPublicKeys(files []string) ([]signing.Key, error) {

@@ -10,6 +10,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	cremote "github.com/sigstore/cosign/v2/pkg/cosign/remote"
+	"github.com/sigstore/cosign/v2/pkg/oci"
+	"github.com/sigstore/cosign/v2/pkg/oci/empty"
 	"github.com/sigstore/cosign/v2/pkg/oci/mutate"
 	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
 	"github.com/sigstore/cosign/v2/pkg/oci/static"
@@ -67,17 +69,27 @@ func Sign(ctx context.Context, s *Signer, ref string, opts SignOptions) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", ref, err)
 	}
-	signed, err := mutate.AttachSignatureToEntity(se, ociSig, mutate.WithDupeDetector(cremote.NewDupeDetector(s)))
-	if err != nil {
-		return err
-	}
+	// Under the .sig tag a signature joins the others (once per key); a
+	// referrer carries this signature alone.
+	attach := mutate.WithDupeDetector(cremote.NewDupeDetector(s))
+	write := func(se oci.SignedEntity) error { return ociremote.WriteSignatures(d.Repository, se, regOpts...) }
 	if opts.Referrer {
-		err = ociremote.WriteSignaturesExperimentalOCI(d, signed, regOpts...)
-	} else {
-		err = ociremote.WriteSignatures(d.Repository, signed, regOpts...)
+		attach = mutate.WithReplaceOp(alone{})
+		write = func(se oci.SignedEntity) error { return ociremote.WriteSignaturesExperimentalOCI(d, se, regOpts...) }
+	}
+	signed, err := mutate.AttachSignatureToEntity(se, ociSig, attach)
+	if err == nil {
+		err = write(signed)
 	}
 	if err != nil {
 		return fmt.Errorf("%s: store the signature: %w", ref, err)
 	}
 	return nil
+}
+
+// alone is the cosign replace operation that keeps only the new signature.
+type alone struct{}
+
+func (alone) Replace(_ oci.Signatures, sig oci.Signature) (oci.Signatures, error) {
+	return mutate.AppendSignatures(empty.Signatures(), false, sig)
 }

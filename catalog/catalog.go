@@ -29,6 +29,11 @@ type Options struct {
 	// registry after the reconciliation at start. Zero means 5 minutes;
 	// negative means only at start.
 	ReconcileInterval time.Duration
+	// SignatureInterval is how often a periodic reconciliation also checks
+	// the signatures of every version again (the others check only versions
+	// never checked or checked under another trust policy). Zero means 1
+	// hour; negative means never after start.
+	SignatureInterval time.Duration
 	// Workers index and check signatures in parallel; one tag, and the
 	// signatures of one digest, are always handled by the same worker, in
 	// order. A pass that checks every version's signatures keeps at most
@@ -61,10 +66,12 @@ type Catalog struct {
 	ix       *indexer
 	log      *slog.Logger
 	interval time.Duration
-	queues   []chan task
-	kick     chan struct{}
-	policy   *signing.Policy
-	policyID string // policy.Fingerprint()
+	// sigInterval is Options.SignatureInterval.
+	sigInterval time.Duration
+	queues      []chan task
+	kick        chan struct{}
+	policy      *signing.Policy
+	policyID    string // policy.Fingerprint()
 
 	// checking is set while a background pass of CheckSignatures runs;
 	// background tracks it.
@@ -123,6 +130,9 @@ func New(opts Options) (*Catalog, error) {
 	if opts.ReconcileInterval == 0 {
 		opts.ReconcileInterval = 5 * time.Minute
 	}
+	if opts.SignatureInterval == 0 {
+		opts.SignatureInterval = time.Hour
+	}
 	if opts.Workers <= 0 {
 		opts.Workers = 2
 	}
@@ -138,16 +148,17 @@ func New(opts Options) (*Catalog, error) {
 		limits.MaxFileSize = def.MaxFileSize
 	}
 	c := &Catalog{
-		store:    opts.Store,
-		source:   opts.Source,
-		ix:       &indexer{source: opts.Source, limits: limits, now: time.Now},
-		log:      opts.Logger,
-		interval: opts.ReconcileInterval,
-		queues:   make([]chan task, opts.Workers),
-		kick:     make(chan struct{}, 1),
-		policy:   opts.Policy,
-		policyID: opts.Policy.Fingerprint(),
-		deferred: make(map[repoDigest]bool),
+		store:       opts.Store,
+		source:      opts.Source,
+		ix:          &indexer{source: opts.Source, limits: limits, now: time.Now},
+		log:         opts.Logger,
+		interval:    opts.ReconcileInterval,
+		sigInterval: opts.SignatureInterval,
+		queues:      make([]chan task, opts.Workers),
+		kick:        make(chan struct{}, 1),
+		policy:      opts.Policy,
+		policyID:    opts.Policy.Fingerprint(),
+		deferred:    make(map[repoDigest]bool),
 	}
 	for i := range c.queues {
 		c.queues[i] = make(chan task, queueSize)
@@ -179,21 +190,24 @@ func (c *Catalog) reconcileLoop(ctx context.Context) {
 		defer t.Stop()
 		tick = t.C
 	}
-	// The start-up reconciliation, and one a full queue asked for, check
-	// the signatures of the versions never checked or checked under another
-	// trust policy; a periodic one checks every version's again, which is
-	// how referrers whose events were lost are found.
-	all := false
+	// A reconciliation checks the signatures of the versions never checked
+	// or checked under another trust policy; the first periodic one every
+	// SignatureInterval checks every version's again, which is how
+	// referrers whose events were lost are found.
+	all, lastAll := false, time.Now()
 	for {
 		if _, err := c.Reconcile(ctx); err != nil && ctx.Err() == nil {
 			c.log.Error("catalog: reconcile", "err", err)
+		}
+		if all {
+			lastAll = time.Now()
 		}
 		c.checkInBackground(ctx, all)
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick:
-			all = true
+			all = c.sigInterval > 0 && time.Since(lastAll) >= c.sigInterval
 		case <-c.kick:
 			all = false
 		}

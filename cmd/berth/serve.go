@@ -224,6 +224,7 @@ func startCatalog(ctx context.Context, cfg *config.Config, source catalog.Source
 		Store:             store,
 		Source:            source,
 		ReconcileInterval: cfg.Catalog.ReconcileInterval,
+		SignatureInterval: cfg.Catalog.SignatureInterval,
 		Logger:            log,
 		Metrics:           prometheus.DefaultRegisterer,
 		Policy:            policy,

@@ -35,10 +35,9 @@ import (
 // reconciliation, which is how the catalog learns of referrers whose events
 // were lost.
 
-// SignatureFetcher reads the registry src reads for signing.Check: a tag,
-// manifest or blob that does not exist is an error wrapping both ErrNotFound
-// and signing.ErrNotFound, and an unknown repository or digest has no
-// referrers.
+// SignatureFetcher reads the registry src reads for signing.Check: errors
+// wrapping ErrNotFound or ErrUnavailable wrap signing's sentinel of the same
+// meaning too, and an unknown repository or digest has no referrers.
 func SignatureFetcher(src Source) signing.Fetcher { return fetcher{src} }
 
 // fetcher is SignatureFetcher's.
@@ -69,18 +68,25 @@ func (f fetcher) Referrers(ctx context.Context, repo, dgst string) ([]ocispec.De
 	return refs, err
 }
 
-// signingError makes an error wrapping ErrNotFound wrap signing.ErrNotFound too.
+// signingError makes an error wrapping ErrNotFound or ErrUnavailable wrap
+// signing.ErrNotFound or signing.ErrUnavailable too.
 func signingError(err error) error {
-	if err != nil && errors.Is(err, ErrNotFound) {
-		return notFoundError{err}
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrNotFound):
+		return alsoError{err, signing.ErrNotFound}
+	case errors.Is(err, ErrUnavailable):
+		return alsoError{err, signing.ErrUnavailable}
 	}
 	return err
 }
 
-type notFoundError struct{ err error }
+// alsoError is err, wrapping also too.
+type alsoError struct{ err, also error }
 
-func (e notFoundError) Error() string   { return e.err.Error() }
-func (e notFoundError) Unwrap() []error { return []error{e.err, signing.ErrNotFound} }
+func (e alsoError) Error() string   { return e.err.Error() }
+func (e alsoError) Unwrap() []error { return []error{e.err, e.also} }
 
 // signatureSubject returns the digest that a tag of cosign's scheme is about:
 // sha256-<hex>.sig (signatures), sha256-<hex>.att (attestations) and
@@ -334,14 +340,7 @@ func (c *Catalog) CheckSignatures(ctx context.Context, all bool) (SignatureCheck
 		}
 	}
 	// Deferred checks of digests no version holds: nothing to do.
-	waited := make(chan struct{})
-	go func() {
-		wg.Wait()
-		close(waited)
-	}()
-	select {
-	case <-waited:
-	case <-ctx.Done():
+	if !waitOrDone(ctx, &wg) {
 		mu.Lock()
 		defer mu.Unlock()
 		return rep, ctx.Err()

@@ -10,8 +10,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -22,7 +20,6 @@ import (
 	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/sigstore/cosign/v2/pkg/cosign"
 
 	"github.com/berth-registry/berth/catalog"
 	"github.com/berth-registry/berth/catalog/apiv1"
@@ -30,57 +27,22 @@ import (
 	"github.com/berth-registry/berth/catalog/httpapi/openapitest"
 	"github.com/berth-registry/berth/pkgformat"
 	"github.com/berth-registry/berth/signing"
+	"github.com/berth-registry/berth/signing/signingtest"
 )
 
-// keyPair is a cosign key pair, as cosign generate-key-pair writes it,
-// loaded the way berth loads keys.
-type keyPair struct {
-	signer *signing.Signer
-	key    signing.Key
-}
-
-func newKeyPair(t testing.TB) keyPair {
-	t.Helper()
-	password := []byte("test")
-	kb, err := cosign.GenerateKeyPair(func(bool) ([]byte, error) { return password, nil })
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	priv, pub := filepath.Join(dir, "cosign.key"), filepath.Join(dir, "cosign.pub")
-	if err := os.WriteFile(priv, kb.PrivateBytes, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(pub, kb.PublicBytes, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s, err := signing.LoadSigner(priv, password)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := signing.LoadPublicKey(pub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.KeyID != k.ID {
-		t.Fatalf("signer %s, public key %s", s.KeyID, k.ID)
-	}
-	return keyPair{signer: s, key: k}
-}
-
 // trusting is a policy that trusts keys for every package.
-func trusting(keys ...keyPair) *signing.Policy {
+func trusting(keys ...signingtest.KeyPair) *signing.Policy {
 	r := signing.Rule{Repositories: []string{"*/*"}}
 	for _, k := range keys {
-		r.Keys = append(r.Keys, k.key)
+		r.Keys = append(r.Keys, k.Key)
 	}
 	return signing.NewPolicyOf(r)
 }
 
 // sign signs repo@dgst with k, under cosign's tag or as a referrer.
-func (e *env) sign(k keyPair, repo, dgst string, referrer bool) {
+func (e *env) sign(k signingtest.KeyPair, repo, dgst string, referrer bool) {
 	e.t.Helper()
-	if err := signing.Sign(e.ctx, k.signer, e.host+"/"+repo+"@"+dgst, signing.SignOptions{Referrer: referrer}); err != nil {
+	if err := signing.Sign(e.ctx, k.Signer, e.host+"/"+repo+"@"+dgst, signing.SignOptions{Referrer: referrer}); err != nil {
 		e.t.Fatalf("sign %s@%s: %v", repo, dgst, err)
 	}
 }
@@ -204,7 +166,7 @@ func (a *api) search(query string) []string {
 // untrusted key, and deletes the signatures, through the registry: the
 // catalog's verdict follows each step from the registry's events.
 func TestSignaturesFollowEvents(t *testing.T) {
-	a, b := newKeyPair(t), newKeyPair(t)
+	a, b := signingtest.NewKeyPair(t, ""), signingtest.NewKeyPair(t, "")
 	metrics := prometheus.NewRegistry()
 	e := newEnv(t, envOptions{policy: trusting(a), metrics: metrics})
 	api := newAPI(t, e)
@@ -224,8 +186,8 @@ func TestSignaturesFollowEvents(t *testing.T) {
 		t.Fatalf("signatures = %+v, want one", v.Signatures)
 	}
 	s := v.Signatures[0]
-	if s.Kind != apiv1.KindTag || s.KeyID != a.key.ID || !s.Verified || s.Reason != "" || s.Digest != sigDigest || s.Layer == "" || s.Checked.IsZero() {
-		t.Errorf("signature = %+v, want a verified tag signature by %s in %s", s, a.key.ID, sigDigest)
+	if s.Kind != apiv1.KindTag || s.KeyID != a.Key.ID || !s.Verified || s.Reason != "" || s.Digest != sigDigest || s.Layer == "" || s.Checked.IsZero() {
+		t.Errorf("signature = %+v, want a verified tag signature by %s in %s", s, a.Key.ID, sigDigest)
 	}
 	if v.VerifiedReason != "" {
 		t.Errorf("verifiedReason of a verified version = %q", v.VerifiedReason)
@@ -233,7 +195,7 @@ func TestSignaturesFollowEvents(t *testing.T) {
 	// Summaries and searches agree, through the HTTP API.
 	var doc apiv1.Version
 	api.get("/api/v1/packages/signed/cowsay/versions/0.2.0", &doc)
-	if !doc.Verified || len(doc.Signatures) != 1 || doc.Signatures[0].KeyID != a.key.ID {
+	if !doc.Verified || len(doc.Signatures) != 1 || doc.Signatures[0].KeyID != a.Key.ID {
 		t.Errorf("version document: %+v", doc)
 	}
 	var pkgDoc apiv1.Package
@@ -261,7 +223,7 @@ func TestSignaturesFollowEvents(t *testing.T) {
 	var good, bad int
 	for _, s := range v.Signatures {
 		switch {
-		case s.Verified && s.KeyID == a.key.ID:
+		case s.Verified && s.KeyID == a.Key.ID:
 			good++
 		case !s.Verified && s.KeyID == "" && strings.Contains(s.Reason, "not signed by a key trusted for signed/cowsay"):
 			bad++
@@ -302,7 +264,7 @@ func counterValue(t *testing.T, reg *prometheus.Registry, name, result string) f
 // TestUntrustedSignatures: a signature by a key the policy does not trust,
 // and any signature without a policy, verify nothing, and say why.
 func TestUntrustedSignatures(t *testing.T) {
-	a, b := newKeyPair(t), newKeyPair(t)
+	a, b := signingtest.NewKeyPair(t, ""), signingtest.NewKeyPair(t, "")
 	for _, tc := range []struct {
 		name   string
 		policy *signing.Policy
@@ -310,7 +272,7 @@ func TestUntrustedSignatures(t *testing.T) {
 	}{
 		{"untrusted key", trusting(a), "not signed by a key trusted for ns/cowsay"},
 		{"no policy", nil, "no trust policy covers ns/cowsay"},
-		{"policy for other repositories", signing.NewPolicyOf(signing.Rule{Repositories: []string{"other/*"}, Keys: []signing.Key{b.key}}), "no trust policy covers ns/cowsay"},
+		{"policy for other repositories", signing.NewPolicyOf(signing.Rule{Repositories: []string{"other/*"}, Keys: []signing.Key{b.Key}}), "no trust policy covers ns/cowsay"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, envOptions{policy: tc.policy})
@@ -332,15 +294,15 @@ func TestUntrustedSignatures(t *testing.T) {
 // TestReferrerSignature: a signature stored as an OCI referrer (no tag) is
 // found through the registry's referrers API, and its deletion is followed.
 func TestReferrerSignature(t *testing.T) {
-	a := newKeyPair(t)
+	a := signingtest.NewKeyPair(t, "")
 	e := newEnv(t, envOptions{policy: trusting(a)})
 	api := newAPI(t, e)
 	dgst := e.pushPackage("signed", load(t, "kudo/cowsay/0.2.0"))
 	e.waitVersion("signed", "cowsay", "0.2.0", "checked", checkedUnsigned)
 	e.sign(a, "signed/cowsay", dgst, true)
 	v := e.waitVersion("signed", "cowsay", "0.2.0", "verified", func(v *apiv1.Version) bool { return v.Verified })
-	if len(v.Signatures) != 1 || v.Signatures[0].Kind != apiv1.KindReferrer || v.Signatures[0].KeyID != a.key.ID {
-		t.Fatalf("signatures = %+v, want one referrer by %s", v.Signatures, a.key.ID)
+	if len(v.Signatures) != 1 || v.Signatures[0].Kind != apiv1.KindReferrer || v.Signatures[0].KeyID != a.Key.ID {
+		t.Fatalf("signatures = %+v, want one referrer by %s", v.Signatures, a.Key.ID)
 	}
 	var doc apiv1.Version
 	api.get("/api/v1/packages/signed/cowsay/versions/0.2.0", &doc)
@@ -357,7 +319,7 @@ func TestReferrerSignature(t *testing.T) {
 // TestGarbageUnderSignatureTags: what is not a cosign signature, pushed
 // under cosign's tags, verifies nothing and breaks nothing.
 func TestGarbageUnderSignatureTags(t *testing.T) {
-	a := newKeyPair(t)
+	a := signingtest.NewKeyPair(t, "")
 	e := newEnv(t, envOptions{policy: trusting(a)})
 	p := load(t, "kudo/cowsay/0.2.0")
 	dgst := e.pushPackage("ns", p)
@@ -423,7 +385,7 @@ func (e *env) fetchManifest(repo, dgst string) []byte {
 // attest pushes an attestation of repo@subject under cosign's .att tag as
 // cosign attest writes it: an in-toto statement of predicateType about
 // statementSubject, in a DSSE envelope signed by k.
-func (e *env) attest(k keyPair, repo, subject, statementSubject, predicateType string) string {
+func (e *env) attest(k signingtest.KeyPair, repo, subject, statementSubject, predicateType string) string {
 	e.t.Helper()
 	d := digest.Digest(statementSubject)
 	statement, _ := json.Marshal(map[string]any{
@@ -434,7 +396,7 @@ func (e *env) attest(k keyPair, repo, subject, statementSubject, predicateType s
 	})
 	const payloadType = "application/vnd.in-toto+json"
 	pae := fmt.Appendf(nil, "DSSEv1 %d %s %d %s", len(payloadType), payloadType, len(statement), statement)
-	sig, err := k.signer.SignMessage(bytes.NewReader(pae))
+	sig, err := k.Signer.SignMessage(bytes.NewReader(pae))
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -457,7 +419,7 @@ func (e *env) attest(k keyPair, repo, subject, statementSubject, predicateType s
 // TestAttestations: attestations are listed with their predicate type and
 // verdict, and do not make a version verified on their own.
 func TestAttestations(t *testing.T) {
-	a, b := newKeyPair(t), newKeyPair(t)
+	a, b := signingtest.NewKeyPair(t, ""), signingtest.NewKeyPair(t, "")
 	e := newEnv(t, envOptions{policy: trusting(a)})
 	api := newAPI(t, e)
 	dgst := e.pushPackage("ns", load(t, "kudo/cowsay/0.2.0"))
@@ -466,8 +428,8 @@ func TestAttestations(t *testing.T) {
 	att := e.attest(a, "ns/cowsay", dgst, dgst, slsa)
 	v := e.waitVersion("ns", "cowsay", "0.2.0", "an attestation", func(v *apiv1.Version) bool { return len(v.Attestations) == 1 })
 	at := v.Attestations[0]
-	if at.PredicateType != slsa || !at.Verified || at.KeyID != a.key.ID || at.Kind != apiv1.KindTag || at.Digest != att || at.Checked.IsZero() {
-		t.Errorf("attestation = %+v, want a verified %s by %s in %s", at, slsa, a.key.ID, att)
+	if at.PredicateType != slsa || !at.Verified || at.KeyID != a.Key.ID || at.Kind != apiv1.KindTag || at.Digest != att || at.Checked.IsZero() {
+		t.Errorf("attestation = %+v, want a verified %s by %s in %s", at, slsa, a.Key.ID, att)
 	}
 	if v.Verified || v.VerifiedReason != "no signature" || len(v.Signatures) != 0 {
 		t.Errorf("an attested, unsigned version: verified %v (%q), signatures %+v", v.Verified, v.VerifiedReason, v.Signatures)
@@ -480,7 +442,7 @@ func TestAttestations(t *testing.T) {
 
 	// Replaced by one of an untrusted key, then one about another digest.
 	for _, tc := range []struct {
-		key     keyPair
+		key     signingtest.KeyPair
 		subject string
 		reason  string
 	}{
@@ -500,7 +462,7 @@ func TestAttestations(t *testing.T) {
 // TestSearchVerified: the verified filter of searches follows real
 // signatures, by the latest version of each package.
 func TestSearchVerified(t *testing.T) {
-	a := newKeyPair(t)
+	a := signingtest.NewKeyPair(t, "")
 	e := newEnv(t, envOptions{policy: trusting(a)})
 	api := newAPI(t, e)
 	d1 := e.pushPackage("ns", smallPackage(t, "alpha", "1.0.0"))
@@ -529,7 +491,7 @@ func TestSearchVerified(t *testing.T) {
 // TestPolicyChangeRechecksAtStart: a catalog started with another trust
 // policy checks every version again, with nothing pushed.
 func TestPolicyChangeRechecksAtStart(t *testing.T) {
-	a, b := newKeyPair(t), newKeyPair(t)
+	a, b := signingtest.NewKeyPair(t, ""), signingtest.NewKeyPair(t, "")
 	e := newEnv(t, envOptions{policy: trusting(a)})
 	dgst := e.pushPackage("ns", load(t, "kudo/cowsay/0.2.0"))
 	e.pushPackage("ns", smallPackage(t, "other", "1.0.0"))
@@ -545,8 +507,8 @@ func TestPolicyChangeRechecksAtStart(t *testing.T) {
 
 	e.restart(trusting(b, a))
 	v = e.waitVersion("ns", "cowsay", "0.2.0", "verified again", func(v *apiv1.Version) bool { return v.Verified })
-	if v.Signatures[0].KeyID != a.key.ID {
-		t.Errorf("verified by %s, want %s", v.Signatures[0].KeyID, a.key.ID)
+	if v.Signatures[0].KeyID != a.Key.ID {
+		t.Errorf("verified by %s, want %s", v.Signatures[0].KeyID, a.Key.ID)
 	}
 
 	// The same policy again: nothing is checked at start.
@@ -574,7 +536,7 @@ func TestPolicyChangeRechecksAtStart(t *testing.T) {
 // find signatures: a tag's by the tag listing, a referrer's by the periodic
 // check of every version.
 func TestReconcileFindsLostSignatures(t *testing.T) {
-	a := newKeyPair(t)
+	a := signingtest.NewKeyPair(t, "")
 	e := newEnv(t, envOptions{lose: true, policy: trusting(a)})
 	tagged := e.pushPackage("ns", smallPackage(t, "tagged", "1.0.0"))
 	referred := e.pushPackage("ns", smallPackage(t, "referred", "1.0.0"))
@@ -614,7 +576,7 @@ func TestReconcileFindsLostSignatures(t *testing.T) {
 // pushed by digest refers to nor what a deleted one did; the catalog reads
 // the first and remembers the second.
 func TestWebhookReferrers(t *testing.T) {
-	a := newKeyPair(t)
+	a := signingtest.NewKeyPair(t, "")
 	e := newEnv(t, envOptions{lose: true, policy: trusting(a)})
 	dgst := e.pushPackage("ns", load(t, "kudo/cowsay/0.2.0"))
 	if _, err := e.cat.Reconcile(e.ctx); err != nil {
@@ -641,7 +603,7 @@ func TestWebhookReferrers(t *testing.T) {
 // TestSplitModeSignatures: a catalog reading the registry over HTTP, told
 // of changes as distribution's webhooks tell them, follows signatures too.
 func TestSplitModeSignatures(t *testing.T) {
-	a := newKeyPair(t)
+	a := signingtest.NewKeyPair(t, "")
 	e := newEnv(t, envOptions{split: true, policy: trusting(a)})
 	tagged := e.pushPackage("ns", smallPackage(t, "tagged", "1.0.0"))
 	referred := e.pushPackage("ns", smallPackage(t, "referred", "1.0.0"))
@@ -672,7 +634,7 @@ func TestSplitModeSignatures(t *testing.T) {
 // clients at once, by tag and by referrer, with a trusted and an untrusted
 // key: once the events are handled, the verdict is the registry's.
 func TestConcurrentSignatureEvents(t *testing.T) {
-	keys := []keyPair{newKeyPair(t), newKeyPair(t)}
+	keys := []signingtest.KeyPair{signingtest.NewKeyPair(t, ""), signingtest.NewKeyPair(t, "")}
 	policy := trusting(keys[0])
 	e := newEnv(t, envOptions{policy: policy})
 	dgst := e.pushPackage("ns", smallPackage(t, "p", "1.0.0"))
@@ -683,7 +645,7 @@ func TestConcurrentSignatureEvents(t *testing.T) {
 			for i := range 6 {
 				k := keys[(g+i)%2]
 				// Clients race for cosign's tag: some of these fail, which is fine.
-				if err := signing.Sign(e.ctx, k.signer, e.host+"/ns/p@"+dgst, signing.SignOptions{Referrer: (g+i)%3 == 0}); err != nil {
+				if err := signing.Sign(e.ctx, k.Signer, e.host+"/ns/p@"+dgst, signing.SignOptions{Referrer: (g+i)%3 == 0}); err != nil {
 					t.Logf("sign: %v", err)
 				}
 				if i%2 == 1 {
@@ -733,7 +695,7 @@ func TestCheckEveryVersionCost(t *testing.T) {
 		t.Skip("pushes and signs 1,000 versions")
 	}
 	const versions = 1000
-	a := newKeyPair(t)
+	a := signingtest.NewKeyPair(t, "")
 	e := newEnv(t, envOptions{lose: true, policy: trusting(a)})
 	start := time.Now()
 	for i := range versions {
@@ -804,10 +766,10 @@ func (s *failingSource) Manifest(ctx context.Context, repo, dgst string) (string
 }
 
 // TestUnreadableSignatures: a registry that does not answer leaves the last
-// verdict in place; signatures that cannot be read at all verify nothing,
-// and say why.
+// verdict in place; a signature that cannot be read at all verifies
+// nothing, and says why.
 func TestUnreadableSignatures(t *testing.T) {
-	a := newKeyPair(t)
+	a := signingtest.NewKeyPair(t, "")
 	var src *failingSource
 	e := newEnv(t, envOptions{policy: trusting(a), source: func(s catalog.Source) catalog.Source {
 		src = &failingSource{Source: s}
@@ -833,8 +795,8 @@ func TestUnreadableSignatures(t *testing.T) {
 		t.Fatalf("check of a corrupt signature manifest: %+v, %v; want 1 changed", rep, err)
 	}
 	v := e.version("ns", "cowsay", "0.2.0")
-	if v.Verified || !strings.HasPrefix(v.VerifiedReason, "signatures could not be read: ") || !strings.Contains(v.VerifiedReason, "manifest blob is corrupt") {
-		t.Errorf("verified %v, reason %q; want not verified, the signatures unreadable", v.Verified, v.VerifiedReason)
+	if v.Verified || v.VerifiedReason != "cannot read signature manifest: manifest blob is corrupt" || len(v.Signatures) != 1 || v.Signatures[0].Reason != v.VerifiedReason {
+		t.Errorf("verified %v, reason %q, signatures %+v; want not verified, the signature unreadable", v.Verified, v.VerifiedReason, v.Signatures)
 	}
 
 	src.set("", nil)

@@ -107,6 +107,18 @@ func (c *Catalog) reconcile(ctx context.Context, st *apiv1.ReconcileStatus, mu *
 	for k := range stored {
 		run(task{repo: k[0], tag: k[1]}) // gone from the registry: the worker confirms and removes
 	}
+	if !waitOrDone(ctx, &wg) {
+		return ctx.Err()
+	}
+	if listErr != nil {
+		return listErr
+	}
+	return ctx.Err()
+}
+
+// waitOrDone waits for wg unless ctx ends first, and reports whether wg
+// finished. When ctx ends first, wg's tasks may still be running.
+func waitOrDone(ctx context.Context, wg *sync.WaitGroup) bool {
 	waited := make(chan struct{})
 	go func() {
 		wg.Wait()
@@ -114,13 +126,10 @@ func (c *Catalog) reconcile(ctx context.Context, st *apiv1.ReconcileStatus, mu *
 	}()
 	select {
 	case <-waited:
+		return true
 	case <-ctx.Done():
-		return ctx.Err()
+		return false
 	}
-	if listErr != nil {
-		return listErr
-	}
-	return ctx.Err()
 }
 
 // reconcileStatus returns the last reconciliation's report.

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 
-	"github.com/sigstore/cosign/v2/pkg/cosign"
 	"oras.land/oras-go/v2/registry/remote/credentials"
 
 	"github.com/berth-registry/berth/client"
@@ -15,6 +13,7 @@ import (
 	"github.com/berth-registry/berth/pkgformat"
 	"github.com/berth-registry/berth/registry"
 	"github.com/berth-registry/berth/signing"
+	"github.com/berth-registry/berth/signing/signingtest"
 )
 
 // Sign a version by its tag, verify it, and pull it under a trust policy
@@ -27,25 +26,22 @@ func ExampleClient_Sign() {
 	defer stop()
 	ctx := context.Background()
 
-	// A cosign key pair, as cosign generate-key-pair writes it.
+	// A cosign key pair, as cosign generate-key-pair writes it: cosign.key,
+	// encrypted with a password, and cosign.pub.
 	dir, err := os.MkdirTemp("", "keys")
 	if err != nil {
 		panic(err)
 	}
 	defer os.RemoveAll(dir)
-	kb, err := cosign.GenerateKeyPair(func(bool) ([]byte, error) { return []byte("password"), nil })
+	keys, err := signingtest.WriteKeyPair(dir, "password")
 	if err != nil {
 		panic(err)
 	}
-	keyFile := filepath.Join(dir, "cosign.key")
-	if err := os.WriteFile(keyFile, kb.PrivateBytes, 0o600); err != nil {
-		panic(err)
-	}
-	signer, err := signing.LoadSigner(keyFile, []byte("password"))
+	signer, err := signing.LoadSigner(keys.PrivateFile, []byte("password"))
 	if err != nil {
 		panic(err)
 	}
-	key, err := signing.ParsePublicKey(kb.PublicBytes)
+	key, err := signing.LoadPublicKey(keys.PublicFile)
 	if err != nil {
 		panic(err)
 	}

@@ -4,52 +4,30 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
-	"github.com/sigstore/cosign/v2/pkg/cosign"
 
 	"github.com/berth-registry/berth/client/registrytest"
 	"github.com/berth-registry/berth/registry"
 	"github.com/berth-registry/berth/signing"
+	"github.com/berth-registry/berth/signing/signingtest"
 )
 
-// testKey is a cosign key pair written into a test's temporary directory.
+// testKey is a signingtest key pair with an empty password, under the
+// field names this file and promote_test.go use.
 type testKey struct {
 	signer *signing.Signer
 	public signing.Key
-	pub    string // the public key file
 }
 
-// newTestKey makes a cosign key pair with an empty password.
 func newTestKey(t *testing.T) testKey {
 	t.Helper()
-	kb, err := cosign.GenerateKeyPair(func(bool) ([]byte, error) { return nil, nil })
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	priv, pub := filepath.Join(dir, "cosign.key"), filepath.Join(dir, "cosign.pub")
-	if err := os.WriteFile(priv, kb.PrivateBytes, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(pub, kb.PublicBytes, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s, err := signing.LoadSigner(priv, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := signing.LoadPublicKey(pub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return testKey{signer: s, public: k, pub: pub}
+	k := signingtest.NewKeyPair(t, "")
+	return testKey{signer: k.Signer, public: k.Key}
 }
 
 // policyOf is a trust policy with one rule.

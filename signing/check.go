@@ -54,8 +54,15 @@ const (
 	maxPayloadBytes = 16 << 20
 )
 
-// ErrNotFound is what a Fetcher returns (wrapped) for a tag that does not exist.
-var ErrNotFound = errors.New("not found")
+// Errors a Fetcher wraps.
+var (
+	// ErrNotFound: the tag, manifest or blob does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrUnavailable: the registry could not be read this time; trying
+	// again may succeed. A signature whose manifest or payload cannot be
+	// read for any other reason is not verified, and says why.
+	ErrUnavailable = errors.New("registry unavailable")
+)
 
 // Fetcher reads the registry a version lives in.
 type Fetcher interface {
@@ -257,11 +264,13 @@ func (v *verifier) manifest(ctx context.Context, c candidate) ([]Signature, erro
 		return []Signature{{Digest: c.digest, Kind: c.kind, PredicateType: c.predicateHint(), Reason: fmt.Sprintf(format, args...)}}
 	}
 	_, payload, err := v.f.Manifest(ctx, v.repo, c.digest)
-	if errors.Is(err, ErrNotFound) {
+	switch {
+	case errors.Is(err, ErrNotFound):
 		return bad("signature manifest %s is gone", c.digest), nil
-	}
-	if err != nil {
+	case err != nil && transient(ctx, err):
 		return nil, fmt.Errorf("%s@%s: %w", v.repo, c.digest, err)
+	case err != nil:
+		return bad("cannot read signature manifest: %v", err), nil
 	}
 	if len(payload) > maxManifestBytes {
 		return bad("not a cosign signature manifest: %d bytes", len(payload)), nil
@@ -317,18 +326,27 @@ func (v *verifier) payload(ctx context.Context, l ocispec.Descriptor) ([]byte, s
 	if errors.Is(err, ErrNotFound) {
 		return nil, fmt.Sprintf("payload blob %s is missing", l.Digest), nil
 	}
-	if err != nil {
-		return nil, "", fmt.Errorf("%s: blob %s: %w", v.repo, l.Digest, err)
+	var b []byte
+	if err == nil {
+		b, err = io.ReadAll(io.LimitReader(rc, maxPayloadBytes+1))
+		rc.Close()
 	}
-	defer rc.Close()
-	b, err := io.ReadAll(io.LimitReader(rc, maxPayloadBytes+1))
-	if err != nil {
+	switch {
+	case err != nil && transient(ctx, err):
 		return nil, "", fmt.Errorf("%s: blob %s: %w", v.repo, l.Digest, err)
+	case err != nil:
+		return nil, fmt.Sprintf("cannot read payload blob: %v", err), nil
 	}
 	if l.Digest.Algorithm().Available() && l.Digest.Algorithm().FromBytes(b) != l.Digest {
 		return nil, fmt.Sprintf("payload blob does not match its digest %s", l.Digest), nil
 	}
 	return b, "", nil
+}
+
+// transient reports whether a read failed for now (the registry did not
+// answer, or the check was cancelled) rather than for good.
+func transient(ctx context.Context, err error) bool {
+	return errors.Is(err, ErrUnavailable) || ctx.Err() != nil
 }
 
 // untrusted is the reason of a signature no trusted key verifies.

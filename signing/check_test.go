@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -28,6 +29,8 @@ type fakeRegistry struct {
 	blobs     map[string][]byte
 	referrers []ocispec.Descriptor
 	failing   error
+	// unreadable makes reading these manifests and blobs fail with the error.
+	unreadable map[string]error
 }
 
 func newFake() *fakeRegistry {
@@ -46,6 +49,9 @@ func (f *fakeRegistry) Resolve(_ context.Context, _, tag string) (string, error)
 }
 
 func (f *fakeRegistry) Manifest(_ context.Context, _, d string) (string, []byte, error) {
+	if err := f.unreadable[d]; err != nil {
+		return "", nil, err
+	}
 	b, ok := f.manifests[d]
 	if !ok {
 		return "", nil, fmt.Errorf("manifest %s: %w", d, ErrNotFound)
@@ -54,6 +60,9 @@ func (f *fakeRegistry) Manifest(_ context.Context, _, d string) (string, []byte,
 }
 
 func (f *fakeRegistry) Blob(_ context.Context, _, d string) (io.ReadCloser, error) {
+	if err := f.unreadable[d]; err != nil {
+		return nil, err
+	}
 	b, ok := f.blobs[d]
 	if !ok {
 		return nil, fmt.Errorf("blob %s: %w", d, ErrNotFound)
@@ -373,6 +382,48 @@ func TestCheckAttestations(t *testing.T) {
 		if a.Verified && a.KeyID != trustedKey.ID {
 			t.Errorf("attestation %d verified by %q", i, a.KeyID)
 		}
+	}
+}
+
+func TestCheckUnreadableSignatures(t *testing.T) {
+	dir := t.TempDir()
+	trusted, trustedKey := keyPair(t, dir, "trusted")
+	subject := digest.FromString("the version")
+	subjectDesc := &ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: subject, Size: 100}
+	policy := NewPolicyOf(Rule{Repositories: []string{"stable/*"}, Keys: []Key{trustedKey}})
+	body := cosignPayload(t, subject)
+
+	// A referrer the registry refuses to serve (too large, say) is one
+	// unverified signature; the good signature under the tag still counts.
+	f := newFake()
+	f.tags[SignatureTag(subject)] = f.manifest("", nil, f.sigLayer(body, sign(t, trusted, body))).Digest.String()
+	huge := f.manifest(SignatureArtifactType, subjectDesc, f.sigLayer(body, sign(t, trusted, body)))
+	f.referrers = append(f.referrers, huge)
+	f.unreadable = map[string]error{huge.Digest.String(): errors.New("manifest of 9999999 bytes is over the limit")}
+	rep, err := Check(context.Background(), f, policy, repo, subject.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Verified() || len(rep.Signatures) != 2 || !strings.Contains(rep.Signatures[1].Reason, "cannot read signature manifest: manifest of 9999999 bytes") {
+		t.Errorf("with one unreadable referrer: verified %v, signatures %+v", rep.Verified(), rep.Signatures)
+	}
+
+	// An unreadable payload blob likewise.
+	f = newFake()
+	l := f.sigLayer(body, sign(t, trusted, body))
+	f.tags[SignatureTag(subject)] = f.manifest("", nil, l).Digest.String()
+	f.unreadable = map[string]error{l.Digest.String(): errors.New("blob refused")}
+	if rep, err = Check(context.Background(), f, policy, repo, subject.String()); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Verified() || !strings.Contains(rep.Reason(), "cannot read payload blob: blob refused") {
+		t.Errorf("with an unreadable payload: verified %v, reason %q", rep.Verified(), rep.Reason())
+	}
+
+	// The registry being unavailable fails the check instead: no verdict.
+	f.unreadable = map[string]error{l.Digest.String(): fmt.Errorf("connection reset: %w", ErrUnavailable)}
+	if _, err := Check(context.Background(), f, policy, repo, subject.String()); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("Check with the registry unavailable = %v, want ErrUnavailable", err)
 	}
 }
 

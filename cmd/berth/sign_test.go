@@ -10,7 +10,6 @@ import (
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
-	"github.com/sigstore/cosign/v2/pkg/cosign"
 	"oras.land/oras-go/v2"
 	orasregistry "oras.land/oras-go/v2/registry"
 	"oras.land/oras-go/v2/registry/remote"
@@ -19,42 +18,11 @@ import (
 	"github.com/berth-registry/berth/client/registrytest"
 	"github.com/berth-registry/berth/registry"
 	"github.com/berth-registry/berth/signing"
+	"github.com/berth-registry/berth/signing/signingtest"
 )
 
 // testPassword is the password of the keys the tests make.
 const testPassword = "s3cret"
-
-// cliKey is a cosign key pair in files.
-type cliKey struct {
-	key, pub, id string
-}
-
-// newCLIKey writes cosign.key (encrypted with testPassword) and cosign.pub
-// into a new directory under dir.
-func newCLIKey(t *testing.T, dir, name string) cliKey {
-	t.Helper()
-	kb, err := cosign.GenerateKeyPair(func(bool) ([]byte, error) { return []byte(testPassword), nil })
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := filepath.Join(dir, name)
-	if err := os.MkdirAll(d, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	k := cliKey{key: filepath.Join(d, "cosign.key"), pub: filepath.Join(d, "cosign.pub")}
-	if err := os.WriteFile(k.key, kb.PrivateBytes, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(k.pub, kb.PublicBytes, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	pub, err := signing.LoadPublicKey(k.pub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k.id = pub.ID
-	return k
-}
 
 // signingRegistry starts berth's registry; when requireKey is set, tags in
 // stable/* need a signature by it, as berth serve's trust policy does.
@@ -98,7 +66,7 @@ func pushChart(t *testing.T, dir, host, repo, version string) string {
 
 // writePolicy writes a client trust policy file into a new directory of
 // dir, with the key files copied next to it and named relatively.
-func writePolicy(t *testing.T, dir, name, glob string, require bool, keys ...cliKey) string {
+func writePolicy(t *testing.T, dir, name, glob string, require bool, keys ...signingtest.KeyPair) string {
 	t.Helper()
 	d := filepath.Join(dir, name)
 	if err := os.MkdirAll(d, 0o755); err != nil {
@@ -106,7 +74,7 @@ func writePolicy(t *testing.T, dir, name, glob string, require bool, keys ...cli
 	}
 	var files []string
 	for i, k := range keys {
-		b, err := os.ReadFile(k.pub)
+		b, err := os.ReadFile(k.PublicFile)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -139,7 +107,7 @@ func TestSignVerifyCmd(t *testing.T) {
 	dir := setup(t)
 	t.Setenv(signing.PasswordEnv, testPassword)
 	host := signingRegistry(t, "")
-	key, other := newCLIKey(t, dir, "key"), newCLIKey(t, dir, "other")
+	key, other := signingtest.NewKeyPair(t, testPassword), signingtest.NewKeyPair(t, testPassword)
 	d := map[string]string{}
 	for _, v := range []string{"1.0.0", "2.0.0", "3.0.0", "4.0.0", "5.0.0"} {
 		d[v] = pushChart(t, dir, host, "charts/demo", v)
@@ -147,18 +115,18 @@ func TestSignVerifyCmd(t *testing.T) {
 	ref := func(v string) string { return host + "/charts/demo:" + v }
 
 	// A tag is resolved and its digest signed.
-	out := mustBerth(t, "sign", ref("1.0.0"), "--key", key.key)
-	want := "Signed " + host + "/charts/demo@" + d["1.0.0"] + " (resolved from 1.0.0)\nKey:       " + key.id +
+	out := mustBerth(t, "sign", ref("1.0.0"), "--key", key.PrivateFile)
+	want := "Signed " + host + "/charts/demo@" + d["1.0.0"] + " (resolved from 1.0.0)\nKey:       " + key.Key.ID +
 		"\nStored as: tag " + signing.SignatureTag(digest.Digest(d["1.0.0"])) + "\n"
 	if out != want {
 		t.Errorf("sign output:\n%s\nwant:\n%s", out, want)
 	}
 	var signed signResult
-	decode(t, mustBerth(t, "sign", ref("2.0.0"), "--key", key.key, "--referrer", "-a", "ci=42", "--format", "json"), &signed)
-	if signed != (signResult{Reference: host + "/charts/demo@" + d["2.0.0"], Digest: d["2.0.0"], ResolvedFrom: "2.0.0", KeyID: key.id, Kind: "referrer"}) {
+	decode(t, mustBerth(t, "sign", ref("2.0.0"), "--key", key.PrivateFile, "--referrer", "-a", "ci=42", "--format", "json"), &signed)
+	if signed != (signResult{Reference: host + "/charts/demo@" + d["2.0.0"], Digest: d["2.0.0"], ResolvedFrom: "2.0.0", KeyID: key.Key.ID, Kind: "referrer"}) {
 		t.Errorf("sign json: %+v", signed)
 	}
-	out = mustBerth(t, "sign", host+"/charts/demo@"+d["5.0.0"], "--key", key.key)
+	out = mustBerth(t, "sign", host+"/charts/demo@"+d["5.0.0"], "--key", key.PrivateFile)
 	if !strings.HasPrefix(out, "Signed "+host+"/charts/demo@"+d["5.0.0"]+"\n") {
 		t.Errorf("sign by digest:\n%s", out)
 	}
@@ -183,32 +151,32 @@ func TestSignVerifyCmd(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	out = mustBerth(t, "verify", ref("1.0.0"), "--key", key.pub)
+	out = mustBerth(t, "verify", ref("1.0.0"), "--key", key.PublicFile)
 	sigDigest, err := repo.Resolve(ctx, signing.SignatureTag(digest.Digest(d["1.0.0"])))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want = "Verified " + ref("1.0.0") + " (" + d["1.0.0"] + "): signed by " + key.id + "\n\n" +
+	want = "Verified " + ref("1.0.0") + " (" + d["1.0.0"] + "): signed by " + key.Key.ID + "\n\n" +
 		"TYPE       DIGEST               KIND  KEY                      VERIFIED  REASON\n" +
-		"signature  " + shortDigest(sigDigest.Digest.String()) + "  tag   " + shortKeyID(key.id) + "  yes       \n"
+		"signature  " + shortDigest(sigDigest.Digest.String()) + "  tag   " + shortKeyID(key.Key.ID) + "  yes       \n"
 	if out != want {
 		t.Errorf("verify output:\n%s\nwant:\n%s", out, want)
 	}
 	var res verifyResult
-	decode(t, mustBerth(t, "verify", ref("2.0.0"), "--key", other.pub, "--key", key.pub, "--format", "json"), &res)
-	if !res.Verified || res.SignedBy != key.id || res.Digest != d["2.0.0"] || len(res.Signatures) != 1 ||
-		res.Signatures[0].Kind != "referrer" || res.Signatures[0].KeyID != key.id || res.Attestations == nil {
+	decode(t, mustBerth(t, "verify", ref("2.0.0"), "--key", other.PublicFile, "--key", key.PublicFile, "--format", "json"), &res)
+	if !res.Verified || res.SignedBy != key.Key.ID || res.Digest != d["2.0.0"] || len(res.Signatures) != 1 ||
+		res.Signatures[0].Kind != "referrer" || res.Signatures[0].KeyID != key.Key.ID || res.Attestations == nil {
 		t.Errorf("verify json: %+v", res)
 	}
 
 	failures := []struct {
 		version, key, want string
 	}{
-		{"1.0.0", other.pub, "not signed by a key trusted for charts/demo"},
-		{"2.0.0", other.pub, "not signed by a key trusted for charts/demo"},
-		{"3.0.0", key.pub, "no signature"},
-		{"4.0.0", key.pub, "payload digest mismatch: the signature is for " + d["1.0.0"]},
-		{"5.0.0", key.pub, "bad signature"},
+		{"1.0.0", other.PublicFile, "not signed by a key trusted for charts/demo"},
+		{"2.0.0", other.PublicFile, "not signed by a key trusted for charts/demo"},
+		{"3.0.0", key.PublicFile, "no signature"},
+		{"4.0.0", key.PublicFile, "payload digest mismatch: the signature is for " + d["1.0.0"]},
+		{"5.0.0", key.PublicFile, "bad signature"},
 	}
 	for _, f := range failures {
 		stdout, stderr := wantFail(t, "Error: verify "+ref(f.version)+": "+d[f.version]+" is not verified: "+f.want, "verify", ref(f.version), "--key", f.key)
@@ -238,7 +206,7 @@ func TestSignVerifyCmd(t *testing.T) {
 	if err := os.MkdirAll(filepath.Dir(defaultPolicy), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(defaultPolicy, []byte("policies:\n  - repositories: [\"charts/*\"]\n    keys: [\""+other.pub+"\"]\n"), 0o644); err != nil {
+	if err := os.WriteFile(defaultPolicy, []byte("policies:\n  - repositories: [\"charts/*\"]\n    keys: [\""+other.PublicFile+"\"]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	wantFail(t, "not signed by a key trusted for charts/demo", "verify", ref("1.0.0"))
@@ -248,7 +216,7 @@ func TestPullTrustCmd(t *testing.T) {
 	dir := setup(t)
 	t.Setenv(signing.PasswordEnv, testPassword)
 	host := signingRegistry(t, "")
-	key, other := newCLIKey(t, dir, "key"), newCLIKey(t, dir, "other")
+	key, other := signingtest.NewKeyPair(t, testPassword), signingtest.NewKeyPair(t, testPassword)
 	for _, repo := range []string{"stable/demo", "relaxed/demo", "open/demo"} {
 		pushChart(t, dir, host, repo, "1.0.0")
 	}
@@ -260,9 +228,9 @@ func TestPullTrustCmd(t *testing.T) {
 	// Unsigned, then signed by another key: refused, nothing written.
 	refused := "Error: pull " + stable + ": refused: no signature verified by the trust policy for stable/*: "
 	wantFail(t, refused+"no signature", "pull", stable, "--trust-policy", strict, "-o", out)
-	mustBerth(t, "sign", stable, "--key", other.key)
+	mustBerth(t, "sign", stable, "--key", other.PrivateFile)
 	wantFail(t, refused+"not signed by a key trusted for stable/demo", "pull", stable, "--trust-policy", strict, "-o", out)
-	wantFail(t, "refused", "pull", stable, "--key", key.pub, "-o", out)
+	wantFail(t, "refused", "pull", stable, "--key", key.PublicFile, "-o", out)
 	wantFail(t, "refused", "pull", stable, "--trust-policy", strict, "--tarball", "-o", out)
 	t.Setenv(trustPolicyEnv, strict)
 	wantFail(t, refused, "pull", stable, "-o", out)
@@ -271,14 +239,14 @@ func TestPullTrustCmd(t *testing.T) {
 	}
 
 	// Signed by the trusted key.
-	mustBerth(t, "sign", stable, "--key", key.key, "--referrer")
+	mustBerth(t, "sign", stable, "--key", key.PrivateFile, "--referrer")
 	var res pullResult
 	decode(t, mustBerth(t, "pull", stable, "-o", out, "--format", "json"), &res)
-	if !res.Verified || res.SignedBy != key.id || res.Files != 3 {
+	if !res.Verified || res.SignedBy != key.Key.ID || res.Files != 3 {
 		t.Errorf("pull json: %+v", res)
 	}
-	text := mustBerth(t, "pull", stable, "--key", key.pub, "--key", other.pub, "--tarball", "-o", out)
-	if !strings.Contains(text, "Verified: signed by "+other.id+"\n") { // other's tag signature comes first
+	text := mustBerth(t, "pull", stable, "--key", key.PublicFile, "--key", other.PublicFile, "--tarball", "-o", out)
+	if !strings.Contains(text, "Verified: signed by "+other.Key.ID+"\n") { // other's tag signature comes first
 		t.Errorf("pull output:\n%s", text)
 	}
 
@@ -299,7 +267,7 @@ func TestPullTrustCmd(t *testing.T) {
 	if err := os.MkdirAll(filepath.Dir(defaultPolicy), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(defaultPolicy, []byte("policies:\n  - repositories: [\"open/*\"]\n    keys: [\""+key.pub+"\"]\n    require: true\n"), 0o644); err != nil {
+	if err := os.WriteFile(defaultPolicy, []byte("policies:\n  - repositories: [\"open/*\"]\n    keys: [\""+key.PublicFile+"\"]\n    require: true\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	wantFail(t, "pull "+host+"/open/demo:1.0.0: refused: no signature verified by the trust policy for open/*: no signature", "pull", host+"/open/demo:1.0.0")
@@ -332,13 +300,13 @@ func TestPullTrustCmd(t *testing.T) {
 func TestPromoteCmd(t *testing.T) {
 	dir := setup(t)
 	t.Setenv(signing.PasswordEnv, testPassword)
-	key, other := newCLIKey(t, dir, "key"), newCLIKey(t, dir, "other")
-	host := signingRegistry(t, key.pub)
+	key, other := signingtest.NewKeyPair(t, testPassword), signingtest.NewKeyPair(t, testPassword)
+	host := signingRegistry(t, key.PublicFile)
 	d1 := pushChart(t, dir, host, "incubator/demo", "1.0.0")
-	mustBerth(t, "sign", host+"/incubator/demo:1.0.0", "--key", key.key)
-	mustBerth(t, "sign", host+"/incubator/demo:1.0.0", "--key", key.key, "--referrer")
+	mustBerth(t, "sign", host+"/incubator/demo:1.0.0", "--key", key.PrivateFile)
+	mustBerth(t, "sign", host+"/incubator/demo:1.0.0", "--key", key.PrivateFile, "--referrer")
 	// The referrer is in incubator only.
-	code, _, _ := berth(t, "verify", host+"/stable/demo@"+d1, "--key", key.pub)
+	code, _, _ := berth(t, "verify", host+"/stable/demo@"+d1, "--key", key.PublicFile)
 	if code != 1 {
 		t.Fatalf("stable has the version before its promotion")
 	}
@@ -356,7 +324,7 @@ func TestPromoteCmd(t *testing.T) {
 		}
 	}
 	var res verifyResult
-	decode(t, mustBerth(t, "verify", host+"/stable/demo:1.0.0", "--key", key.pub, "--format", "json"), &res)
+	decode(t, mustBerth(t, "verify", host+"/stable/demo:1.0.0", "--key", key.PublicFile, "--format", "json"), &res)
 	kinds := map[string]bool{}
 	for _, s := range res.Signatures {
 		kinds[s.Kind] = kinds[s.Kind] || s.Verified
@@ -375,7 +343,7 @@ func TestPromoteCmd(t *testing.T) {
 	d2 := pushChart(t, dir, host, "incubator/demo", "2.0.0")
 	wantFail(t, "Error: promote "+host+"/incubator/demo:2.0.0 → "+host+"/stable/demo: refused by the registry: stable/demo:2.0.0: "+d2+
 		" has no signature verified by the trust policy for stable/* (no signature)", "promote", host+"/incubator/demo:2.0.0", host+"/stable/demo")
-	mustBerth(t, "sign", host+"/incubator/demo:2.0.0", "--key", other.key)
+	mustBerth(t, "sign", host+"/incubator/demo:2.0.0", "--key", other.PrivateFile)
 	wantFail(t, "refused by the registry: stable/demo:2.0.0: "+d2+" has no signature verified by the trust policy for stable/* (not signed by a key trusted for stable/demo",
 		"promote", host+"/incubator/demo:2.0.0", host+"/stable/demo")
 
@@ -387,9 +355,9 @@ func TestPromoteCmd(t *testing.T) {
 	if _, err := orasRepo(host, "stable/demo").Resolve(context.Background(), d3); err == nil {
 		t.Error("a promotion the client refused copied the manifest")
 	}
-	mustBerth(t, "sign", host+"/incubator/demo:3.0.0", "--key", key.key)
+	mustBerth(t, "sign", host+"/incubator/demo:3.0.0", "--key", key.PrivateFile)
 	decode(t, mustBerth(t, "promote", host+"/incubator/demo:3.0.0", host+"/stable/demo", "--trust-policy", policy, "--format", "json"), &promoted)
-	if promoted.Verified == nil || !*promoted.Verified || promoted.SignedBy != key.id {
+	if promoted.Verified == nil || !*promoted.Verified || promoted.SignedBy != key.Key.ID {
 		t.Errorf("promote json under a policy: %+v", promoted)
 	}
 }
@@ -397,37 +365,37 @@ func TestPromoteCmd(t *testing.T) {
 func TestPushSignedCmd(t *testing.T) {
 	dir := setup(t)
 	t.Setenv(signing.PasswordEnv, testPassword)
-	key := newCLIKey(t, dir, "key")
-	host := signingRegistry(t, key.pub)
+	key := signingtest.NewKeyPair(t, testPassword)
+	host := signingRegistry(t, key.PublicFile)
 	chart := writeChart(t, dir, "demo", "1.0.0")
 
 	wantFail(t, "Error: push "+host+"/stable/demo:1.0.0: denied: stable/demo:1.0.0: ", "push", chart, host+"/stable/demo")
-	out := mustBerth(t, "push", chart, host+"/stable/demo", "--key", key.key)
-	if !strings.Contains(out, "Pushed "+host+"/stable/demo:1.0.0\nDigest: sha256:") || !strings.HasSuffix(out, "Signed: by "+key.id+"\n") {
+	out := mustBerth(t, "push", chart, host+"/stable/demo", "--key", key.PrivateFile)
+	if !strings.Contains(out, "Pushed "+host+"/stable/demo:1.0.0\nDigest: sha256:") || !strings.HasSuffix(out, "Signed: by "+key.Key.ID+"\n") {
 		t.Errorf("push --key output:\n%s", out)
 	}
 	var pushed pushResult
-	decode(t, mustBerth(t, "push", chart, host+"/stable/demo:1.0.0", "--key", key.key, "--referrer", "--format", "json"), &pushed)
-	if pushed.SignedBy != key.id || pushed.Reference != host+"/stable/demo:1.0.0" {
+	decode(t, mustBerth(t, "push", chart, host+"/stable/demo:1.0.0", "--key", key.PrivateFile, "--referrer", "--format", "json"), &pushed)
+	if pushed.SignedBy != key.Key.ID || pushed.Reference != host+"/stable/demo:1.0.0" {
 		t.Errorf("push --key json: %+v", pushed)
 	}
-	mustBerth(t, "verify", host+"/stable/demo:1.0.0", "--key", key.pub)
+	mustBerth(t, "verify", host+"/stable/demo:1.0.0", "--key", key.PublicFile)
 
 	// A folder of versions: each signed before its tag.
 	bundles := filepath.Join(dir, "bundles")
 	writeBundles(t, bundles)
 	var res struct{ Packages []pushedPackage }
-	decode(t, mustBerth(t, "push", bundles, host+"/stable", "--key", key.key, "--format", "json"), &res)
-	if len(res.Packages) != 2 || res.Packages[0].SignedBy != key.id || res.Packages[1].SignedBy != key.id || res.Packages[1].Error != "" {
+	decode(t, mustBerth(t, "push", bundles, host+"/stable", "--key", key.PrivateFile, "--format", "json"), &res)
+	if len(res.Packages) != 2 || res.Packages[0].SignedBy != key.Key.ID || res.Packages[1].SignedBy != key.Key.ID || res.Packages[1].Error != "" {
 		t.Errorf("push of a folder with --key: %+v", res)
 	}
-	mustBerth(t, "verify", host+"/stable/etcd:0.9.4", "--key", key.pub)
+	mustBerth(t, "verify", host+"/stable/etcd:0.9.4", "--key", key.PublicFile)
 }
 
 func TestSigningCmdErrors(t *testing.T) {
 	dir := setup(t)
 	host := signingRegistry(t, "")
-	key := newCLIKey(t, dir, "key")
+	key := signingtest.NewKeyPair(t, testPassword)
 	d := pushChart(t, dir, host, "charts/demo", "1.0.0")
 	notPEM := filepath.Join(dir, "notes.txt")
 	if err := os.WriteFile(notPEM, []byte("hello\n"), 0o644); err != nil {
@@ -445,22 +413,22 @@ func TestSigningCmdErrors(t *testing.T) {
 		{testPassword, []string{"sign", ref}, "--key is required"},
 		{testPassword, []string{"sign", ref, "--key", missing}, "--key: stat " + missing + ": no such file or directory"},
 		{testPassword, []string{"sign", ref, "--key", notPEM}, "--key: " + notPEM + ": not a cosign private key"},
-		{testPassword, []string{"sign", ref, "--key", key.pub}, "--key: " + key.pub + ": not a cosign private key"},
-		{"wrong", []string{"sign", ref, "--key", key.key}, "--key: " + key.key + ": cannot decrypt the private key: wrong password (set COSIGN_PASSWORD)"},
-		{"", []string{"sign", ref, "--key", key.key}, "wrong password (set COSIGN_PASSWORD)"},
-		{testPassword, []string{"sign", host + "/charts/demo:9.9.9", "--key", key.key}, "Error: sign " + host + "/charts/demo:9.9.9: not found"},
-		{testPassword, []string{"sign", host + "/charts/demo", "--key", key.key}, "has no version"},
-		{testPassword, []string{"sign", "kafka:1.0.0", "--key", key.key}, "invalid reference"},
-		{testPassword, []string{"sign", ref, "--key", key.key, "-a", "novalue"}, `-a "novalue": want key=value`},
+		{testPassword, []string{"sign", ref, "--key", key.PublicFile}, "--key: " + key.PublicFile + ": not a cosign private key"},
+		{"wrong", []string{"sign", ref, "--key", key.PrivateFile}, "--key: " + key.PrivateFile + ": cannot decrypt the private key: wrong password (set COSIGN_PASSWORD)"},
+		{"", []string{"sign", ref, "--key", key.PrivateFile}, "wrong password (set COSIGN_PASSWORD)"},
+		{testPassword, []string{"sign", host + "/charts/demo:9.9.9", "--key", key.PrivateFile}, "Error: sign " + host + "/charts/demo:9.9.9: not found"},
+		{testPassword, []string{"sign", host + "/charts/demo", "--key", key.PrivateFile}, "has no version"},
+		{testPassword, []string{"sign", "kafka:1.0.0", "--key", key.PrivateFile}, "invalid reference"},
+		{testPassword, []string{"sign", ref, "--key", key.PrivateFile, "-a", "novalue"}, `-a "novalue": want key=value`},
 		{testPassword, []string{"verify", ref}, "no key to verify with"},
 		{testPassword, []string{"verify", ref, "--key", missing}, "--key: open " + missing + ": no such file or directory"},
 		{testPassword, []string{"verify", ref, "--key", notPEM}, "--key: " + notPEM + ": not a PEM public key"},
-		{testPassword, []string{"verify", ref, "--key", key.key}, "not a PEM public key"},
-		{testPassword, []string{"verify", ref, "--key", key.pub, "--trust-policy", notPEM}, "give --key or --trust-policy, not both"},
-		{testPassword, []string{"verify", host + "/Charts/demo:1.0.0", "--key", key.pub}, `namespace "Charts" must be lower case`},
+		{testPassword, []string{"verify", ref, "--key", key.PrivateFile}, "not a PEM public key"},
+		{testPassword, []string{"verify", ref, "--key", key.PublicFile, "--trust-policy", notPEM}, "give --key or --trust-policy, not both"},
+		{testPassword, []string{"verify", host + "/Charts/demo:1.0.0", "--key", key.PublicFile}, `namespace "Charts" must be lower case`},
 		{testPassword, []string{"verify", ref, "--trust-policy", notPEM}, "trust policy " + notPEM + ": yaml:"},
 		{testPassword, []string{"pull", ref, "--key", missing}, "--key: open " + missing},
-		{testPassword, []string{"pull", ref, "--key", key.pub, "--trust-policy", notPEM}, "not both"},
+		{testPassword, []string{"pull", ref, "--key", key.PublicFile, "--trust-policy", notPEM}, "not both"},
 		{testPassword, []string{"promote", ref}, "accepts 2 arg(s), received 1"},
 		{testPassword, []string{"promote", host + "/charts/demo", host + "/stable/demo"}, `SRC "` + host + `/charts/demo" has no version`},
 		{testPassword, []string{"promote", "charts/demo:1.0.0", host + "/stable/demo"}, "invalid reference"},
@@ -472,7 +440,7 @@ func TestSigningCmdErrors(t *testing.T) {
 		{testPassword, []string{"promote", ref, host + "/stable/demo", "--trust-policy", missing}, "trust policy: open " + missing},
 		{testPassword, []string{"push", chart, host + "/charts/demo", "--referrer"}, "--referrer needs --key"},
 		{testPassword, []string{"push", chart, host + "/charts/demo", "--key", missing}, "--key: stat " + missing},
-		{"wrong", []string{"push", chart, host + "/charts/demo", "--key", key.key}, "wrong password"},
+		{"wrong", []string{"push", chart, host + "/charts/demo", "--key", key.PrivateFile}, "wrong password"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

@@ -19,37 +19,7 @@ import (
 // reconciliation is searchable through the events alone, and a deletion
 // follows the same way.
 func TestSplitCatalogFollowsUpstreamRegistry(t *testing.T) {
-	requireTool(t, "distribution's registry", registryBin)
-	regAddr, catAddr := freeAddr(t), freeAddr(t)
-	dir := t.TempDir()
-	cfg := fmt.Sprintf(`version: 0.1
-log: {level: warn}
-storage:
-  filesystem: {rootdirectory: %s}
-  delete: {enabled: true}
-http: {addr: %s, secret: test}
-notifications:
-  endpoints:
-    - name: berth
-      url: http://%s/events
-      timeout: 2s
-      threshold: 10
-      backoff: 100ms
-`, filepath.Join(dir, "registry"), regAddr, catAddr)
-	cfgFile := filepath.Join(dir, "registry.yml")
-	if err := os.WriteFile(cfgFile, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	reg := exec.Command(registryBin, "serve", cfgFile)
-	if err := reg.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { reg.Process.Kill(); reg.Wait() })
-	waitHTTP(t, "http://"+regAddr+"/v2/")
-
-	cat := startProcess(t, "", "serve", "catalog", "--addr", catAddr, "--data", filepath.Join(dir, "catalog"),
-		"--registry", "http://"+regAddr)
-	waitReconciled(t, cat, 1)
+	regAddr, cat := startSplit(t)
 
 	r := berth(t, "", "push", kudoFixture(t, "kafka", "2.5.1-1.3.2"), regAddr+"/kudo/kafka", "--format", "json")
 	if r.code != 0 {
@@ -79,6 +49,75 @@ notifications:
 		return getJSON(t, cat, "/api/v1/packages/kudo/kafka", &p) == http.StatusOK && len(p.Versions) == 0 ||
 			getJSON(t, cat, "/api/v1/packages/kudo/kafka", &p) == http.StatusNotFound
 	})
+}
+
+// startSplit starts distribution's registry binary, sending its
+// notifications to a `berth serve catalog` started with the extra args, and
+// waits until the catalog's start-up reconciliation is done.
+func startSplit(t *testing.T, args ...string) (string, *server) {
+	t.Helper()
+	requireTool(t, "distribution's registry", registryBin)
+	regAddr, catAddr := freeAddr(t), freeAddr(t)
+	dir := t.TempDir()
+	cfg := fmt.Sprintf(`version: 0.1
+log: {level: warn}
+storage:
+  filesystem: {rootdirectory: %s}
+  delete: {enabled: true}
+http: {addr: %s, secret: test}
+notifications:
+  endpoints:
+    - name: berth
+      url: http://%s/events
+      timeout: 2s
+      threshold: 10
+      backoff: 100ms
+`, filepath.Join(dir, "registry"), regAddr, catAddr)
+	cfgFile := filepath.Join(dir, "registry.yml")
+	if err := os.WriteFile(cfgFile, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reg := exec.Command(registryBin, "serve", cfgFile)
+	if err := reg.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reg.Process.Kill(); reg.Wait() })
+	waitHTTP(t, "http://"+regAddr+"/v2/")
+
+	cat := startProcess(t, "", append([]string{"serve", "catalog", "--addr", catAddr, "--data", filepath.Join(dir, "catalog"),
+		"--registry", "http://" + regAddr}, args...)...)
+	waitReconciled(t, cat, 1)
+	return regAddr, cat
+}
+
+// TestSplitCatalogVerifiesSignatures: following a registry without the
+// referrers API, the catalog verifies cosign's tag-scheme signatures and
+// the referrer signatures cosign stores under the referrers tag schema.
+func TestSplitCatalogVerifiesSignatures(t *testing.T) {
+	kp := cosignKeyPair(t)
+	regAddr, cat := startSplit(t, "--config", trustConfig(t, policy("*/kafka", kp.pub, false)))
+	for _, tc := range []struct {
+		repo string
+		args []string
+		kind string
+	}{
+		{"tagged/kafka", nil, "tag"},
+		{"referred/kafka", []string{"--registry-referrers-mode=oci-1-1"}, "referrer"},
+	} {
+		d := digestOf(t, berth(t, "", "push", kudoFixture(t, "kafka", "2.5.1-1.3.2"), regAddr+"/"+tc.repo, "--format", "json").stdout)
+		waitUntil(t, cat, tc.repo+" to be indexed", func() bool {
+			_, code := versionDoc(t, cat, tc.repo, "2.5.1_1.3.2")
+			return code == http.StatusOK
+		})
+		args := append([]string{"sign", "--key", kp.key, "--tlog-upload=false", "--yes"}, tc.args...)
+		if r := runEnv(t, []string{"COSIGN_EXPERIMENTAL=1"}, cosignBin, append(args, regAddr+"/"+tc.repo+"@"+d)...); r.code != 0 {
+			t.Fatalf("cosign sign %v: %s", tc.args, r.stderr)
+		}
+		v := waitVerified(t, cat, tc.repo, "2.5.1_1.3.2", true, nil)
+		if len(v.Signatures) != 1 || v.Signatures[0].Kind != tc.kind || v.Signatures[0].KeyID != kp.id {
+			t.Errorf("%s: signatures %+v, want one %s signature by %s", tc.repo, v.Signatures, tc.kind, kp.id)
+		}
+	}
 }
 
 // freeAddr returns a loopback address with a port that was free a moment ago.

@@ -166,6 +166,9 @@ type SignOptions struct {
 	Referrer bool
 	// Annotations are signed with the payload (cosign sign -a key=value).
 	Annotations map[string]string
+	// TLog is the URL of a transparency log (Rekor) to record the signature
+	// in; empty: offline.
+	TLog string
 }
 
 // Sign signs the version ref names with s, as cosign sign --key does
@@ -205,6 +208,7 @@ func (c *Client) sign(ctx context.Context, ref Reference, d digest.Digest, s *si
 		Annotations: annotations,
 		Remote:      c.ggcrOptions(),
 		Insecure:    c.PlainHTTP(ref.Registry),
+		TLog:        opts.TLog,
 	})
 	if err != nil {
 		return fmt.Errorf("sign %s: %w", pinned, err)

@@ -56,6 +56,11 @@ type TrustPolicy struct {
 	// Require refuses a version tag unless its digest has a signature
 	// verified by one of Keys, and makes berth pull refuse unverified versions.
 	Require bool `yaml:"require"`
+	// TLogKeys are files holding the PEM public keys of transparency logs
+	// (Rekor). When set, a signature is trusted only with an entry of one
+	// of these logs (cosign's bundle), checked offline. Default: none, and
+	// signatures need no log entry (the air-gapped case).
+	TLogKeys []string `yaml:"tlogKeys"`
 }
 
 // Log configures the server's structured log.
@@ -246,6 +251,11 @@ func (t *Trust) Validate(prefix string) error {
 		for j, k := range p.Keys {
 			if k == "" {
 				return fmt.Errorf("%s.keys[%d]: empty file name", key, j)
+			}
+		}
+		for j, k := range p.TLogKeys {
+			if k == "" {
+				return fmt.Errorf("%s.tlogKeys[%d]: empty file name", key, j)
 			}
 		}
 	}

@@ -162,6 +162,9 @@ func TestValidateNamesTheKey(t *testing.T) {
 			c.Trust.Policies = []TrustPolicy{{Repositories: []string{"a/*"}, Keys: []string{"k.pub"}}, {Repositories: []string{"stable/*"}, Require: true}}
 		}, "trust.policies[1].keys: at least one public key file is required"},
 		{"trust policy empty key", func(c *Config) { c.Trust.Policies = []TrustPolicy{{Repositories: []string{"a/*"}, Keys: []string{""}}} }, "trust.policies[0].keys[0]: empty file name"},
+		{"trust policy empty log key", func(c *Config) {
+			c.Trust.Policies = []TrustPolicy{{Repositories: []string{"a/*"}, Keys: []string{"k.pub"}, TLogKeys: []string{""}}}
+		}, "trust.policies[0].tlogKeys[0]: empty file name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Default()

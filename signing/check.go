@@ -156,11 +156,6 @@ func Check(ctx context.Context, f Fetcher, p *Policy, repo, subject string) (*Re
 	return check(ctx, f, repo, subject, rule, covered)
 }
 
-// CheckKeys is Check with the given keys trusted for repo.
-func CheckKeys(ctx context.Context, f Fetcher, keys []Key, repo, subject string) (*Report, error) {
-	return check(ctx, f, repo, subject, Rule{Repositories: []string{repo}, Keys: keys}, true)
-}
-
 func check(ctx context.Context, f Fetcher, repo, subject string, rule Rule, covered bool) (*Report, error) {
 	d, err := digest.Parse(subject)
 	if err != nil {

@@ -24,6 +24,9 @@ type Rule struct {
 	Keys []Key
 	// Require makes a verified signature a condition for tagging and pulling.
 	Require bool
+	// Log, when set, trusts a signature only with an entry of one of these
+	// transparency logs (checked offline, from the entry cosign attaches).
+	Log *LogKeys
 }
 
 // NewPolicy loads the public keys the policies name. Errors name the
@@ -42,6 +45,13 @@ func NewPolicy(prefix string, t config.Trust) (*Policy, error) {
 				return nil, fmt.Errorf("%spolicies[%d].keys[%d]: %w", config.KeyPrefix(prefix), i, j, err)
 			}
 			r.Keys = append(r.Keys, k)
+		}
+		if len(tp.TLogKeys) > 0 {
+			l, err := LoadLogKeys(tp.TLogKeys...)
+			if err != nil {
+				return nil, fmt.Errorf("%spolicies[%d].tlogKeys: %w", config.KeyPrefix(prefix), i, err)
+			}
+			r.Log = l
 		}
 		p.rules = append(p.rules, r)
 	}
@@ -85,6 +95,9 @@ func (p *Policy) Fingerprint() string {
 			fmt.Fprintf(h, "%q %v", r.Repositories, r.Require)
 			for _, k := range r.Keys {
 				fmt.Fprintf(h, " %s", k.ID)
+			}
+			if r.Log != nil {
+				fmt.Fprintf(h, " log %s", strings.Join(r.Log.ids, " "))
 			}
 			h.Write([]byte{'\n'})
 		}

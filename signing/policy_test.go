@@ -62,6 +62,7 @@ func TestPolicy(t *testing.T) {
 		"key swapped": func(c *config.Trust) { c.Policies[0].Keys = []string{filepath.Join(dir, "b.pub")} },
 		"glob added":  func(c *config.Trust) { c.Policies[0].Repositories = append(c.Policies[0].Repositories, "lts/*") },
 		"require off": func(c *config.Trust) { c.Policies[0].Require = false },
+		"log added":   func(c *config.Trust) { c.Policies[0].TLogKeys = []string{filepath.Join(dir, "b.pub")} },
 	} {
 		c := config.Trust{Policies: []config.TrustPolicy{trust.Policies[0], trust.Policies[1]}}
 		c.Policies[0].Repositories = append([]string(nil), c.Policies[0].Repositories...)
@@ -100,6 +101,8 @@ func TestNewPolicyRefuses(t *testing.T) {
 		{"a private key", config.TrustPolicy{Repositories: []string{"a/*"}, Keys: []string{filepath.Join(dir, "good.key")}}, "not a PEM public key"},
 		{"no keys", config.TrustPolicy{Repositories: []string{"a/*"}}, "trust.policies[0].keys: at least one public key file is required"},
 		{"bad glob", config.TrustPolicy{Repositories: []string{"a/["}, Keys: []string{good}}, "trust.policies[0].repositories[0]: bad glob"},
+		{"missing log key", config.TrustPolicy{Repositories: []string{"a/*"}, Keys: []string{good}, TLogKeys: []string{filepath.Join(dir, "rekor.pub")}}, "trust.policies[0].tlogKeys: open " + filepath.Join(dir, "rekor.pub")},
+		{"log key not PEM", config.TrustPolicy{Repositories: []string{"a/*"}, Keys: []string{good}, TLogKeys: []string{notPEM}}, "trust.policies[0].tlogKeys: " + notPEM + ": not a PEM public key"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := NewPolicy("trust", config.Trust{Policies: []config.TrustPolicy{tc.policy}})

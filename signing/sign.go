@@ -31,13 +31,17 @@ type SignOptions struct {
 	Remote []remote.Option
 	// Insecure allows plain HTTP to a registry that is not on loopback.
 	Insecure bool
+	// TLog is the URL of a transparency log (Rekor's API) to record the
+	// signature in; the entry is attached to the signature, as cosign does.
+	// Empty: offline, no log (the air-gapped case).
+	TLog string
 }
 
 // Sign signs the version ref names, which must be by digest
-// (host/namespace/name@sha256:...), with s, as cosign sign --key does
-// offline: the payload is cosign's simple-signing payload, and no
-// transparency log is used. Signing the same digest with the same key again
-// stores nothing new.
+// (host/namespace/name@sha256:...), with s, as cosign sign --key does: the
+// payload is cosign's simple-signing payload, and the signature is recorded
+// in a transparency log only when opts.TLog names one. Signing the same
+// digest with the same key again under the tag scheme stores nothing new.
 func Sign(ctx context.Context, s *Signer, ref string, opts SignOptions) error {
 	var nameOpts []name.Option
 	if opts.Insecure {
@@ -55,7 +59,15 @@ func Sign(ctx context.Context, s *Signer, ref string, opts SignOptions) error {
 	if err != nil {
 		return fmt.Errorf("sign: %w", err)
 	}
-	ociSig, err := static.NewSignature(body, base64.StdEncoding.EncodeToString(sig))
+	var sigOpts []static.Option
+	if opts.TLog != "" {
+		b, err := upload(ctx, opts.TLog, s, body, sig)
+		if err != nil {
+			return err
+		}
+		sigOpts = append(sigOpts, static.WithBundle(b))
+	}
+	ociSig, err := static.NewSignature(body, base64.StdEncoding.EncodeToString(sig), sigOpts...)
 	if err != nil {
 		return err
 	}
@@ -69,15 +81,18 @@ func Sign(ctx context.Context, s *Signer, ref string, opts SignOptions) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", ref, err)
 	}
-	// Under the .sig tag a signature joins the others (once per key); a
-	// referrer carries this signature alone.
-	attach := mutate.WithDupeDetector(cremote.NewDupeDetector(s))
+	// Under the .sig tag a signature joins the others, once per key unless
+	// it brings a log entry; a referrer carries this signature alone.
+	var attach []mutate.SignOption
+	if opts.TLog == "" {
+		attach = append(attach, mutate.WithDupeDetector(cremote.NewDupeDetector(s)))
+	}
 	write := func(se oci.SignedEntity) error { return ociremote.WriteSignatures(d.Repository, se, regOpts...) }
 	if opts.Referrer {
-		attach = mutate.WithReplaceOp(alone{})
+		attach = []mutate.SignOption{mutate.WithReplaceOp(alone{})}
 		write = func(se oci.SignedEntity) error { return ociremote.WriteSignaturesExperimentalOCI(d, se, regOpts...) }
 	}
-	signed, err := mutate.AttachSignatureToEntity(se, ociSig, attach)
+	signed, err := mutate.AttachSignatureToEntity(se, ociSig, attach...)
 	if err == nil {
 		err = write(signed)
 	}

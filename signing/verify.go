@@ -30,7 +30,7 @@ func (v *verifier) signature(ctx context.Context, s *Signature, l ocispec.Descri
 		s.Reason = reason
 		return err
 	}
-	keyID, ok := v.verify(ctx, sig, body)
+	key, ok := v.verify(sig, body)
 	if !ok {
 		s.Reason = v.untrusted()
 		return nil
@@ -48,7 +48,12 @@ func (v *verifier) signature(ctx context.Context, s *Signature, l ocispec.Descri
 		s.Reason = fmt.Sprintf("payload digest mismatch: the signature is for %s, not %s", got, v.subject)
 		return nil
 	}
-	s.KeyID, s.Verified = keyID, true
+	if v.rule.Log != nil {
+		if s.Reason = v.rule.Log.verify(l.Annotations, body, b64, key); s.Reason != "" {
+			return nil
+		}
+	}
+	s.KeyID, s.Verified = key.ID, true
 	return nil
 }
 
@@ -100,8 +105,8 @@ func (v *verifier) attestation(ctx context.Context, s *Signature, l ocispec.Desc
 		if err != nil {
 			continue
 		}
-		if keyID, ok := v.verify(ctx, sig, pae); ok {
-			s.KeyID = keyID
+		if key, ok := v.verify(sig, pae); ok {
+			s.KeyID = key.ID
 			break
 		}
 	}
@@ -120,17 +125,17 @@ func (v *verifier) attestation(ctx context.Context, s *Signature, l ocispec.Desc
 	return nil
 }
 
-// verify returns the ID of the first trusted key that verifies sig over msg.
-func (v *verifier) verify(ctx context.Context, sig, msg []byte) (string, bool) {
+// verify returns the first trusted key that verifies sig over msg.
+func (v *verifier) verify(sig, msg []byte) (Key, bool) {
 	if !v.covered {
-		return "", false
+		return Key{}, false
 	}
 	for _, k := range v.rule.Keys {
 		if k.verifier.VerifySignature(bytes.NewReader(sig), bytes.NewReader(msg)) == nil {
-			return k.ID, true
+			return k, true
 		}
 	}
-	return "", false
+	return Key{}, false
 }
 
 // preAuthEncoding is DSSE's PAE, the bytes a DSSE signature signs.

@@ -150,16 +150,19 @@ nothing is written; with require: false it is pulled with a warning. --key
 // a signature by the keys of --key, or the client trust policy.
 func pullPolicy(cmd *cobra.Command, trust *trustFlags, ref client.Reference) (*signing.Policy, error) {
 	if len(trust.keys) == 0 {
+		if len(trust.tlogKeys) > 0 {
+			return nil, errors.New("--tlog-key needs --key (a trust policy names its logs in tlogKeys)")
+		}
 		return trust.policy(cmd)
 	}
 	if cmd.Flags().Changed("trust-policy") {
 		return nil, errors.New("give --key or --trust-policy, not both")
 	}
-	keys, err := loadPublicKeys(trust.keys)
+	rule, err := trust.rule(ref.Repository(), true)
 	if err != nil {
 		return nil, err
 	}
-	return signing.NewPolicyOf(signing.Rule{Repositories: []string{ref.Repository()}, Keys: keys, Require: true}), nil
+	return signing.NewPolicyOf(rule), nil
 }
 
 // localName is "<name>-<version>" for the files pull writes. Name and

@@ -279,6 +279,9 @@ func (f *signFlags) signer(cmd *cobra.Command) (pushSigner, error) {
 		if f.referrer {
 			return pushSigner{}, errors.New("--referrer needs --key")
 		}
+		if f.tlog {
+			return pushSigner{}, errors.New("--tlog needs --key")
+		}
 		return pushSigner{}, nil
 	}
 	opts, err := f.options()

@@ -29,7 +29,12 @@ type signFlags struct {
 	key         string
 	referrer    bool
 	annotations []string
+	tlog        bool
+	rekorURL    string
 }
+
+// defaultRekorURL is the public Rekor instance, as cosign's default.
+const defaultRekorURL = "https://rekor.sigstore.dev"
 
 // add registers the flags on cmd; keyUsage describes --key.
 func (f *signFlags) add(cmd *cobra.Command, keyUsage string, withAnnotations bool) {
@@ -39,11 +44,19 @@ func (f *signFlags) add(cmd *cobra.Command, keyUsage string, withAnnotations boo
 	if withAnnotations {
 		cmd.Flags().StringArrayVarP(&f.annotations, "annotation", "a", nil, "`key=value` signed with the payload, as cosign sign -a (repeatable)")
 	}
+	cmd.Flags().BoolVar(&f.tlog, "tlog", false, "also record the signature in the transparency log at --rekor-url (default: offline, no log)")
+	cmd.Flags().StringVar(&f.rekorURL, "rekor-url", defaultRekorURL, "the transparency log (Rekor) `URL` --tlog records in")
 }
 
 // options returns the client's sign options.
 func (f *signFlags) options() (client.SignOptions, error) {
 	opts := client.SignOptions{Referrer: f.referrer}
+	if f.tlog {
+		if f.rekorURL == "" {
+			return opts, fmt.Errorf("--rekor-url: empty; --tlog needs the transparency log's URL")
+		}
+		opts.TLog = f.rekorURL
+	}
 	for _, a := range f.annotations {
 		k, v, ok := strings.Cut(a, "=")
 		if !ok || k == "" {
@@ -86,11 +99,14 @@ The key is a cosign private key (cosign generate-key-pair writes cosign.key).
 Its password is read from $COSIGN_PASSWORD; when that is unset and stdin is a
 terminal, it is asked for; otherwise it is empty.
 
-Signing is offline: nothing is written to a transparency log (verify such
-signatures with cosign verify --insecure-ignore-tlog).`,
+Signing is offline by default: nothing is written to a transparency log
+(verify such signatures with cosign verify --insecure-ignore-tlog). With
+--tlog the signature is also recorded in the transparency log at --rekor-url
+(Rekor's API), and the log's entry is attached to it, as cosign sign does.`,
 		Example: `  berth sign localhost:5000/incubator/kafka:1.3.2 --key cosign.key
   COSIGN_PASSWORD=... berth sign registry.example.com/stable/kafka@sha256:... --key cosign.key --referrer
-  berth sign localhost:5000/incubator/kafka:1.3.2 --key cosign.key -a ci=build-42 --format json`,
+  berth sign localhost:5000/incubator/kafka:1.3.2 --key cosign.key -a ci=build-42 --format json
+  berth sign registry.example.com/stable/kafka:1.3.2 --key cosign.key --tlog --rekor-url https://rekor.internal.example.com`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, ref, err := remote.versionRef(cmd, args[0])

@@ -439,6 +439,12 @@ func TestSigningCmdErrors(t *testing.T) {
 		{testPassword, []string{"promote", host + "/charts/demo:9.9.9", host + "/stable/demo"}, "promote " + host + "/charts/demo:9.9.9 → " + host + "/stable/demo: not found"},
 		{testPassword, []string{"promote", ref, host + "/stable/demo", "--trust-policy", missing}, "trust policy: open " + missing},
 		{testPassword, []string{"push", chart, host + "/charts/demo", "--referrer"}, "--referrer needs --key"},
+		{testPassword, []string{"push", chart, host + "/charts/demo", "--tlog"}, "--tlog needs --key"},
+		{testPassword, []string{"sign", ref, "--key", key.PrivateFile, "--tlog", "--rekor-url", ""}, "--rekor-url: empty"},
+		{testPassword, []string{"sign", ref, "--key", key.PrivateFile, "--tlog", "--rekor-url", "http://127.0.0.1:1"}, "transparency log http://127.0.0.1:1: upload"},
+		{testPassword, []string{"verify", ref, "--tlog-key", key.PublicFile}, "--tlog-key needs --key"},
+		{testPassword, []string{"verify", ref, "--key", key.PublicFile, "--tlog-key", missing}, "--tlog-key: open " + missing},
+		{testPassword, []string{"pull", ref, "--tlog-key", key.PublicFile}, "--tlog-key needs --key"},
 		{testPassword, []string{"push", chart, host + "/charts/demo", "--key", missing}, "--key: stat " + missing},
 		{"wrong", []string{"push", chart, host + "/charts/demo", "--key", key.PrivateFile}, "wrong password"},
 	}

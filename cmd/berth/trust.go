@@ -38,6 +38,7 @@ func defaultTrustPolicy() string {
 type trustFlags struct {
 	policyFile string
 	keys       []string
+	tlogKeys   []string
 }
 
 // addPolicy registers --trust-policy on cmd.
@@ -47,9 +48,26 @@ func (f *trustFlags) addPolicy(cmd *cobra.Command) {
 			", else <config dir>/berth/trust.yaml if it exists)")
 }
 
-// addKeys registers --key, repeatable, on cmd.
+// addKeys registers --key and --tlog-key, repeatable, on cmd.
 func (f *trustFlags) addKeys(cmd *cobra.Command, usage string) {
 	cmd.Flags().StringArrayVar(&f.keys, "key", nil, usage)
+	cmd.Flags().StringArrayVar(&f.tlogKeys, "tlog-key", nil,
+		"with --key: also require a transparency log entry signed by this log's public key `FILE` (Rekor's key; repeatable: any of them)")
+}
+
+// rule is the trust --key and --tlog-key give for repo.
+func (f *trustFlags) rule(repo string, require bool) (signing.Rule, error) {
+	keys, err := loadPublicKeys(f.keys)
+	if err != nil {
+		return signing.Rule{}, err
+	}
+	r := signing.Rule{Repositories: []string{repo}, Keys: keys, Require: require}
+	if len(f.tlogKeys) > 0 {
+		if r.Log, err = signing.LoadLogKeys(f.tlogKeys...); err != nil {
+			return signing.Rule{}, fmt.Errorf("--tlog-key: %w", err)
+		}
+	}
+	return r, nil
 }
 
 // policy returns the client trust policy in effect: the file --trust-policy

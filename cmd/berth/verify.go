@@ -80,9 +80,14 @@ signature was altered); payload digest mismatch (a signature of another
 version); bad signature.
 
 Without --key or --trust-policy, the trust policy of $` + trustPolicyEnv + ` or
-<config dir>/berth/trust.yaml is used.`,
+<config dir>/berth/trust.yaml is used.
+
+Transparency log entries are not checked unless asked for: --tlog-key (with
+--key), or tlogKeys in a trust policy, trusts a signature only when it carries
+an entry signed by that log's key, checked offline.`,
 		Example: `  berth verify localhost:5000/stable/kafka:1.3.2 --key cosign.pub
-  berth verify localhost:5000/stable/kafka@sha256:... --trust-policy trust.yaml --format json`,
+  berth verify localhost:5000/stable/kafka@sha256:... --trust-policy trust.yaml --format json
+  berth verify registry.example.com/stable/kafka:1.3.2 --key cosign.pub --tlog-key rekor.pub`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, ref, err := remote.versionRef(cmd, args[0])
@@ -94,13 +99,15 @@ Without --key or --trust-policy, the trust policy of $` + trustPolicyEnv + ` or
 			case len(trust.keys) > 0 && cmd.Flags().Changed("trust-policy"):
 				return errors.New("give --key or --trust-policy, not both")
 			case len(trust.keys) > 0:
-				keys, err := loadPublicKeys(trust.keys)
+				rule, err := trust.rule(ref.Repository(), false)
 				if err != nil {
 					return err
 				}
-				if rep, err = c.VerifyKeys(cmd.Context(), ref, keys); err != nil {
+				if rep, err = c.Verify(cmd.Context(), ref, signing.NewPolicyOf(rule)); err != nil {
 					return err
 				}
+			case len(trust.tlogKeys) > 0:
+				return errors.New("--tlog-key needs --key (a trust policy names its logs in tlogKeys)")
 			default:
 				policy, err := trust.policy(cmd)
 				if err != nil {

@@ -1,7 +1,8 @@
-// Package signingtest makes cosign key pairs for tests: cosign.key and
+// Package signingtest makes cosign key pairs for tests — cosign.key and
 // cosign.pub written to files, as cosign generate-key-pair writes them, and
-// loaded the way berth loads keys (signing.LoadSigner, signing.LoadPublicKey).
-// It is a test helper; nothing in berth's binaries imports it.
+// loaded the way berth loads keys (signing.LoadSigner, signing.LoadPublicKey)
+// — and runs a transparency log for them to sign into (Log). It is a test
+// helper; nothing in berth's binaries imports it.
 package signingtest
 
 import (

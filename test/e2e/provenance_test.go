@@ -14,6 +14,7 @@ import (
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 
 	"github.com/berth-registry/berth/catalog/apiv1"
+	"github.com/berth-registry/berth/signing/signingtest"
 )
 
 // requireCosign skips (or, in CI, fails) a test that needs the cosign CLI.
@@ -241,4 +242,41 @@ func TestGarbageSignatureTag(t *testing.T) {
 	}
 	b, _ := json.Marshal(v.Signatures)
 	t.Logf("junk signature verdict: %s", b)
+}
+
+// TestTransparencyLog: with a transparency log, berth sign --tlog records the
+// signature there and the real cosign verifies the entry offline against the
+// log's key; what cosign signs into the log, berth verify --tlog-key checks.
+// The log is signingtest's (Rekor's API and entry format on loopback): no
+// public log is reachable from here, and the check is offline either way.
+func TestTransparencyLog(t *testing.T) {
+	kp := cosignKeyPair(t)
+	log := signingtest.NewLog(t)
+	s := startServer(t, "")
+	byBerth := pushVersion(t, s, "2.5.1-1.3.2", "logged/kafka")
+	byCosign := pushVersion(t, s, "2.5.0-1.3.1", "logged/kafka")
+
+	berth(t, "", "sign", s.addr+"/logged/kafka@"+byBerth, "--key", kp.key, "--tlog", "--rekor-url", log.URL)
+	r := runEnv(t, []string{"SIGSTORE_REKOR_PUBLIC_KEY=" + log.PublicKeyFile}, cosignBin, "verify", "--key", kp.pub, s.addr+"/logged/kafka@"+byBerth)
+	if r.code != 0 {
+		t.Fatalf("cosign verify (with the log) of berth sign --tlog: %s", r.stderr)
+	}
+	// cosign did check the entry: with another log's key it refuses.
+	r = runEnv(t, []string{"SIGSTORE_REKOR_PUBLIC_KEY=" + signingtest.NewLog(t).PublicKeyFile}, cosignBin, "verify", "--key", kp.pub, s.addr+"/logged/kafka@"+byBerth)
+	if r.code == 0 {
+		t.Fatal("cosign verify trusting another log accepted the entry")
+	}
+
+	if r := run(t, kp.dir, cosignBin, "sign", "--key", kp.key, "--rekor-url", log.URL, "--yes", s.addr+"/logged/kafka@"+byCosign); r.code != 0 {
+		t.Fatalf("cosign sign into the log: %s", r.stderr)
+	}
+	berth(t, "", "verify", s.addr+"/logged/kafka@"+byCosign, "--key", kp.pub, "--tlog-key", log.PublicKeyFile)
+
+	// A signature made offline has no entry: refused when a log is required.
+	offline := pushVersion(t, s, "2.5.0-1.3.0", "logged/kafka")
+	berth(t, "", "sign", s.addr+"/logged/kafka@"+offline, "--key", kp.key)
+	r = run(t, "", berthBin, "verify", s.addr+"/logged/kafka@"+offline, "--key", kp.pub, "--tlog-key", log.PublicKeyFile)
+	if r.code == 0 || !strings.Contains(r.stderr, "no transparency log entry") {
+		t.Errorf("verify of an offline signature with --tlog-key: exit %d, stderr %s", r.code, r.stderr)
+	}
 }

@@ -214,23 +214,25 @@ func run(t *testing.T, dir, bin string, args ...string) result {
 	return r
 }
 
+// mustRun runs bin in dir and fails the test unless it succeeds.
+func mustRun(t *testing.T, dir, bin string, args ...string) result {
+	t.Helper()
+	r := run(t, dir, bin, args...)
+	if r.code != 0 {
+		t.Fatalf("%s %s: exit %d\nstdout: %s\nstderr: %s", filepath.Base(bin), strings.Join(args, " "), r.code, r.stdout, r.stderr)
+	}
+	return r
+}
+
 // berth runs the berth CLI in dir and fails the test unless it succeeds.
 func berth(t *testing.T, dir string, args ...string) result {
 	t.Helper()
-	r := run(t, dir, berthBin, args...)
-	if r.code != 0 {
-		t.Fatalf("berth %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
-	}
-	return r
+	return mustRun(t, dir, berthBin, args...)
 }
 
 // oras runs the oras CLI in dir and fails the test unless it succeeds.
 func oras(t *testing.T, dir string, args ...string) result {
 	t.Helper()
 	requireOras(t)
-	r := run(t, dir, orasBin, args...)
-	if r.code != 0 {
-		t.Fatalf("oras %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
-	}
-	return r
+	return mustRun(t, dir, orasBin, args...)
 }

@@ -51,11 +51,7 @@ func cosignKeyPair(t *testing.T) keyPair {
 func cosign(t *testing.T, dir string, args ...string) result {
 	t.Helper()
 	requireCosign(t)
-	r := run(t, dir, cosignBin, args...)
-	if r.code != 0 {
-		t.Fatalf("cosign %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
-	}
-	return r
+	return mustRun(t, dir, cosignBin, args...)
 }
 
 // trustConfig writes a berth serve configuration with the given trust policies.

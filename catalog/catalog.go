@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/berth-registry/berth/catalog/apiv1"
+	"github.com/berth-registry/berth/internal/keyedmutex"
 	"github.com/berth-registry/berth/pkgformat"
 	"github.com/berth-registry/berth/signing"
 )
@@ -80,8 +81,12 @@ type Catalog struct {
 	// deferred are the checks a full queue could not take, for the next
 	// pass of CheckSignatures; past maxDeferred, deferredAll asks that
 	// pass to check everything instead.
-	deferMu     sync.Mutex
-	deferred    map[repoDigest]bool
+	deferMu  sync.Mutex
+	deferred map[repoDigest]bool
+	// checking serialises the checks of one repository and digest: each
+	// reads the registry and records its verdict under the lock, so the last
+	// verdict recorded was read after the last change that asked for one.
+	checkLocks  keyedmutex.Mutex
 	deferredAll bool
 
 	mu     sync.Mutex
@@ -335,9 +340,9 @@ func (c *Catalog) handle(ctx context.Context, t task) result {
 }
 
 // syncTag reads which digest the tag names now and records it; it returns
-// that digest ("" when the tag does not exist). A version it (re)indexes, and
-// a tag of cosign's scheme it records or removes, ask for a check of the
-// signatures concerned.
+// that digest ("" when the tag does not exist). A version it (re)indexes has
+// its signatures checked; a tag of cosign's scheme it records or removes
+// asks for a check of the digest it is about.
 func (c *Catalog) syncTag(ctx context.Context, repo, tag string) (result, string, error) {
 	ns, name, _ := strings.Cut(repo, "/")
 	dgst, err := c.source.Resolve(ctx, repo, tag)
@@ -371,7 +376,9 @@ func (c *Catalog) syncTag(ctx context.Context, repo, tag string) (result, string
 	c.metrics.indexed.WithLabelValues(e.Status).Inc()
 	c.signaturesChanged(repo, tag)
 	if e.Status == apiv1.StatusIndexed {
-		c.enqueueCheck(repo, dgst)
+		// Checked here, on the tag's worker, so that a version is indexed
+		// and verified in one step, and a rebuild leaves no checks behind.
+		c.checkSignatures(ctx, repo, dgst)
 		c.log.Debug("catalog: indexed", "repo", repo, "tag", tag, "digest", dgst)
 	} else {
 		c.log.Info("catalog: not a package version", "repo", repo, "tag", tag, "digest", dgst, "status", e.Status, "reason", e.Reason)

@@ -18,11 +18,11 @@ import (
 
 // The catalog's provenance: every indexed version's digest is checked with
 // signing.Check against the trust policy, and the verdict is recorded with
-// what was found (Store.PutSignatures). A check is a task of the workers,
-// queued by repository and subject digest, so that the checks of one digest
-// run one at a time and in the order they were asked for: each reads the
-// registry when it runs, so the last verdict written is never older than
-// the last change that asked for one.
+// what was found (Store.PutSignatures). A version is checked by the worker
+// that indexes it, in the same task; other checks are tasks of the workers,
+// queued by repository and subject digest. The checks of one digest hold a
+// lock while they read the registry and record their verdict, so the last
+// verdict written is never older than the last change that asked for one.
 //
 // Checks are asked for when a version is (re)indexed; when a tag of cosign's
 // scheme (sha256-<hex>.sig, .att, or the referrers tag schema's sha256-<hex>)
@@ -125,6 +125,7 @@ func (c *Catalog) checkSignatures(ctx context.Context, repo, subject string) res
 	if repositoryProblem(repo) != "" {
 		return resultUnchanged
 	}
+	defer c.checkLocks.Lock(repo + "@" + subject)()
 	held, err := c.store.SignatureChecks(ctx, ns, name, subject)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -268,6 +269,10 @@ func (c *Catalog) takeDeferred() (map[repoDigest]bool, bool) {
 	return d, all
 }
 
+// checkPageSize is how many digests a pass of CheckSignatures reads from the
+// store at a time.
+const checkPageSize = 1000
+
 // SignatureCheckReport says what a pass of CheckSignatures did.
 type SignatureCheckReport struct {
 	// Checked counts the digests checked, Changed those whose versions'
@@ -287,14 +292,6 @@ func (c *Catalog) CheckSignatures(ctx context.Context, all bool) (SignatureCheck
 	var rep SignatureCheckReport
 	deferred, deferredAll := c.takeDeferred()
 	all = all || deferredAll
-	checks, err := c.store.SignatureChecks(ctx, "", "", "")
-	if err != nil {
-		c.deferMu.Lock()
-		maps.Copy(c.deferred, deferred) // for the next pass
-		c.deferredAll = c.deferredAll || deferredAll
-		c.deferMu.Unlock()
-		return rep, err
-	}
 	var (
 		mu       sync.Mutex
 		wg       sync.WaitGroup
@@ -329,17 +326,41 @@ func (c *Catalog) CheckSignatures(ctx context.Context, all bool) (SignatureCheck
 			return false
 		}
 	}
-	for _, sc := range checks {
-		k := repoDigest{sc.Namespace + "/" + sc.Name, sc.Digest}
-		if !all && !deferred[k] && !sc.Checked.IsZero() && sc.Policy == c.policyID {
-			continue
+	stale := c.policyID
+	if all {
+		stale = ""
+	}
+	var after SignatureCheck
+	for sent := true; sent; {
+		page, err := c.store.SignatureCheckPage(ctx, after, checkPageSize, stale)
+		if err != nil {
+			c.deferMu.Lock()
+			maps.Copy(c.deferred, deferred) // for the next pass
+			c.deferredAll = c.deferredAll || deferredAll
+			c.deferMu.Unlock()
+			waitOrDone(ctx, &wg)
+			return rep, err
 		}
-		delete(deferred, k)
+		for _, sc := range page {
+			k := repoDigest{sc.Namespace + "/" + sc.Name, sc.Digest}
+			delete(deferred, k)
+			if sent = send(task{repo: k.repo, subject: k.digest}); !sent {
+				break
+			}
+		}
+		if len(page) < checkPageSize {
+			break
+		}
+		after = page[len(page)-1]
+	}
+	// The deferred checks the pages did not list (checked, under this
+	// policy, before the change that deferred them); a digest no version
+	// holds any more is skipped by the check itself.
+	for k := range deferred {
 		if !send(task{repo: k.repo, subject: k.digest}) {
 			break
 		}
 	}
-	// Deferred checks of digests no version holds: nothing to do.
 	if !waitOrDone(ctx, &wg) {
 		mu.Lock()
 		defer mu.Unlock()

@@ -55,6 +55,20 @@ func (s *checkStore) SignatureChecks(_ context.Context, ns, name, dgst string) (
 	return []SignatureCheck{{Namespace: "a", Name: "p", Digest: d, Checked: time.Unix(1, 0), Policy: (*signing.Policy)(nil).Fingerprint()}}, nil
 }
 
+func (s *checkStore) SignatureCheckPage(ctx context.Context, after SignatureCheck, _ int, stale string) ([]SignatureCheck, error) {
+	all, err := s.SignatureChecks(ctx, "", "", "")
+	if after.Digest != "" || err != nil {
+		return nil, err
+	}
+	var page []SignatureCheck
+	for _, c := range all {
+		if stale == "" || c.Checked.IsZero() || c.Policy != stale {
+			page = append(page, c)
+		}
+	}
+	return page, nil
+}
+
 func (s *checkStore) PutSignatures(_ context.Context, c *SignatureCheck) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

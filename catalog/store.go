@@ -274,6 +274,12 @@ type StoreReader interface {
 	// digest: a digest never checked has a zero Checked and an empty Policy.
 	// Each of namespace, name and digest left empty matches every value.
 	SignatureChecks(ctx context.Context, namespace, name, digest string) ([]SignatureCheck, error)
+	// SignatureCheckPage lists, as SignatureChecks does over every package,
+	// at most limit checks whose (namespace, name, digest) comes after
+	// after's; with stale set, only the digests never checked or last checked
+	// under a policy other than stale. A pass over every digest pages
+	// through it rather than holding them all.
+	SignatureCheckPage(ctx context.Context, after SignatureCheck, limit int, stale string) ([]SignatureCheck, error)
 	// SignedBy returns the digests of a package whose last check found a
 	// signature or attestation in the manifest manifest, ordered.
 	SignedBy(ctx context.Context, namespace, name, manifest string) ([]string, error)

@@ -295,33 +295,6 @@ func TestManifestPath(t *testing.T) {
 	}
 }
 
-func TestKeyedMutexSerialisesOneKey(t *testing.T) {
-	var k keyedMutex
-	var inside, maxInside int
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for range 20 {
-		wg.Go(func() {
-			defer k.lock("a")()
-			mu.Lock()
-			inside++
-			maxInside = max(maxInside, inside)
-			mu.Unlock()
-			time.Sleep(time.Millisecond)
-			mu.Lock()
-			inside--
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
-	if maxInside != 1 {
-		t.Fatalf("%d holders at once", maxInside)
-	}
-	if len(k.locks) != 0 {
-		t.Fatalf("%d locks left behind", len(k.locks))
-	}
-}
-
 func TestLoadOrCreateSecret(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "sub", "http-secret")
 	s1, err := LoadOrCreateSecret(file)

@@ -166,6 +166,30 @@ func (s *Store) SignatureChecks(ctx context.Context, namespace, name, digest str
 	return out, nil
 }
 
+// SignatureCheckPage implements catalog.StoreReader.
+func (s *Store) SignatureCheckPage(ctx context.Context, after catalog.SignatureCheck, limit int, stale string) ([]catalog.SignatureCheck, error) {
+	var out []catalog.SignatureCheck
+	err := query(ctx, s.reader, `SELECT e.namespace, e.name, e.digest, coalesce(c.checked, 0), coalesce(c.policy, ''), coalesce(c.error, '')
+	FROM (SELECT DISTINCT namespace, name, digest FROM entries WHERE status = 'indexed' AND (namespace, name, digest) > (?, ?, ?)) e
+	LEFT JOIN signature_checks c ON c.namespace = e.namespace AND c.name = e.name AND c.digest = e.digest
+	WHERE ? = '' OR c.checked IS NULL OR c.checked = 0 OR c.policy != ?
+	ORDER BY e.namespace, e.name, e.digest LIMIT ?`,
+		[]any{after.Namespace, after.Name, after.Digest, stale, stale, limit}, func(rows *sql.Rows) error {
+			var c catalog.SignatureCheck
+			var checked int64
+			if err := rows.Scan(&c.Namespace, &c.Name, &c.Digest, &checked, &c.Policy, &c.Error); err != nil {
+				return err
+			}
+			c.Checked = decodeTime(checked)
+			out = append(out, c)
+			return nil
+		})
+	if err != nil {
+		return nil, fmt.Errorf("catalog: signature checks: %w", err)
+	}
+	return out, nil
+}
+
 // SignedBy returns the digests of a package whose last check found a
 // signature or attestation in the manifest manifest, ordered.
 func (s *Store) SignedBy(ctx context.Context, namespace, name, manifest string) ([]string, error) {

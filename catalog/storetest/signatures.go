@@ -130,6 +130,34 @@ func testSignaturesRoundTrip(t *testing.T, h *harness) {
 	if !slices.Equal(listed, wantListed) {
 		t.Errorf("SignatureChecks =\n%v\nwant\n%v", listed, wantListed)
 	}
+	// Paged, one at a time: the same list; stale: only those not checked
+	// under that policy.
+	for _, tc := range []struct {
+		stale string
+		want  []string
+	}{
+		{"", wantListed},
+		{"sha256:policy-1", []string{wantListed[0], wantListed[2]}},
+		{"sha256:policy-2", wantListed},
+	} {
+		var paged []string
+		var after catalog.SignatureCheck
+		for range len(wantListed) + 1 {
+			page, err := h.store.SignatureCheckPage(h.ctx, after, 1, tc.stale)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(page) == 0 {
+				break
+			}
+			c := page[0]
+			paged = append(paged, c.Namespace+"/"+c.Name+"@"+c.Digest+" "+c.Policy+" "+c.Checked.Format(time.RFC3339Nano))
+			after = c
+		}
+		if !slices.Equal(paged, tc.want) {
+			t.Errorf("SignatureCheckPage, one at a time, stale %q =\n%v\nwant\n%v", tc.stale, paged, tc.want)
+		}
+	}
 	for _, f := range []struct {
 		ns, name, digest string
 		want             int

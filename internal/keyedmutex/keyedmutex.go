@@ -1,10 +1,12 @@
-package registry
+// Package keyedmutex is a set of mutexes by key, created on demand and
+// dropped when nobody holds or waits for them.
+package keyedmutex
 
 import "sync"
 
-// keyedMutex is a set of mutexes by key, created on demand and dropped when
+// Mutex is a set of mutexes by key, created on demand and dropped when
 // nobody holds or waits for them. The zero value is ready to use.
-type keyedMutex struct {
+type Mutex struct {
 	mu    sync.Mutex
 	locks map[string]*keyedLock
 }
@@ -14,8 +16,8 @@ type keyedLock struct {
 	refs int
 }
 
-// lock locks key and returns the function that unlocks it.
-func (k *keyedMutex) lock(key string) (unlock func()) {
+// Lock locks key and returns the function that unlocks it.
+func (k *Mutex) Lock(key string) (unlock func()) {
 	k.mu.Lock()
 	if k.locks == nil {
 		k.locks = map[string]*keyedLock{}

@@ -146,11 +146,27 @@ func (s *Store) SignatureChecks(ctx context.Context, namespace, name, digest str
 			args = append(args, f.value)
 		}
 	}
+	return s.listChecks(ctx, where, args, `ORDER BY e.namespace, e.name, e.digest`, nil)
+}
+
+// SignatureCheckPage implements catalog.StoreReader.
+func (s *Store) SignatureCheckPage(ctx context.Context, after catalog.SignatureCheck, limit int, stale string) ([]catalog.SignatureCheck, error) {
+	where := []string{`status = 'indexed'`, `(namespace, name, digest) > (?, ?, ?)`}
+	args := []any{after.Namespace, after.Name, after.Digest}
+	return s.listChecks(ctx, where, args,
+		`WHERE ? = '' OR c.checked IS NULL OR c.checked = 0 OR c.policy != ? ORDER BY e.namespace, e.name, e.digest LIMIT ?`,
+		[]any{stale, stale, limit})
+}
+
+// listChecks lists the checks, without their signatures, of the distinct
+// digests of the entries where selects (a digest never checked: zero
+// Checked, empty Policy); tail filters, orders and limits them.
+func (s *Store) listChecks(ctx context.Context, where []string, args []any, tail string, tailArgs []any) ([]catalog.SignatureCheck, error) {
 	var out []catalog.SignatureCheck
 	err := query(ctx, s.reader, `SELECT e.namespace, e.name, e.digest, coalesce(c.checked, 0), coalesce(c.policy, ''), coalesce(c.error, '')
 	FROM (SELECT DISTINCT namespace, name, digest FROM entries WHERE `+strings.Join(where, ` AND `)+`) e
 	LEFT JOIN signature_checks c ON c.namespace = e.namespace AND c.name = e.name AND c.digest = e.digest
-	ORDER BY e.namespace, e.name, e.digest`, args, func(rows *sql.Rows) error {
+	`+tail, append(args, tailArgs...), func(rows *sql.Rows) error {
 		var c catalog.SignatureCheck
 		var checked int64
 		if err := rows.Scan(&c.Namespace, &c.Name, &c.Digest, &checked, &c.Policy, &c.Error); err != nil {
@@ -160,30 +176,6 @@ func (s *Store) SignatureChecks(ctx context.Context, namespace, name, digest str
 		out = append(out, c)
 		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("catalog: signature checks: %w", err)
-	}
-	return out, nil
-}
-
-// SignatureCheckPage implements catalog.StoreReader.
-func (s *Store) SignatureCheckPage(ctx context.Context, after catalog.SignatureCheck, limit int, stale string) ([]catalog.SignatureCheck, error) {
-	var out []catalog.SignatureCheck
-	err := query(ctx, s.reader, `SELECT e.namespace, e.name, e.digest, coalesce(c.checked, 0), coalesce(c.policy, ''), coalesce(c.error, '')
-	FROM (SELECT DISTINCT namespace, name, digest FROM entries WHERE status = 'indexed' AND (namespace, name, digest) > (?, ?, ?)) e
-	LEFT JOIN signature_checks c ON c.namespace = e.namespace AND c.name = e.name AND c.digest = e.digest
-	WHERE ? = '' OR c.checked IS NULL OR c.checked = 0 OR c.policy != ?
-	ORDER BY e.namespace, e.name, e.digest LIMIT ?`,
-		[]any{after.Namespace, after.Name, after.Digest, stale, stale, limit}, func(rows *sql.Rows) error {
-			var c catalog.SignatureCheck
-			var checked int64
-			if err := rows.Scan(&c.Namespace, &c.Name, &c.Digest, &checked, &c.Policy, &c.Error); err != nil {
-				return err
-			}
-			c.Checked = decodeTime(checked)
-			out = append(out, c)
-			return nil
-		})
 	if err != nil {
 		return nil, fmt.Errorf("catalog: signature checks: %w", err)
 	}

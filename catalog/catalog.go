@@ -363,7 +363,12 @@ func (c *Catalog) syncTag(ctx context.Context, repo, tag string) (result, string
 	}
 	e, err := c.ix.read(ctx, repo, tag, dgst)
 	if errors.Is(err, ErrNotFound) {
-		// Re-pointed or deleted while we read: check again.
+		// Re-pointed or deleted while we read: check again. A tag that still
+		// names the digest whose content is missing is a failure, not a
+		// reason to read it again forever.
+		if again, rerr := c.source.Resolve(ctx, repo, tag); rerr == nil && again == dgst {
+			return resultFailed, dgst, err
+		}
 		return c.syncTag(ctx, repo, tag)
 	}
 	if err != nil {

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/distribution/reference"
+	"github.com/opencontainers/go-digest"
 	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
@@ -324,6 +326,42 @@ func TestReconcileRepairsLostEvents(t *testing.T) {
 	}
 	if e.entry("olm", "etcd", gone.Tag) != nil {
 		t.Errorf("deleted version still in the catalog")
+	}
+}
+
+// TestReconcileDropsDanglingTags: a crash in the middle of a manifest delete
+// leaves the tag naming a manifest that is gone. The reconciler removes such
+// a version, and finishes: the tag names no readable version.
+func TestReconcileDropsDanglingTags(t *testing.T) {
+	e := newEnv(t, envOptions{lose: true})
+	d := e.pushPackage("kudo", load(t, "kudo/cowsay/0.2.0"))
+	if st, err := e.cat.Reconcile(e.ctx); err != nil || st.Indexed != 1 {
+		t.Fatalf("first reconcile: %+v, %v", st, err)
+	}
+	// distribution's manifest service deletes the manifest only; its HTTP
+	// handler then removes the tags, which a crash would skip.
+	named, _ := reference.WithName("kudo/cowsay")
+	repo, err := e.reg.Namespace().Repository(e.ctx, named)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := repo.Manifests(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ms.Delete(e.ctx, digest.Digest(d)); err != nil {
+		t.Fatal(err)
+	}
+	if tags, err := repo.Tags(e.ctx).All(e.ctx); err != nil || len(tags) != 1 {
+		t.Fatalf("the tag should be left dangling: %v, %v", tags, err)
+	}
+	ctx, cancel := context.WithTimeout(e.ctx, 30*time.Second)
+	defer cancel()
+	if st, err := e.cat.Reconcile(ctx); err != nil || st.Removed != 1 {
+		t.Fatalf("reconcile with a dangling tag: %+v, %v; want it removed", st, err)
+	}
+	if e.entry("kudo", "cowsay", "0.2.0") != nil {
+		t.Error("the dangling version is still in the catalog")
 	}
 }
 

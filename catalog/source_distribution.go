@@ -71,13 +71,18 @@ func (s *DistributionSource) repository(ctx context.Context, repo string) (distr
 }
 
 // Tags lists a repository's tags and the digest each names. A tag removed
-// while listing is left out.
+// while listing is left out, and so is a tag whose manifest is gone (a crash
+// in the middle of a manifest delete leaves one): it names no version.
 func (s *DistributionSource) Tags(ctx context.Context, repo string) ([]TagRef, error) {
 	r, err := s.repository(ctx, repo)
 	if err != nil {
 		return nil, err
 	}
 	ts := r.Tags(ctx)
+	ms, err := r.Manifests(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w: %w", repo, ErrUnavailable, err)
+	}
 	tags, err := ts.All(ctx)
 	if err != nil {
 		if isUnknown(err) {
@@ -87,30 +92,47 @@ func (s *DistributionSource) Tags(ctx context.Context, repo string) ([]TagRef, e
 	}
 	refs := make([]TagRef, 0, len(tags))
 	for _, tag := range tags {
-		desc, err := ts.Get(ctx, tag)
-		if isUnknown(err) {
+		d, err := tagDigest(ctx, ts, ms, repo, tag)
+		if errors.Is(err, ErrNotFound) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s:%s: %w: %w", repo, tag, ErrUnavailable, err)
+			return nil, err
 		}
-		refs = append(refs, TagRef{Tag: tag, Digest: desc.Digest.String()})
+		refs = append(refs, TagRef{Tag: tag, Digest: d})
 	}
 	return refs, nil
 }
 
-// Resolve returns the digest a tag names.
+// Resolve returns the digest a tag names; a tag whose manifest is gone names none.
 func (s *DistributionSource) Resolve(ctx context.Context, repo, tag string) (string, error) {
 	r, err := s.repository(ctx, repo)
 	if err != nil {
 		return "", err
 	}
-	desc, err := r.Tags(ctx).Get(ctx, tag)
+	ms, err := r.Manifests(ctx)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w: %w", repo, ErrUnavailable, err)
+	}
+	return tagDigest(ctx, r.Tags(ctx), ms, repo, tag)
+}
+
+// tagDigest returns the digest tag names, or an error wrapping ErrNotFound
+// when there is no such tag or its manifest is gone.
+func tagDigest(ctx context.Context, ts distribution.TagService, ms distribution.ManifestService, repo, tag string) (string, error) {
+	desc, err := ts.Get(ctx, tag)
 	if isUnknown(err) {
 		return "", fmt.Errorf("%s:%s: %w", repo, tag, ErrNotFound)
 	}
 	if err != nil {
 		return "", fmt.Errorf("%s:%s: %w: %w", repo, tag, ErrUnavailable, err)
+	}
+	ok, err := ms.Exists(ctx, desc.Digest)
+	if err != nil {
+		return "", fmt.Errorf("%s:%s: %w: %w", repo, tag, ErrUnavailable, err)
+	}
+	if !ok {
+		return "", fmt.Errorf("%s:%s: manifest %s is gone: %w", repo, tag, desc.Digest, ErrNotFound)
 	}
 	return desc.Digest.String(), nil
 }

@@ -58,6 +58,8 @@ type envOptions struct {
 	split bool
 	// metrics registers the catalog's metrics.
 	metrics prometheus.Registerer
+	// admit is the registry's tag admission.
+	admit func(ctx context.Context, repo, tag string, dgst digest.Digest) error
 }
 
 func newEnv(t testing.TB, opts envOptions) *env {
@@ -69,6 +71,7 @@ func newEnv(t testing.TB, opts envOptions) *env {
 		Storage:        &storage.Config{Driver: "inmemory"},
 		HTTPSecret:     "test",
 		AllowOverwrite: func(ns string) bool { return ns == "scratch" },
+		AdmitTag:       opts.admit,
 		OnEvent: func(ev registry.Event) {
 			if cat := e.current.Load(); cat != nil && !opts.lose {
 				if opts.split {
@@ -197,13 +200,15 @@ func (e *env) pushManifest(repoName, tag, mediaType string, manifest []byte) str
 // pushArtifact uploads config and layers and tags an image manifest made of them.
 func (e *env) pushArtifact(repoName, tag, artifactType, configMediaType string, config []byte, layers ...layer) string {
 	e.t.Helper()
+	return e.pushManifest(repoName, tag, ocispec.MediaTypeImageManifest, e.manifestOf(repoName, artifactType, layer{configMediaType, config}, layers...))
+}
+
+// manifestOf uploads config and layers to repoName and returns an image
+// manifest made of them.
+func (e *env) manifestOf(repoName, artifactType string, config layer, layers ...layer) []byte {
+	e.t.Helper()
 	repo := e.repo(repoName)
-	m := ocispec.Manifest{
-		MediaType:    ocispec.MediaTypeImageManifest,
-		ArtifactType: artifactType,
-		Config:       e.blob(repo, configMediaType, config),
-		Layers:       []ocispec.Descriptor{},
-	}
+	m := ocispec.Manifest{MediaType: ocispec.MediaTypeImageManifest, ArtifactType: artifactType, Config: e.blob(repo, config.mediaType, config.data), Layers: []ocispec.Descriptor{}}
 	m.SchemaVersion = 2
 	for _, l := range layers {
 		m.Layers = append(m.Layers, e.blob(repo, l.mediaType, l.data))
@@ -212,7 +217,7 @@ func (e *env) pushArtifact(repoName, tag, artifactType, configMediaType string, 
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return e.pushManifest(repoName, tag, ocispec.MediaTypeImageManifest, b)
+	return b
 }
 
 type layer struct {

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,9 +17,6 @@ import (
 	"github.com/berth-registry/berth/catalog/apiv1"
 	"github.com/berth-registry/berth/pkgformat"
 )
-
-// helmContentMediaType is the chart layer of a Helm chart pushed by `helm push`.
-const helmContentMediaType = "application/vnd.cncf.helm.chart.content.v1.tar+gzip"
 
 // indexer reads what a tag names into an Entry.
 type indexer struct {
@@ -48,21 +44,11 @@ func (ix *indexer) read(ctx context.Context, repo, tag, dgst string) (*Entry, er
 		}
 		return e.ignore(fmt.Sprintf("unreadable manifest: %v", err)), nil
 	}
-	var m ocispec.Manifest
-	if err := json.Unmarshal(payload, &m); err != nil {
-		return e.ignore(fmt.Sprintf("manifest is not JSON: %v", err)), nil
+	class := pkgformat.ClassifyManifest(mediaType, payload)
+	if !class.IsPackage() {
+		return e.ignore(class.Reason), nil
 	}
-	if m.MediaType == "" {
-		m.MediaType = mediaType
-	}
-	if m.MediaType != ocispec.MediaTypeImageManifest {
-		return e.ignore(fmt.Sprintf("not a package: a %s", m.MediaType)), nil
-	}
-	layer, ok := contentLayer(&m)
-	if !ok {
-		return e.ignore(notPackageReason(&m)), nil
-	}
-	if err := ix.readPackage(ctx, e, repo, &m, layer); err != nil {
+	if err := ix.readPackage(ctx, e, repo, class.Content); err != nil {
 		if errors.Is(err, ErrUnavailable) || ctx.Err() != nil {
 			return nil, err
 		}
@@ -92,80 +78,29 @@ func repositoryProblem(repo string) string {
 	return ""
 }
 
-// contentLayer finds the package tarball of a package manifest: layers[0] of
-// a berth package, or the chart of a Helm chart.
-func contentLayer(m *ocispec.Manifest) (ocispec.Descriptor, bool) {
-	cfg := m.Config.MediaType
-	switch {
-	case cfg == pkgformat.HelmConfigMediaType:
-		for _, l := range m.Layers {
-			if l.MediaType == helmContentMediaType {
-				return l, true
-			}
-		}
-	case m.ArtifactType == pkgformat.ArtifactType || cfg == pkgformat.ConfigMediaType ||
-		(cfg == ocispec.MediaTypeEmptyJSON && len(m.Layers) > 0 && m.Layers[0].MediaType == pkgformat.ContentMediaType):
-		if len(m.Layers) > 0 && m.Layers[0].MediaType == pkgformat.ContentMediaType {
-			return m.Layers[0], true
-		}
-	}
-	return ocispec.Descriptor{}, false
-}
-
-// notPackageReason says why a manifest is not a package, or, when it claims
-// to be one, what is missing.
-func notPackageReason(m *ocispec.Manifest) string {
-	if pkgformat.IsPackage(m.ArtifactType, m.Config.MediaType) {
-		return "package manifest has no content layer"
-	}
-	kind := m.ArtifactType
-	if kind == "" {
-		kind = m.Config.MediaType
-	}
-	return fmt.Sprintf("not a package: artifact of type %s", kind)
-}
-
-// readPackage reads the config and content of a package manifest into e. Its
-// errors describe what is wrong with the package; errors of the registry wrap
-// ErrUnavailable.
-func (ix *indexer) readPackage(ctx context.Context, e *Entry, repo string, m *ocispec.Manifest, layer ocispec.Descriptor) error {
-	if layer.Size > ix.limits.MaxArchiveSize {
-		return fmt.Errorf("content layer of %d bytes is over the %d byte limit", layer.Size, ix.limits.MaxArchiveSize)
-	}
-	config, err := ix.blob(ctx, repo, m.Config, ix.limits.MaxFileSize, "config blob")
-	if err != nil {
-		return err
-	}
+// readPackage reads the content of a package into e. Its metadata is derived
+// from the content alone, as pkgformat reads a package directory: whatever the
+// config blob claims is not read (docs/package-format.md, "What the catalog
+// trusts"). Its errors describe what is wrong with the package; errors of the
+// registry wrap ErrUnavailable.
+func (ix *indexer) readPackage(ctx context.Context, e *Entry, repo string, layer ocispec.Descriptor) error {
 	content, err := ix.blob(ctx, repo, layer, ix.limits.MaxArchiveSize, "content layer")
 	if err != nil {
 		return err
 	}
-	opts := pkgformat.Options{Limits: ix.limits, Name: e.Name, Version: e.Tag}
-	// The content is read in every case: a package is only served when its
-	// tarball passes pkgformat's safety rules, whatever its config says.
 	files, err := pkgformat.ReadArchive(bytes.NewReader(content), ix.limits)
 	if err != nil {
 		return fmt.Errorf("content: %w", err)
 	}
-	var md *pkgformat.Metadata
-	if m.Config.MediaType == pkgformat.ConfigMediaType {
-		md, err = pkgformat.MetadataFromArtifact(config, m.Config.MediaType, nil, opts)
-	} else {
-		// An empty or Helm config: the metadata comes from the files just read,
-		// as pkgformat.MetadataFromArtifact would read them again.
-		var p *pkgformat.Package
-		if p, err = pkgformat.New(files, opts); err == nil {
-			md = &p.Metadata
-		}
-	}
+	p, err := pkgformat.New(files, pkgformat.Options{Limits: ix.limits, Name: e.Name, Version: e.Tag})
 	if err != nil {
 		return err
 	}
-	located, err := locateFiles(content, files, md.Files)
+	located, err := locateFiles(content, files, p.Metadata.Files)
 	if err != nil {
 		return err
 	}
-	e.Metadata = md
+	e.Metadata = &p.Metadata
 	e.Files = located
 	e.Content = apiv1.Content{Digest: layer.Digest.String(), Size: layer.Size, MediaType: layer.MediaType}
 	return nil

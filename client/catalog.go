@@ -24,9 +24,9 @@ const (
 	// apiPath is where the catalog API lives on a berth server.
 	apiPath = "/api/v1"
 	// maxCatalogResponse caps a successful response. The largest document is
-	// a Version, whose metadata is at most a config blob (maxConfigSize) plus
-	// the file list and signatures.
-	maxCatalogResponse = 2 * maxConfigSize
+	// a Version: its metadata (up to a 16 MiB file's worth of text) plus the
+	// file list and signatures.
+	maxCatalogResponse = 32 << 20
 	// maxErrorBody caps how much of an error response is read.
 	maxErrorBody = 64 << 10
 )

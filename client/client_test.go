@@ -151,8 +151,8 @@ func TestPullErrors(t *testing.T) {
 		{host + "/charts/nothing:1.0.0", ErrNotFound, "not found"},
 		{host + "/charts/demo", ErrInvalidReference, "give a version"},
 		{host + "/library/app:1.0", ErrNotPackage, "not a berth package: it is a container image"},
-		{host + "/library/app@" + image.String(), ErrNotPackage, `config media type "application/vnd.oci.image.config.v1+json"`},
-		{host + "/library/blob:1.0", ErrNotPackage, `artifactType "application/vnd.example.thing"`},
+		{host + "/library/app@" + image.String(), ErrNotPackage, "(not a package: artifact of type application/vnd.oci.image.config.v1+json)"},
+		{host + "/library/blob:1.0", ErrNotPackage, "(not a package: artifact of type application/vnd.example.thing)"},
 		{host + "/library/blob@" + unknown.String(), ErrNotPackage, "empty config"},
 	}
 	for _, tt := range tests {
@@ -244,7 +244,7 @@ func TestPullForeignPackages(t *testing.T) {
 	}
 	helmConfig := blob{pkgformat.HelmConfigMediaType, []byte(`{"apiVersion":"v2","name":"hello","version":"0.3.0","description":"Hello"}`)}
 	pushRaw(t, host, "charts/hello", "0.3.0", "", helmConfig,
-		blob{helmChartContentMediaType, tarball(t, helmFiles)},
+		blob{pkgformat.HelmChartContentMediaType, tarball(t, helmFiles)},
 		blob{"application/vnd.cncf.helm.chart.provenance.v1.prov", []byte("provenance")})
 
 	c := newTestClient(t, Options{})
@@ -303,9 +303,9 @@ func TestPullDigestMismatch(t *testing.T) {
 	if !strings.Contains(err.Error(), "content "+tampered) {
 		t.Errorf("error %q does not name the content blob", err)
 	}
-	// Inspect does not download the content, so it does not notice.
-	if _, err := c.Inspect(ctx, ref); err != nil {
-		t.Errorf("Inspect: %v", err)
+	// Inspect derives the metadata from the content, so it notices too.
+	if _, err := c.Inspect(ctx, ref); !errors.Is(err, ErrDigestMismatch) {
+		t.Errorf("Inspect of a tampered blob: %v, want ErrDigestMismatch", err)
 	}
 }
 

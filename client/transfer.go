@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/content"
@@ -19,8 +18,6 @@ import (
 const (
 	// maxManifestSize caps a manifest, as oras-go and distribution do.
 	maxManifestSize = 4 << 20
-	// maxConfigSize caps the metadata config blob.
-	maxConfigSize = 16 << 20
 )
 
 // Package is a package version as found in a registry.
@@ -35,8 +32,8 @@ type Package struct {
 	// ConfigDesc and ContentDesc describe the config blob and the content layer.
 	ConfigDesc  ocispec.Descriptor
 	ContentDesc ocispec.Descriptor
-	// Metadata is read from the config blob, or derived from the content when
-	// the config is the OCI empty config (a package pushed by plain oras push).
+	// Metadata is derived from the content, as the catalog derives it; the
+	// config blob is not read.
 	Metadata *pkgformat.Metadata
 	// Content is the content layer, the package as a gzipped tar, byte for
 	// byte as pushed. Only Pull sets it.
@@ -174,9 +171,9 @@ func (c *Client) Pull(ctx context.Context, ref Reference) (*Package, error) {
 	return c.get(ctx, "pull", ref, true)
 }
 
-// Inspect is Pull without downloading the content layer, except when the
-// config is the OCI empty config and the metadata must be derived from the
-// content. Package.Content is nil. It returns the errors Pull does.
+// Inspect is Pull without signature checks and without returning the content
+// (Package.Content is nil); it still downloads the content, from which the
+// metadata is derived. It returns the errors Pull does.
 func (c *Client) Inspect(ctx context.Context, ref Reference) (*Package, error) {
 	return c.get(ctx, "inspect", ref, false)
 }
@@ -204,26 +201,17 @@ func (c *Client) get(ctx context.Context, op string, ref Reference, withContent 
 	}
 	pkg.Signatures = report
 	ref = pkg.Reference
-	if pkg.ConfigDesc.Size > maxConfigSize {
-		return nil, wrapError(op, ref, "config", fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, pkg.ConfigDesc.Size, maxConfigSize))
+	if limit := c.contentLimit(); pkg.ContentDesc.Size > limit {
+		return nil, wrapError(op, ref, "content", fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, pkg.ContentDesc.Size, limit))
 	}
-	config, err := content.FetchAll(ctx, repo, pkg.ConfigDesc)
+	data, err := c.fetchBlob(ctx, repo, pkg.ContentDesc)
 	if err != nil {
-		return nil, wrapError(op, ref, "config "+pkg.ConfigDesc.Digest.String(), err)
+		return nil, wrapError(op, ref, "content "+pkg.ContentDesc.Digest.String(), err)
 	}
-	var data []byte
-	if withContent || pkg.ConfigDesc.MediaType == ocispec.MediaTypeEmptyJSON {
-		if limit := c.contentLimit(); pkg.ContentDesc.Size > limit {
-			return nil, wrapError(op, ref, "content", fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, pkg.ContentDesc.Size, limit))
-		}
-		if data, err = c.fetchBlob(ctx, repo, pkg.ContentDesc); err != nil {
-			return nil, wrapError(op, ref, "content "+pkg.ContentDesc.Digest.String(), err)
-		}
-		if withContent {
-			pkg.Content = data
-		}
+	if withContent {
+		pkg.Content = data
 	}
-	md, err := c.metadata(ref, pkg.ConfigDesc.MediaType, config, data)
+	md, err := c.metadata(ref, pkg.Manifest, data)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: read metadata: %w", op, ref, err)
 	}
@@ -231,25 +219,30 @@ func (c *Client) get(ctx context.Context, op string, ref Reference, withContent 
 	return pkg, nil
 }
 
-// metadata reads a package's metadata from its config blob and, when data is
-// not nil, its content. A package with the empty config whose content carries
-// no name or version (plain manifests pushed by oras push) is read again with
-// the repository name and the tag of ref where Options.Package sets none.
-func (c *Client) metadata(ref Reference, configMediaType string, config, data []byte) (*pkgformat.Metadata, error) {
+// metadata derives a package's metadata from its content, as the catalog
+// does: the config blob's claims are not read. A package whose content
+// carries no name or version (plain manifests) is read again with the
+// repository name and the version of ref (its tag, or else the version the
+// manifest is annotated with) where Options.Package sets none.
+func (c *Client) metadata(ref Reference, m ocispec.Manifest, data []byte) (*pkgformat.Metadata, error) {
 	read := func(opts pkgformat.Options) (*pkgformat.Metadata, error) {
-		var content io.Reader
-		if data != nil {
-			content = bytes.NewReader(data)
+		files, err := pkgformat.ReadArchive(bytes.NewReader(data), opts.Limits)
+		if err != nil {
+			return nil, err
 		}
-		return pkgformat.MetadataFromArtifact(config, configMediaType, content, opts)
+		p, err := pkgformat.New(files, opts)
+		if err != nil {
+			return nil, err
+		}
+		return &p.Metadata, nil
 	}
 	opts := c.opts.Package
 	md, err := read(opts)
-	if err == nil || configMediaType != ocispec.MediaTypeEmptyJSON {
-		return md, err
+	if err == nil {
+		return md, nil
 	}
 	opts.Name = cmp.Or(opts.Name, ref.Name)
-	opts.Version = cmp.Or(opts.Version, ref.Tag)
+	opts.Version = cmp.Or(opts.Version, ref.Tag, m.Annotations[ocispec.AnnotationVersion])
 	return read(opts)
 }
 
@@ -268,58 +261,34 @@ func (c *Client) fetchManifest(ctx context.Context, repo *remote.Repository, ref
 	if err != nil {
 		return nil, fmt.Errorf("manifest %s: %w", desc.Digest, err)
 	}
-	if desc.MediaType != ocispec.MediaTypeImageManifest {
-		return nil, fmt.Errorf("%w: it is %s (media type %s)", ErrNotPackage, describeMediaType(desc.MediaType), desc.MediaType)
+	class := pkgformat.ClassifyManifest(desc.MediaType, data)
+	if !class.IsPackage() {
+		return nil, fmt.Errorf("%w: it is %s (%s)", ErrNotPackage, describeMediaType(desc.MediaType, class.Parsed), class.Reason)
 	}
-	var m ocispec.Manifest
-	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, fmt.Errorf("%w: manifest %s is not valid JSON: %v", ErrNotPackage, desc.Digest, err)
-	}
-	if !pkgformat.IsPackage(m.ArtifactType, m.Config.MediaType) {
-		return nil, fmt.Errorf("%w: it is %s (artifactType %q, config media type %q)", ErrNotPackage,
-			describeMediaType(m.Config.MediaType), m.ArtifactType, m.Config.MediaType)
-	}
-	layer, err := contentLayer(m)
-	if err != nil {
-		return nil, err
-	}
+	m := class.Parsed
+	layer := class.Content
 	ref.Digest = desc.Digest
 	return &Package{Reference: ref, ManifestDesc: desc, Manifest: m, ConfigDesc: m.Config, ContentDesc: layer}, nil
 }
 
-// helmChartContentMediaType is the media type of the chart layer of a Helm chart.
-const helmChartContentMediaType = "application/vnd.cncf.helm.chart.content.v1.tar+gzip"
-
-// contentLayer picks the package content out of a package manifest: the layer
-// of the berth content media type (or a Helm chart's chart layer), or else the
-// only layer.
-func contentLayer(m ocispec.Manifest) (ocispec.Descriptor, error) {
-	for _, l := range m.Layers {
-		if l.MediaType == pkgformat.ContentMediaType || l.MediaType == helmChartContentMediaType {
-			return l, nil
-		}
+// describeMediaType names the kind of artifact a manifest of this media type
+// is (by its config, for an OCI image manifest), for ErrNotPackage messages.
+func describeMediaType(mediaType string, m ocispec.Manifest) string {
+	if mediaType == ocispec.MediaTypeImageManifest {
+		mediaType = m.Config.MediaType
 	}
-	if len(m.Layers) == 1 {
-		return m.Layers[0], nil
-	}
-	return ocispec.Descriptor{}, fmt.Errorf("%w: the manifest has %d layers and none of media type %s", ErrNotPackage, len(m.Layers), pkgformat.ContentMediaType)
-}
-
-// describeMediaType names the kind of artifact a manifest or config media
-// type belongs to, for ErrNotPackage messages.
-func describeMediaType(mediaType string) string {
 	switch mediaType {
 	case ocispec.MediaTypeImageIndex, "application/vnd.docker.distribution.manifest.list.v2+json":
 		return "an image index (a multi-platform image)"
 	case ocispec.MediaTypeImageConfig, "application/vnd.docker.container.image.v1+json",
 		"application/vnd.docker.distribution.manifest.v2+json":
 		return "a container image"
-	case "application/vnd.cncf.helm.config.v1+json":
-		return "a Helm chart (pull it with helm)"
+	case pkgformat.HelmConfigMediaType:
+		return "a Helm chart without a chart layer"
 	case "application/vnd.dev.cosign.simplesigning.v1+json":
 		return "a cosign signature"
 	case ocispec.MediaTypeEmptyJSON:
-		return "an artifact with an empty config and no berth artifactType"
+		return "an artifact with an empty config"
 	}
 	return "an artifact of another kind"
 }

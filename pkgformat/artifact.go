@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/opencontainers/go-digest"
@@ -102,81 +101,4 @@ func marshalJSON(v any) ([]byte, error) {
 // blobDescriptor describes data of the given media type.
 func blobDescriptor(mediaType string, data []byte) ocispec.Descriptor {
 	return ocispec.Descriptor{MediaType: mediaType, Digest: digest.FromBytes(data), Size: int64(len(data))}
-}
-
-// MetadataFromArtifact returns the metadata of a pushed package from its
-// config blob and, where needed, its content tarball:
-//   - ConfigMediaType: the config is the Metadata JSON; content is not read.
-//   - the OCI empty config (application/vnd.oci.empty.v1+json), as plain
-//     `oras push` writes: the metadata is derived from the content tarball
-//     with New, opts.Name and opts.Version giving the repository's name and
-//     the tag where the package carries none.
-//   - HelmConfigMediaType: from the content (the chart tarball) when given,
-//     else from the config, which is Chart.yaml as JSON.
-//
-// Name and version must be valid and, when opts sets them, match (versions
-// compared as tags). Errors wrap ErrInvalid (unknown config media type, bad
-// JSON, missing content, or any error of ReadArchive and New) or ErrLimit.
-func MetadataFromArtifact(config []byte, configMediaType string, content io.Reader, opts Options) (*Metadata, error) {
-	opts.Limits = opts.Limits.withDefaults()
-	const configName = "config"
-	if int64(len(config)) > opts.Limits.MaxFileSize {
-		return nil, overLimit(configName, "config blob is larger than %d bytes", opts.Limits.MaxFileSize)
-	}
-	var md *Metadata
-	switch {
-	case configMediaType == ConfigMediaType:
-		md = new(Metadata)
-		if err := json.Unmarshal(config, md); err != nil {
-			return nil, invalid(configName, "package metadata is not valid JSON: %v", err)
-		}
-		if md.Format == "" {
-			return nil, invalid(configName, "package metadata has no format")
-		}
-	case configMediaType == HelmConfigMediaType && content == nil:
-		m, err := helmMetadata(configName, config, opts.Limits)
-		if err != nil {
-			return nil, err
-		}
-		md = m
-		md.SchemaVersion = MetadataSchemaVersion
-		normalize(md)
-	case configMediaType == ocispec.MediaTypeEmptyJSON || configMediaType == HelmConfigMediaType:
-		if content == nil {
-			return nil, invalid("content", "the config is empty, so the metadata must come from the content, which is missing")
-		}
-		files, err := ReadArchive(content, opts.Limits)
-		if err != nil {
-			return nil, err
-		}
-		p, err := New(files, opts)
-		if err != nil {
-			return nil, err
-		}
-		return &p.Metadata, nil
-	default:
-		return nil, invalid(configName, "unsupported config media type %q", configMediaType)
-	}
-	if err := finishConfig(md, configName, opts); err != nil {
-		return nil, err
-	}
-	return md, nil
-}
-
-// finishConfig checks the name and version of metadata read from a config
-// blob, and that they match opts.
-func finishConfig(md *Metadata, file string, opts Options) error {
-	if err := ValidName(md.Name); err != nil {
-		return fmt.Errorf("%s: %w", file, err)
-	}
-	if err := ValidVersion(md.Version); err != nil {
-		return fmt.Errorf("%s: %w", file, err)
-	}
-	if opts.Name != "" && opts.Name != md.Name {
-		return invalid(file, "package name %q does not match the expected name %q", md.Name, opts.Name)
-	}
-	if opts.Version != "" && Tag(opts.Version) != Tag(md.Version) {
-		return invalid(file, "version %q does not match the expected version %q", md.Version, opts.Version)
-	}
-	return nil
 }

@@ -3,13 +3,10 @@ package pkgformat
 import (
 	"bytes"
 	"errors"
-	"io"
 	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
-
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
 func TestHelm(t *testing.T) {
@@ -325,77 +322,9 @@ func TestNames(t *testing.T) {
 	if ContentTitle("kafka", "2.5.1_1.3.2") != "kafka-2.5.1_1.3.2.tgz" {
 		t.Error("ContentTitle")
 	}
-	for _, tt := range []struct {
-		artifactType, config string
-		want                 bool
-	}{
-		{ArtifactType, ocispec.MediaTypeEmptyJSON, true},
-		{"", ConfigMediaType, true},
-		{"", HelmConfigMediaType, true},
-		{"", ocispec.MediaTypeImageConfig, false},
-		{"application/vnd.example", ocispec.MediaTypeEmptyJSON, false},
-	} {
-		if IsPackage(tt.artifactType, tt.config) != tt.want {
-			t.Errorf("IsPackage(%q, %q) != %v", tt.artifactType, tt.config, tt.want)
-		}
-	}
 	if d := DefaultLimits(); d != (Limits{}).withDefaults() || d.MaxFileSize != 16<<20 || d.MaxTotalSize != 128<<20 ||
 		d.MaxFiles != 10000 || d.MaxArchiveSize != 128<<20 || d.MaxPathLength != 1024 {
 		t.Errorf("DefaultLimits %+v", d)
-	}
-}
-
-func TestMetadataFromArtifact(t *testing.T) {
-	p, err := Load("testdata/plain-bundle", Options{Name: "widgets", Version: "0.1.0"})
-	must(t, err)
-	content, err := p.Archive()
-	must(t, err)
-	a, err := p.Artifact()
-	must(t, err)
-
-	// Plain `oras push` of the tarball: the empty config, name and version from repository and tag.
-	md, err := MetadataFromArtifact([]byte("{}"), ocispec.MediaTypeEmptyJSON, bytes.NewReader(content), Options{Name: "widgets", Version: "0.1.0"})
-	must(t, err)
-	if !reflect.DeepEqual(*md, p.Metadata) {
-		t.Errorf("derived %+v\nwant %+v", md, p.Metadata)
-	}
-
-	// `helm push`: Chart.yaml as JSON, without the content.
-	chart := `{"apiVersion":"v2","name":"hello","version":"1.2.3+build.5","description":"Hi","keywords":["b","a"]}`
-	md, err = MetadataFromArtifact([]byte(chart), HelmConfigMediaType, nil, Options{Version: "1.2.3_build.5"})
-	must(t, err)
-	if md.Name != "hello" || md.Version != "1.2.3+build.5" || md.Format != Helm || md.Description != "Hi" || !reflect.DeepEqual(md.Keywords, []string{"a", "b"}) {
-		t.Errorf("helm config %+v", md)
-	}
-
-	tests := []struct {
-		name      string
-		config    []byte
-		mediaType string
-		content   []byte
-		opts      Options
-		want      error
-		rule      string
-	}{
-		{"unknown media type", []byte("{}"), "application/vnd.example+json", nil, Options{}, ErrInvalid, "unsupported config media type"},
-		{"bad JSON", []byte("{"), ConfigMediaType, nil, Options{}, ErrInvalid, "not valid JSON"},
-		{"no format", []byte(`{"name":"a","version":"1.0.0"}`), ConfigMediaType, nil, Options{}, ErrInvalid, "no format"},
-		{"bad name", []byte(`{"name":"A","version":"1.0.0","format":"kudo"}`), ConfigMediaType, nil, Options{}, ErrInvalid, "lowercase"},
-		{"other name", a.Config, ConfigMediaType, nil, Options{Name: "other"}, ErrInvalid, "does not match"},
-		{"empty config without content", []byte("{}"), ocispec.MediaTypeEmptyJSON, nil, Options{}, ErrInvalid, "missing"},
-		{"empty config, plain content without version", []byte("{}"), ocispec.MediaTypeEmptyJSON, content, Options{Name: "widgets"}, ErrInvalid, "its name and version must be given"},
-		{"empty config, corrupt content", []byte("{}"), ocispec.MediaTypeEmptyJSON, []byte("junk"), Options{}, ErrInvalid, "gzip"},
-		{"huge config", make([]byte, 2048), ConfigMediaType, nil, Options{Limits: Limits{MaxFileSize: 1024}}, ErrLimit, "config blob is larger"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var content io.Reader // a nil interface when there is no content
-			if tt.content != nil {
-				content = bytes.NewReader(tt.content)
-			}
-			_, err := MetadataFromArtifact(tt.config, tt.mediaType, content, tt.opts)
-			assertError(t, err, tt.want, "", tt.rule)
-		})
 	}
 }
 

@@ -6,11 +6,6 @@ import (
 	"strings"
 )
 
-// HelmConfigMediaType is the config media type of a Helm chart pushed by
-// `helm push`. berth treats such charts as packages: their tags are immutable
-// and the catalog indexes them.
-const HelmConfigMediaType = "application/vnd.cncf.helm.config.v1+json"
-
 // maxNameLength is the longest package name ValidName accepts, in bytes.
 const maxNameLength = 128
 
@@ -64,11 +59,4 @@ func ValidVersion(version string) error {
 // org.opencontainers.image.title so that `oras pull` writes a file of that name.
 func ContentTitle(name, version string) string {
 	return name + "-" + version + ".tgz"
-}
-
-// IsPackage reports whether a manifest with this artifactType and config media
-// type is a package whose tags are immutable: a berth package (ArtifactType or
-// ConfigMediaType) or a Helm chart (HelmConfigMediaType).
-func IsPackage(artifactType, configMediaType string) bool {
-	return artifactType == ArtifactType || configMediaType == ConfigMediaType || configMediaType == HelmConfigMediaType
 }

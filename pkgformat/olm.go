@@ -15,6 +15,9 @@ const (
 	annotationPackage        = "operators.operatorframework.io.bundle.package.v1"
 	annotationChannels       = "operators.operatorframework.io.bundle.channels.v1"
 	annotationDefaultChannel = "operators.operatorframework.io.bundle.channel.default.v1"
+	annotationMediaType      = "operators.operatorframework.io.bundle.mediatype.v1"
+	annotationManifests      = "operators.operatorframework.io.bundle.manifests.v1"
+	annotationMetadata       = "operators.operatorframework.io.bundle.metadata.v1"
 	annotationSkipRange      = "olm.skipRange"
 )
 

@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/Masterminds/semver/v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // packageManifestSuffix names the package file of the OLM package-manifest layout.
@@ -152,6 +154,11 @@ func loadRepository(dir string, opts Options) ([]*Package, []string, error) {
 	}
 	if pm != nil {
 		assignChannels(pm, pkgs, edges)
+		for i, p := range pkgs {
+			if pkgs[i], err = rebuildAsBundle(p, opts); err != nil {
+				return nil, nil, fmt.Errorf("%s: %w", folderOf[p.Metadata.Version], err)
+			}
+		}
 	}
 	slices.SortFunc(pkgs, func(a, b *Package) int { return compareVersions(a.Metadata.Version, b.Metadata.Version) })
 	folders = folders[:0]
@@ -235,6 +242,73 @@ func assignChannels(pm *packageManifest, pkgs []*Package, edges map[*Package]*ol
 		}
 		normalize(&p.Metadata)
 	}
+}
+
+// rebuildAsBundle turns a version of the package-manifest layout, whose
+// channels come from the package file beside it, into an OLM registry+v1
+// bundle that carries them itself, as operator-sdk's pkgman-to-bundle does: a
+// version folder's YAML and JSON files move under manifests/ (a bundle folder
+// keeps its layout), and metadata/annotations.yaml names the package, the channels and
+// the default channel p was given. The package is then read again from those
+// files, so that its metadata is what its content says, as the catalog will
+// read it.
+func rebuildAsBundle(p *Package, opts Options) (*Package, error) {
+	md := &p.Metadata
+	ann := bundleAnnotationsFile{Annotations: map[string]string{}}
+	files := make([]File, 0, len(p.Files)+1)
+	if data := p.fileData(bundleAnnotations); data != nil {
+		if err := decodeYAML(bundleAnnotations, data, opts.Limits, &ann); err != nil {
+			return nil, err
+		}
+		if ann.Annotations == nil {
+			ann.Annotations = map[string]string{}
+		}
+		for _, f := range p.Files {
+			if f.Path != bundleAnnotations {
+				files = append(files, f)
+			}
+		}
+	} else {
+		ann.Annotations[annotationMediaType] = "registry+v1"
+		ann.Annotations[annotationManifests] = manifestsDir + "/"
+		ann.Annotations[annotationMetadata] = path.Dir(bundleAnnotations) + "/"
+		for _, f := range p.Files {
+			if len(yamlFiles([]File{f})) == 1 {
+				f.Path = manifestsDir + "/" + f.Path
+			}
+			files = append(files, f)
+		}
+	}
+	ann.Annotations[annotationPackage] = md.Name
+	delete(ann.Annotations, annotationChannels)
+	delete(ann.Annotations, annotationDefaultChannel)
+	var channels []string
+	for _, ch := range md.Channels {
+		channels = append(channels, ch.Name)
+	}
+	if len(channels) > 0 {
+		ann.Annotations[annotationChannels] = strings.Join(channels, ",")
+	}
+	if md.DefaultChannel != "" {
+		ann.Annotations[annotationDefaultChannel] = md.DefaultChannel
+	}
+	data, err := yaml.Marshal(ann)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", bundleAnnotations, err)
+	}
+	files = append(files, File{Path: bundleAnnotations, Mode: 0o644, Data: data})
+	slices.SortFunc(files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
+	return New(files, opts)
+}
+
+// fileData returns the content of the package's file at p, or nil.
+func (p *Package) fileData(name string) []byte {
+	for _, f := range p.Files {
+		if f.Path == name {
+			return f.Data
+		}
+	}
+	return nil
 }
 
 // compareVersions orders versions by SemVer where both parse (then by string,

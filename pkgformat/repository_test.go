@@ -71,6 +71,46 @@ channels:
 	if !reflect.DeepEqual(versions, []string{"0.5.0", "1.0.0", "1.1.0", "1.1.1", "1.2.0"}) {
 		t.Errorf("versions %v", versions)
 	}
+	checkCarriesItsMetadata(t, pkgs)
+	var paths []string
+	for _, f := range pkgs[1].Files {
+		paths = append(paths, f.Path)
+	}
+	if want := []string{"manifests/demo.v1.0.0" + csvSuffix, "manifests/demos.crd.yaml", bundleAnnotations}; !reflect.DeepEqual(paths, want) {
+		t.Errorf("version folder 1.0.0 packaged as %v, want the bundle %v", paths, want)
+	}
+}
+
+// checkCarriesItsMetadata requires the content of every package to give its
+// metadata, channels included, as the catalog reads a pushed package.
+func checkCarriesItsMetadata(t *testing.T, pkgs []*Package) {
+	t.Helper()
+	for _, p := range pkgs {
+		again, err := New(p.Files, Options{})
+		if err != nil {
+			t.Errorf("%s: the content does not read as a package: %v", p.Metadata.Version, err)
+			continue
+		}
+		if !reflect.DeepEqual(again.Metadata, p.Metadata) {
+			t.Errorf("%s: the content gives\n%+v\nnot the metadata loaded\n%+v", p.Metadata.Version, again.Metadata, p.Metadata)
+		}
+	}
+}
+
+// TestFixturePackageManifestVersionsCarryTheirChannels: every version of the
+// package-manifest fixtures with several channels or skips is pushed as a
+// bundle whose content says all its metadata.
+func TestFixturePackageManifestVersionsCarryTheirChannels(t *testing.T) {
+	for _, pkg := range []string{"etcd", "couchbase-enterprise", "argocd-operator", "cockroachdb"} {
+		t.Run(pkg, func(t *testing.T) {
+			pkgs, err := LoadRepository(filepath.Join(fixtures, "olm-community", pkg), Options{})
+			must(t, err)
+			if len(pkgs) < 2 {
+				t.Fatalf("%d versions", len(pkgs))
+			}
+			checkCarriesItsMetadata(t, pkgs)
+		})
+	}
 }
 
 func TestLoadRepositoryBundles(t *testing.T) {

@@ -2,7 +2,6 @@ package registry
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -108,7 +107,7 @@ func (m *guardedManifests) Put(ctx context.Context, mf distribution.Manifest, op
 	}
 	name := m.repo.Named().Name()
 	if tag := tagOption(options); tag != "" {
-		if err := m.checkTag(ctx, name, tag, payload); err != nil {
+		if err := m.checkTag(ctx, name, tag, mediaType, payload); err != nil {
 			return "", err
 		}
 	}
@@ -130,7 +129,7 @@ func (m *guardedManifests) Put(ctx context.Context, mf distribution.Manifest, op
 // checkTag decides whether payload may be stored under tag: not when the tag
 // names another package version (unless the namespace allows overwrites),
 // nor, for a package, when the admission hook refuses it.
-func (m *guardedManifests) checkTag(ctx context.Context, repo, tag string, payload []byte) error {
+func (m *guardedManifests) checkTag(ctx context.Context, repo, tag, mediaType string, payload []byte) error {
 	g := m.repo.guard
 	namespace, _, _ := strings.Cut(repo, "/")
 	if !g.allowOverwrite(namespace) {
@@ -138,7 +137,7 @@ func (m *guardedManifests) checkTag(ctx context.Context, repo, tag string, paylo
 			return err
 		}
 	}
-	if g.admitTag != nil && isPackage(payload) {
+	if g.admitTag != nil && pkgformat.ClassifyManifest(mediaType, payload).IsPackage() {
 		if err := g.admitTag(ctx, repo, tag, digest.FromBytes(payload)); err != nil {
 			return errcode.ErrorCodeDenied.WithMessage(err.Error())
 		}
@@ -167,29 +166,16 @@ func (m *guardedManifests) checkRetag(ctx context.Context, repo, tag string, pay
 		repo, tag, current.Digest, pushed, strings.SplitN(repo, "/", 2)[0]))
 }
 
-// storedIsPackage reports whether the stored manifest d is a package. A
-// manifest that can no longer be read is not one: its tag is dangling.
+// storedIsPackage reports whether the stored manifest d is a package version
+// (pkgformat.ClassifyManifest). A manifest that can no longer be read is not
+// one: its tag is dangling, and may be pointed elsewhere.
 func (m *guardedManifests) storedIsPackage(ctx context.Context, d digest.Digest) bool {
 	mf, err := m.ManifestService.Get(ctx, d)
 	if err != nil {
 		return false
 	}
-	_, payload, err := mf.Payload()
-	return err == nil && isPackage(payload)
-}
-
-// isPackage reports whether a manifest payload is a package manifest.
-func isPackage(payload []byte) bool {
-	var m struct {
-		ArtifactType string `json:"artifactType"`
-		Config       struct {
-			MediaType string `json:"mediaType"`
-		} `json:"config"`
-	}
-	if json.Unmarshal(payload, &m) != nil {
-		return false
-	}
-	return pkgformat.IsPackage(m.ArtifactType, m.Config.MediaType)
+	mediaType, payload, err := mf.Payload()
+	return err == nil && pkgformat.ClassifyManifest(mediaType, payload).IsPackage()
 }
 
 func tagOption(options []distribution.ManifestServiceOption) string {

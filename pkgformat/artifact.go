@@ -134,7 +134,7 @@ func MetadataFromArtifact(config []byte, configMediaType string, content io.Read
 			return nil, invalid(configName, "package metadata has no format")
 		}
 	case configMediaType == HelmConfigMediaType && content == nil:
-		m, err := helmMetadata(configName, config, opts.Limits)
+		m, err := helmMetadata(configName, config, newYAMLBudget(opts.Context, opts.Limits))
 		if err != nil {
 			return nil, err
 		}

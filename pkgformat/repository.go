@@ -178,7 +178,7 @@ func readPackageManifest(dir, name string, opts Options) (*packageManifest, erro
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	var pm packageManifest
-	if err := decodeYAML(name, data, opts.Limits, &pm); err != nil {
+	if err := decodeYAML(name, data, newYAMLBudget(opts.Context, opts.Limits), &pm); err != nil {
 		return nil, err
 	}
 	pm.PackageName = strings.TrimSpace(pm.PackageName)

@@ -58,6 +58,8 @@ type envOptions struct {
 	split bool
 	// metrics registers the catalog's metrics.
 	metrics prometheus.Registerer
+	// indexTimeout is the catalog's IndexTimeout.
+	indexTimeout time.Duration
 }
 
 func newEnv(t testing.TB, opts envOptions) *env {
@@ -113,7 +115,7 @@ func (e *env) start(policy *signing.Policy) {
 		src = e.opts.source(src)
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cat, err := catalog.New(catalog.Options{Store: store, Source: src, ReconcileInterval: -1, Logger: quiet, Policy: policy, Metrics: e.opts.metrics})
+	cat, err := catalog.New(catalog.Options{Store: store, Source: src, ReconcileInterval: -1, Logger: quiet, Policy: policy, Metrics: e.opts.metrics, IndexTimeout: e.opts.indexTimeout})
 	if err != nil {
 		e.t.Fatal(err)
 	}

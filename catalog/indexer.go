@@ -27,6 +27,10 @@ type indexer struct {
 	source Source
 	limits pkgformat.Limits
 	now    func() time.Time
+	// timeout bounds the reading of one package; memory is shared by the
+	// packages read at once.
+	timeout time.Duration
+	memory  *memoryBudget
 }
 
 // read reads the manifest repo@digest, tagged tag, into an entry. Whatever is
@@ -62,10 +66,14 @@ func (ix *indexer) read(ctx context.Context, repo, tag, dgst string) (*Entry, er
 	if !ok {
 		return e.ignore(notPackageReason(&m)), nil
 	}
-	if err := ix.readPackage(ctx, e, repo, &m, layer); err != nil {
+	pkgCtx, cancel := context.WithTimeout(ctx, ix.timeout)
+	err = ix.readPackage(pkgCtx, e, repo, &m, layer)
+	cancel()
+	if err != nil {
 		if errors.Is(err, ErrUnavailable) || ctx.Err() != nil {
 			return nil, err
 		}
+		err = tooLong(err, ix.timeout)
 		e.Status, e.Reason, e.Metadata, e.Files = apiv1.StatusInvalid, err.Error(), nil, nil
 		return e, nil
 	}
@@ -140,13 +148,18 @@ func (ix *indexer) readPackage(ctx context.Context, e *Entry, repo string, m *oc
 	if err != nil {
 		return err
 	}
-	opts := pkgformat.Options{Limits: ix.limits, Name: e.Name, Version: e.Tag}
+	opts := pkgformat.Options{Limits: ix.limits, Name: e.Name, Version: e.Tag, Context: ctx}
 	// The content is read in every case: a package is only served when its
 	// tarball passes pkgformat's safety rules, whatever its config says.
 	files, err := pkgformat.ReadArchive(bytes.NewReader(content), ix.limits)
 	if err != nil {
 		return fmt.Errorf("content: %w", err)
 	}
+	release, err := ix.memory.acquire(ctx, packageCost(files, ix.limits))
+	if err != nil {
+		return err
+	}
+	defer release()
 	var md *pkgformat.Metadata
 	if m.Config.MediaType == pkgformat.ConfigMediaType {
 		md, err = pkgformat.MetadataFromArtifact(config, m.Config.MediaType, nil, opts)

@@ -112,3 +112,19 @@ func nodeBound(text []byte) int64 {
 	}
 	return n
 }
+
+// bytesPerNode is about what one yaml.v3 node takes in memory.
+const bytesPerNode = 200
+
+// ParseCost is an upper bound of the memory, in bytes, that New takes to
+// parse the YAML of files under limits (defaults for zero fields), beyond
+// the files themselves: one document's tree is held at a time, and no
+// document exceeds MaxYAMLDocumentNodes.
+func ParseCost(files []File, limits Limits) int64 {
+	limits = limits.withDefaults()
+	var most int64
+	for _, f := range yamlFiles(files) {
+		most = max(most, min(nodeBound(f.Data), limits.MaxYAMLDocumentNodes))
+	}
+	return most * bytesPerNode
+}

@@ -9,7 +9,7 @@ GOFLAGS ?=
 TEST_TIMEOUT ?= 30m
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build run test tools bench bench-catalog bench-provenance lint conformance clean
+.PHONY: all build run test tools bench bench-catalog bench-provenance bench-yaml lint conformance clean
 
 all: build
 
@@ -52,6 +52,10 @@ bench-catalog:
 ## `cosign sign` exiting to search listing the package verified (not part of `make test`)
 bench-provenance:
 	$(GO) run ./test/bench -provenance
+
+## bench-yaml: peak RSS, allocation and CPU time of reading hostile YAML shapes (not part of `make test`)
+bench-yaml:
+	$(GO) test -run '^$$' -bench BenchmarkYAMLShapes -benchtime 3x ./pkgformat/
 
 ## conformance: run the OCI distribution-spec conformance suite against berth.
 ## Needs a checkout of github.com/opencontainers/distribution-spec: make conformance CONFORMANCE_SRC=/path/to/distribution-spec

@@ -42,6 +42,13 @@ type Options struct {
 	Workers int
 	// Limits cap what reading one package may take. Zero fields: pkgformat's defaults.
 	Limits pkgformat.Limits
+	// IndexTimeout bounds the reading of one package; a package that takes
+	// longer is invalid. Zero means 30 seconds.
+	IndexTimeout time.Duration
+	// IndexMemory is the memory, in bytes, that the packages being indexed
+	// at once may take between them, each weighing its files and the YAML
+	// trees it may build (pkgformat.ParseCost). Zero means 256 MiB.
+	IndexMemory int64
 	// Logger; nil means slog.Default().
 	Logger *slog.Logger
 	// Metrics registers the catalog's metrics; nil means none.
@@ -144,6 +151,12 @@ func New(opts Options) (*Catalog, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.IndexTimeout <= 0 {
+		opts.IndexTimeout = defaultIndexTimeout
+	}
+	if opts.IndexMemory <= 0 {
+		opts.IndexMemory = defaultIndexMemory
+	}
 	limits := opts.Limits
 	def := pkgformat.DefaultLimits()
 	if limits.MaxArchiveSize == 0 {
@@ -153,9 +166,10 @@ func New(opts Options) (*Catalog, error) {
 		limits.MaxFileSize = def.MaxFileSize
 	}
 	c := &Catalog{
-		store:       opts.Store,
-		source:      opts.Source,
-		ix:          &indexer{source: opts.Source, limits: limits, now: time.Now},
+		store:  opts.Store,
+		source: opts.Source,
+		ix: &indexer{source: opts.Source, limits: limits, now: time.Now,
+			timeout: opts.IndexTimeout, memory: newMemoryBudget(opts.IndexMemory)},
 		log:         opts.Logger,
 		interval:    opts.ReconcileInterval,
 		sigInterval: opts.SignatureInterval,

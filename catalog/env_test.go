@@ -60,6 +60,8 @@ type envOptions struct {
 	metrics prometheus.Registerer
 	// admit is the registry's tag admission.
 	admit func(ctx context.Context, repo, tag string, dgst digest.Digest) error
+	// indexTimeout is the catalog's IndexTimeout.
+	indexTimeout time.Duration
 }
 
 func newEnv(t testing.TB, opts envOptions) *env {
@@ -116,7 +118,7 @@ func (e *env) start(policy *signing.Policy) {
 		src = e.opts.source(src)
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cat, err := catalog.New(catalog.Options{Store: store, Source: src, ReconcileInterval: -1, Logger: quiet, Policy: policy, Metrics: e.opts.metrics})
+	cat, err := catalog.New(catalog.Options{Store: store, Source: src, ReconcileInterval: -1, Logger: quiet, Policy: policy, Metrics: e.opts.metrics, IndexTimeout: e.opts.indexTimeout})
 	if err != nil {
 		e.t.Fatal(err)
 	}

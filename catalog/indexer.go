@@ -23,6 +23,10 @@ type indexer struct {
 	source Source
 	limits pkgformat.Limits
 	now    func() time.Time
+	// timeout bounds the reading of one package; memory is shared by the
+	// packages read at once.
+	timeout time.Duration
+	memory  *memoryBudget
 }
 
 // read reads the manifest repo@digest, tagged tag, into an entry. Whatever is
@@ -48,10 +52,14 @@ func (ix *indexer) read(ctx context.Context, repo, tag, dgst string) (*Entry, er
 	if !class.IsPackage() {
 		return e.ignore(class.Reason), nil
 	}
-	if err := ix.readPackage(ctx, e, repo, class.Content); err != nil {
+	pkgCtx, cancel := context.WithTimeout(ctx, ix.timeout)
+	err = ix.readPackage(pkgCtx, e, repo, class.Content)
+	cancel()
+	if err != nil {
 		if errors.Is(err, ErrUnavailable) || ctx.Err() != nil {
 			return nil, err
 		}
+		err = tooLong(err, ix.timeout)
 		e.Status, e.Reason, e.Metadata, e.Files = apiv1.StatusInvalid, err.Error(), nil, nil
 		return e, nil
 	}
@@ -92,7 +100,12 @@ func (ix *indexer) readPackage(ctx context.Context, e *Entry, repo string, layer
 	if err != nil {
 		return fmt.Errorf("content: %w", err)
 	}
-	p, err := pkgformat.New(files, pkgformat.Options{Limits: ix.limits, Name: e.Name, Version: e.Tag})
+	release, err := ix.memory.acquire(ctx, packageCost(files, ix.limits))
+	if err != nil {
+		return err
+	}
+	defer release()
+	p, err := pkgformat.New(files, pkgformat.Options{Limits: ix.limits, Name: e.Name, Version: e.Tag, Context: ctx})
 	if err != nil {
 		return err
 	}

@@ -92,6 +92,9 @@ type Catalog struct {
 	// were lost (default 1h; negative: never; versions never checked, or
 	// checked under another trust policy, are checked at every reconciliation).
 	SignatureInterval time.Duration `yaml:"signatureInterval"`
+	// IndexTimeout bounds the indexing of one package version; one that
+	// takes longer is invalid (default 30s).
+	IndexTimeout time.Duration `yaml:"indexTimeout"`
 	// Registry is the base URL (http(s)://host[:port]) of the registry that
 	// `berth serve catalog` indexes. berth serve indexes its own registry and
 	// ignores it.
@@ -150,6 +153,9 @@ func (c *Config) SetDefaults() {
 	if c.Catalog.SignatureInterval == 0 {
 		c.Catalog.SignatureInterval = time.Hour
 	}
+	if c.Catalog.IndexTimeout == 0 {
+		c.Catalog.IndexTimeout = 30 * time.Second
+	}
 }
 
 // Load reads the YAML file at file (none when empty), then applies the
@@ -207,6 +213,9 @@ func (c *Config) Validate() error {
 	}
 	if err := c.Storage.Validate("storage"); err != nil {
 		return err
+	}
+	if c.Catalog.IndexTimeout <= 0 {
+		return fmt.Errorf("catalog.indexTimeout: must be positive (got %s)", c.Catalog.IndexTimeout)
 	}
 	if err := checkBaseURL(c.Catalog.Registry); err != nil {
 		return fmt.Errorf("catalog.registry: %w", err)

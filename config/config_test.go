@@ -131,6 +131,7 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"log level", func(c *Config) { c.Log.Level = "loud" }, `log.level: want debug, info, warn or error (got "loud")`},
 		{"log format", func(c *Config) { c.Log.Format = "xml" }, `log.format: want text or json (got "xml")`},
 		{"negative shutdown", func(c *Config) { c.ShutdownTimeout = -time.Second }, "shutdownTimeout: must not be negative"},
+		{"negative index timeout", func(c *Config) { c.Catalog.IndexTimeout = -time.Second }, "catalog.indexTimeout: must be positive (got -1s)"},
 		{"catalog registry not a URL", func(c *Config) { c.Catalog.Registry = "localhost:5000" }, `catalog.registry: want http(s)://host[:port] (got "localhost:5000")`},
 		{"catalog registry with a path", func(c *Config) { c.Catalog.Registry = "http://r/v2" }, `catalog.registry: want http(s)://host[:port]`},
 		{"catalog public URL scheme", func(c *Config) { c.Catalog.PublicURL = "ftp://r" }, `catalog.publicURL: want http(s)://host[:port]`},

@@ -9,6 +9,7 @@
 package pkgformat
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 )
@@ -30,6 +31,14 @@ type Limits struct {
 	MaxFiles       int   // number of files
 	MaxArchiveSize int64 // the compressed tarball
 	MaxPathLength  int   // bytes in one path
+
+	// The YAML limits bound what parsing a package's YAML costs: the node
+	// trees yaml.v3 builds (about 200 bytes a node) and the time taken. They
+	// are checked while parsing, so a hostile file is stopped early.
+	MaxYAMLDocuments     int   // documents in one YAML file
+	MaxYAMLDocumentNodes int64 // nodes of one YAML document, the tree held at a time
+	MaxYAMLNodes         int64 // nodes of all YAML documents of the package, aliases expanded
+	MaxYAMLSize          int64 // bytes of YAML parsed for the package, a file parsed twice counting twice
 }
 
 // File is one regular file of a package. Path is slash-separated, clean and
@@ -47,6 +56,9 @@ type Options struct {
 	// manifests) and must match where it does.
 	Name    string
 	Version string
+	// Context, when set, stops the reading when it ends: the YAML of the
+	// package is parsed only while it lasts, and the error wraps its Err.
+	Context context.Context
 }
 
 // Package is a package read from a directory or tarball.

@@ -39,12 +39,12 @@ const (
 type pkgFiles struct {
 	files  []File // sorted by Path
 	byPath map[string]*File
-	limits Limits
+	yaml   *yamlBudget // the package's YAML limits
 	opts   Options
 }
 
 func newPkgFiles(files []File, opts Options) *pkgFiles {
-	pf := &pkgFiles{files: files, byPath: make(map[string]*File, len(files)), limits: opts.Limits, opts: opts}
+	pf := &pkgFiles{files: files, byPath: make(map[string]*File, len(files)), yaml: newYAMLBudget(opts.Context, opts.Limits), opts: opts}
 	for i := range files {
 		pf.byPath[files[i].Path] = &files[i]
 	}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+
+	"go.yaml.in/yaml/v3"
 )
 
 func FuzzReadArchive(f *testing.F) {
@@ -57,16 +59,13 @@ func FuzzParseYAML(f *testing.F) {
 	f.Add("a: &a {b: *a}\n---\nc: [1, 2]\n")
 	f.Add(goodCSV)
 	f.Fuzz(func(t *testing.T, doc string) {
-		docs, err := parseYAML("fuzz.yaml", []byte(doc), DefaultLimits())
-		if err != nil {
-			if !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrLimit) {
-				t.Fatalf("error wraps neither ErrInvalid nor ErrLimit: %v", err)
-			}
-			return
-		}
-		for _, d := range docs {
+		err := eachYAMLDocument("fuzz.yaml", []byte(doc), newYAMLBudget(nil, Limits{}), func(d *yaml.Node) error {
 			var v any
 			_ = decodeNode("fuzz.yaml", d, &v)
+			return nil
+		})
+		if err != nil && !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrLimit) {
+			t.Fatalf("error wraps neither ErrInvalid nor ErrLimit: %v", err)
 		}
 	})
 }

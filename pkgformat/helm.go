@@ -35,13 +35,13 @@ var helmLicenseAnnotations = []string{"artifacthub.io/license", "licenses", "org
 
 // readHelm reads a Helm chart: Chart.yaml, and crds/ for the APIs it provides.
 func readHelm(pf *pkgFiles) (*parsed, error) {
-	md, err := helmMetadata(helmChartFile, pf.data(helmChartFile), pf.limits)
+	md, err := helmMetadata(helmChartFile, pf.data(helmChartFile), pf.yaml)
 	if err != nil {
 		return nil, err
 	}
 	var objs objects
 	for _, f := range yamlFiles(pf.under("crds")) {
-		if err := objs.addFile(f.Path, f.Data, pf.limits); err != nil {
+		if err := objs.addFile(f.Path, f.Data, pf.yaml); err != nil {
 			return nil, err
 		}
 	}
@@ -51,9 +51,9 @@ func readHelm(pf *pkgFiles) (*parsed, error) {
 
 // helmMetadata maps a Chart.yaml (or Helm's JSON config blob) onto Metadata.
 // name and a SemVer version (as Helm parses it) are required.
-func helmMetadata(file string, data []byte, limits Limits) (*Metadata, error) {
+func helmMetadata(file string, data []byte, b *yamlBudget) (*Metadata, error) {
 	var c helmChart
-	if err := decodeYAML(file, data, limits, &c); err != nil {
+	if err := decodeYAML(file, data, b, &c); err != nil {
 		return nil, err
 	}
 	c.Name, c.Version = strings.TrimSpace(c.Name), strings.TrimSpace(c.Version)

@@ -71,18 +71,9 @@ type objects struct {
 }
 
 // addFile reads every object of a YAML file. Errors name file and wrap
-// ErrInvalid or ErrLimit.
-func (o *objects) addFile(file string, data []byte, limits Limits) error {
-	docs, err := parseYAML(file, data, limits)
-	if err != nil {
-		return err
-	}
-	for _, doc := range docs {
-		if err := o.add(file, doc); err != nil {
-			return err
-		}
-	}
-	return nil
+// ErrInvalid or ErrLimit, or the budget's context error.
+func (o *objects) addFile(file string, data []byte, b *yamlBudget) error {
+	return eachYAMLDocument(file, data, b, func(doc *yaml.Node) error { return o.add(file, doc) })
 }
 
 // add reads one object (or the items of a List).

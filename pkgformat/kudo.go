@@ -44,7 +44,7 @@ func kudoVersion(appVersion, operatorVersion string) string {
 func readKUDO(pf *pkgFiles) (*parsed, error) {
 	const file = kudoOperatorFile
 	var op kudoOperator
-	if err := decodeYAML(file, pf.data(file), pf.limits, &op); err != nil {
+	if err := decodeYAML(file, pf.data(file), pf.yaml, &op); err != nil {
 		return nil, err
 	}
 	op.Name, op.OperatorVersion, op.AppVersion = strings.TrimSpace(op.Name), strings.TrimSpace(op.OperatorVersion), strings.TrimSpace(op.AppVersion)
@@ -79,7 +79,7 @@ func readKUDO(pf *pkgFiles) (*parsed, error) {
 	var objs objects
 	for _, f := range yamlFiles(pf.under("templates")) {
 		var o objects
-		if o.addFile(f.Path, untemplate(f.Data), pf.limits) != nil {
+		if o.addFile(f.Path, untemplate(f.Data), pf.yaml) != nil {
 			continue // a template that is not YAML once its actions are blanked out: nothing to extract
 		}
 		objs.merge(o)

@@ -13,14 +13,20 @@ import (
 
 // DefaultLimits returns the limits used for every zero (or negative) field of
 // a Limits: 16 MiB per file, 128 MiB for all files, 10000 files, 128 MiB of
-// compressed archive and 1024 bytes per path.
+// compressed archive and 1024 bytes per path; for YAML, 10000 documents per
+// file, 250000 nodes per document (some 50 MiB of yaml.v3 nodes), 1000000
+// nodes and 64 MiB parsed per package.
 func DefaultLimits() Limits {
 	return Limits{
-		MaxFileSize:    16 << 20,
-		MaxTotalSize:   128 << 20,
-		MaxFiles:       10000,
-		MaxArchiveSize: 128 << 20,
-		MaxPathLength:  1024,
+		MaxFileSize:          16 << 20,
+		MaxTotalSize:         128 << 20,
+		MaxFiles:             10000,
+		MaxArchiveSize:       128 << 20,
+		MaxPathLength:        1024,
+		MaxYAMLDocuments:     10000,
+		MaxYAMLDocumentNodes: 250000,
+		MaxYAMLNodes:         1000000,
+		MaxYAMLSize:          64 << 20,
 	}
 }
 
@@ -36,22 +42,24 @@ var unlimited = Limits{
 // withDefaults returns l with every unset field set to its default.
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits()
-	if l.MaxFileSize <= 0 {
-		l.MaxFileSize = d.MaxFileSize
-	}
-	if l.MaxTotalSize <= 0 {
-		l.MaxTotalSize = d.MaxTotalSize
-	}
-	if l.MaxFiles <= 0 {
-		l.MaxFiles = d.MaxFiles
-	}
-	if l.MaxArchiveSize <= 0 {
-		l.MaxArchiveSize = d.MaxArchiveSize
-	}
-	if l.MaxPathLength <= 0 {
-		l.MaxPathLength = d.MaxPathLength
-	}
+	l.MaxFileSize = orDefault(l.MaxFileSize, d.MaxFileSize)
+	l.MaxTotalSize = orDefault(l.MaxTotalSize, d.MaxTotalSize)
+	l.MaxFiles = orDefault(l.MaxFiles, d.MaxFiles)
+	l.MaxArchiveSize = orDefault(l.MaxArchiveSize, d.MaxArchiveSize)
+	l.MaxPathLength = orDefault(l.MaxPathLength, d.MaxPathLength)
+	l.MaxYAMLDocuments = orDefault(l.MaxYAMLDocuments, d.MaxYAMLDocuments)
+	l.MaxYAMLDocumentNodes = orDefault(l.MaxYAMLDocumentNodes, d.MaxYAMLDocumentNodes)
+	l.MaxYAMLNodes = orDefault(l.MaxYAMLNodes, d.MaxYAMLNodes)
+	l.MaxYAMLSize = orDefault(l.MaxYAMLSize, d.MaxYAMLSize)
 	return l
+}
+
+// orDefault is v, or def when v is zero or negative.
+func orDefault[T int | int64](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
 }
 
 // rootName names the package as a whole in errors that are about no one file.

@@ -133,7 +133,7 @@ func readBundle(pf *pkgFiles) (*parsed, error) {
 		return nil, invalid(bundleAnnotations, "missing: an OLM bundle names its package and channels there")
 	}
 	var ann bundleAnnotationsFile
-	if err := decodeYAML(bundleAnnotations, pf.data(bundleAnnotations), pf.limits, &ann); err != nil {
+	if err := decodeYAML(bundleAnnotations, pf.data(bundleAnnotations), pf.yaml, &ann); err != nil {
 		return nil, err
 	}
 	name := strings.TrimSpace(ann.Annotations[annotationPackage])
@@ -160,7 +160,7 @@ func readBundle(pf *pkgFiles) (*parsed, error) {
 	}
 	if data := pf.data(bundleDependencies); data != nil {
 		var deps bundleDependenciesFile
-		if err := decodeYAML(bundleDependencies, data, pf.limits, &deps); err != nil {
+		if err := decodeYAML(bundleDependencies, data, pf.yaml, &deps); err != nil {
 			return nil, err
 		}
 		for _, d := range deps.Dependencies {
@@ -191,7 +191,7 @@ func bundleCSV(pf *pkgFiles) (string, error) {
 	if len(named) == 0 {
 		for _, p := range all {
 			var h objectHeader
-			if decodeYAML(p, pf.data(p), pf.limits, &h) == nil && h.Kind == "ClusterServiceVersion" {
+			if decodeYAML(p, pf.data(p), pf.yaml, &h) == nil && h.Kind == "ClusterServiceVersion" {
 				named = append(named, p)
 			}
 		}
@@ -229,7 +229,7 @@ func readOLMFlat(pf *pkgFiles) (*parsed, error) {
 // name and channels, which come from elsewhere).
 func readCSV(pf *pkgFiles, file string) (*parsed, error) {
 	var csv csvDocument
-	if err := decodeYAML(file, pf.data(file), pf.limits, &csv); err != nil {
+	if err := decodeYAML(file, pf.data(file), pf.yaml, &csv); err != nil {
 		return nil, err
 	}
 	if csv.Kind != "ClusterServiceVersion" {

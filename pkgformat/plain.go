@@ -8,7 +8,7 @@ func readPlain(pf *pkgFiles) (*parsed, error) {
 	}
 	var objs objects
 	for _, f := range yamlFiles(pf.under(manifestsDir)) {
-		if err := objs.addFile(f.Path, f.Data, pf.limits); err != nil {
+		if err := objs.addFile(f.Path, f.Data, pf.yaml); err != nil {
 			return nil, err
 		}
 	}

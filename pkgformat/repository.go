@@ -185,7 +185,7 @@ func readPackageManifest(dir, name string, opts Options) (*packageManifest, erro
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	var pm packageManifest
-	if err := decodeYAML(name, data, opts.Limits, &pm); err != nil {
+	if err := decodeYAML(name, data, newYAMLBudget(opts.Context, opts.Limits), &pm); err != nil {
 		return nil, err
 	}
 	pm.PackageName = strings.TrimSpace(pm.PackageName)
@@ -257,7 +257,7 @@ func rebuildAsBundle(p *Package, opts Options) (*Package, error) {
 	ann := bundleAnnotationsFile{Annotations: map[string]string{}}
 	files := make([]File, 0, len(p.Files)+1)
 	if data := p.fileData(bundleAnnotations); data != nil {
-		if err := decodeYAML(bundleAnnotations, data, opts.Limits, &ann); err != nil {
+		if err := decodeYAML(bundleAnnotations, data, newYAMLBudget(opts.Context, opts.Limits), &ann); err != nil {
 			return nil, err
 		}
 		if ann.Annotations == nil {

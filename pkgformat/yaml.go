@@ -1,7 +1,6 @@
 package pkgformat
 
 import (
-	"bytes"
 	"errors"
 	"io"
 	"strings"
@@ -16,52 +15,78 @@ const (
 	// maxAliasNodes is how many nodes the aliases of one YAML file may add
 	// when expanded, which stops "billion laughs" documents.
 	maxAliasNodes = 1 << 20
+	// maxMappingKeys is the most keys one YAML mapping may have: yaml.v3
+	// compares every key of a mapping it decodes with every other.
+	maxMappingKeys = 4096
+	// fewKeys is the size up to which keys are compared pairwise, not hashed.
+	fewKeys = 8
 )
 
-// parseYAML parses every document of a YAML (or JSON) file, refusing a file
-// over MaxFileSize, alias bombs and excessive nesting. Empty documents are
-// dropped. Errors name file (and the line, for malformed YAML) and wrap
-// ErrInvalid or ErrLimit.
-func parseYAML(file string, data []byte, limits Limits) ([]*yaml.Node, error) {
-	if int64(len(data)) > limits.MaxFileSize {
-		return nil, overLimit(file, "YAML file is larger than %d bytes", limits.MaxFileSize)
+// eachYAMLDocument parses the documents of a YAML (or JSON) file one at a
+// time, calling fn with each that is not empty; no tree outlives its call.
+// It refuses a file over MaxFileSize, alias bombs, excessive nesting and
+// whatever passes the YAML limits of b, checked as the documents are built.
+// Errors name file (and the line, for malformed YAML) and wrap ErrInvalid or
+// ErrLimit, or the budget's context error.
+func eachYAMLDocument(file string, data []byte, b *yamlBudget, fn func(*yaml.Node) error) error {
+	if int64(len(data)) > b.limits.MaxFileSize {
+		return overLimit(file, "YAML file is larger than %d bytes", b.limits.MaxFileSize)
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var docs []*yaml.Node
+	r := &yamlReader{file: file, data: data, b: b}
+	dec := yaml.NewDecoder(r)
 	c := yamlCheck{file: file, size: make(map[*yaml.Node]int64), height: make(map[*yaml.Node]int), busy: make(map[*yaml.Node]bool)}
-	for {
+	for docs := 1; ; docs++ {
 		var doc yaml.Node
 		err := dec.Decode(&doc)
-		if errors.Is(err, io.EOF) {
-			return docs, nil
+		switch {
+		case r.err != nil:
+			return r.err
+		case errors.Is(err, io.EOF):
+			return nil
+		case err != nil:
+			return invalid(file, "malformed YAML: %s", yamlMessage(err))
 		}
+		nodes, _, err := c.walk(&doc)
 		if err != nil {
-			return nil, invalid(file, "malformed YAML: %s", yamlMessage(err))
+			return err
 		}
-		if _, _, err := c.walk(&doc); err != nil {
-			return nil, err
+		if err := b.document(file, docs, nodes); err != nil {
+			return err
 		}
-		if !emptyDocument(&doc) {
-			docs = append(docs, &doc)
+		r.nextDocument()
+		if emptyDocument(&doc) {
+			continue
+		}
+		if err := fn(&doc); err != nil {
+			return err
 		}
 	}
 }
 
+// errSecondDocument stops decodeYAML at a file's second document.
+var errSecondDocument = errors.New("a second document")
+
 // decodeYAML decodes the one document of a YAML file into out (left as is
-// when the file is empty). Errors name file and the line and wrap ErrInvalid.
-func decodeYAML(file string, data []byte, limits Limits, out any) error {
-	docs, err := parseYAML(file, data, limits)
-	if err != nil {
-		return err
-	}
-	switch len(docs) {
-	case 0:
+// when the file is empty). Errors name file and the line and wrap ErrInvalid
+// or ErrLimit, or the budget's context error.
+func decodeYAML(file string, data []byte, b *yamlBudget, out any) error {
+	var first *yaml.Node
+	err := eachYAMLDocument(file, data, b, func(doc *yaml.Node) error {
+		if first != nil {
+			return errSecondDocument
+		}
+		first = doc
 		return nil
-	case 1:
-		return decodeNode(file, docs[0], out)
-	default:
-		return invalid(file, "expected one YAML document, found %d", len(docs))
+	})
+	switch {
+	case errors.Is(err, errSecondDocument):
+		return invalid(file, "expected one YAML document, found more")
+	case err != nil:
+		return err
+	case first == nil:
+		return nil
 	}
+	return decodeNode(file, first, out)
 }
 
 // decodeNode decodes a parsed (and checked) YAML node into out.
@@ -130,6 +155,11 @@ func (c *yamlCheck) walk(n *yaml.Node) (int64, int, error) {
 		c.busy[n] = true
 		defer delete(c.busy, n)
 	}
+	if n.Kind == yaml.MappingNode {
+		if err := c.uniqueKeys(n); err != nil {
+			return 0, 0, err
+		}
+	}
 	size, height := int64(1), 0
 	for _, child := range n.Content {
 		s, h, err := c.walk(child)
@@ -147,4 +177,38 @@ func (c *yamlCheck) walk(n *yaml.Node) (int64, int, error) {
 		c.size[n], c.height[n] = size, height
 	}
 	return size, height, nil
+}
+
+// uniqueKeys refuses a mapping with too many keys, or with a scalar key
+// twice, before yaml.v3's decoder would compare (and report) every pair.
+func (c *yamlCheck) uniqueKeys(m *yaml.Node) error {
+	keys := len(m.Content) / 2
+	if keys > maxMappingKeys {
+		return overLimit(c.file, "line %d: YAML mapping has more than %d keys", m.Line, maxMappingKeys)
+	}
+	duplicate := func(first, again *yaml.Node) error {
+		return invalid(c.file, "line %d: mapping key %q already defined at line %d", again.Line, again.Value, first.Line)
+	}
+	if keys <= fewKeys {
+		for i := 0; i < len(m.Content); i += 2 {
+			for j := i + 2; j < len(m.Content); j += 2 {
+				if a, b := m.Content[i], m.Content[j]; a.Kind == yaml.ScalarNode && b.Kind == yaml.ScalarNode && a.Value == b.Value {
+					return duplicate(a, b)
+				}
+			}
+		}
+		return nil
+	}
+	seen := make(map[string]*yaml.Node, keys)
+	for i := 0; i < len(m.Content); i += 2 {
+		k := m.Content[i]
+		if k.Kind != yaml.ScalarNode {
+			continue
+		}
+		if first, ok := seen[k.Value]; ok {
+			return duplicate(first, k)
+		}
+		seen[k.Value] = k
+	}
+	return nil
 }

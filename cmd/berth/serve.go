@@ -8,7 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"sync"
+	"time"
 
 	"github.com/opencontainers/go-digest"
 	"github.com/prometheus/client_golang/prometheus"
@@ -225,6 +225,7 @@ func startCatalog(ctx context.Context, cfg *config.Config, source catalog.Source
 		Source:            source,
 		ReconcileInterval: cfg.Catalog.ReconcileInterval,
 		SignatureInterval: cfg.Catalog.SignatureInterval,
+		IndexTimeout:      cfg.Catalog.IndexTimeout,
 		Logger:            log,
 		Metrics:           prometheus.DefaultRegisterer,
 		Policy:            policy,
@@ -233,18 +234,25 @@ func startCatalog(ctx context.Context, cfg *config.Config, source catalog.Source
 		store.Close()
 		return nil, nil, err
 	}
+	// Indexing stops at the shutdown signal, while requests drain: a
+	// version pushed meanwhile is indexed by the reconciliation at start.
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	var wg sync.WaitGroup
-	wg.Add(1)
+	stopOnSignal := context.AfterFunc(ctx, cancel)
+	stopped := make(chan struct{})
 	go func() {
-		defer wg.Done()
+		defer close(stopped)
 		cat.Run(runCtx)
 	}()
 	return cat, func() {
+		stopOnSignal()
 		cancel()
-		wg.Wait()
-		if err := store.Close(); err != nil {
-			log.Error("catalog: close", "err", err)
+		select {
+		case <-stopped:
+			if err := store.Close(); err != nil {
+				log.Error("catalog: close", "err", err)
+			}
+		case <-time.After(cfg.ShutdownTimeout):
+			log.Error("catalog: still indexing after the shutdown timeout; exiting", "timeout", cfg.ShutdownTimeout.String())
 		}
 	}, nil
 }

@@ -1,12 +1,9 @@
 package server
 
 import (
-	"bufio"
 	"encoding/json"
-	"fmt"
 	"io"
 	"maps"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -15,29 +12,15 @@ import (
 	"testing"
 
 	"github.com/go-chi/chi/v5"
+
+	"github.com/berth-registry/berth/internal/rawhttp"
 )
 
-// exchange sends one request over a new connection and returns the response
-// with its body read, and whatever the server sent after the body: nothing,
-// since the connection is closed after one response. A HEAD response has no
-// body, so what follows its header is all the server sent beyond it.
-func exchange(t *testing.T, addr, method, path string) (resp *http.Response, body, after []byte) {
+// exchange sends one request to addr over a connection of its own.
+func exchange(t *testing.T, addr, method, target string) (resp *http.Response, body, after []byte) {
 	t.Helper()
-	conn, err := net.Dial("tcp", addr)
+	resp, body, after, err := rawhttp.Exchange(addr, method, target)
 	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	fmt.Fprintf(conn, "%s %s HTTP/1.1\r\nHost: berth\r\nConnection: close\r\n\r\n", method, path)
-	br := bufio.NewReader(conn)
-	resp, err = http.ReadResponse(br, &http.Request{Method: method})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if body, err = io.ReadAll(resp.Body); err != nil {
-		t.Fatal(err)
-	}
-	if after, err = io.ReadAll(br); err != nil {
 		t.Fatal(err)
 	}
 	return resp, body, after

@@ -21,6 +21,7 @@ import (
 
 	"github.com/distribution/distribution/v3"
 	"github.com/distribution/distribution/v3/configuration"
+	"github.com/distribution/distribution/v3/registry/api/errcode"
 	"github.com/distribution/distribution/v3/registry/handlers"
 	registrymiddleware "github.com/distribution/distribution/v3/registry/middleware/registry"
 	storagedriver "github.com/distribution/distribution/v3/registry/storage/driver"
@@ -39,9 +40,6 @@ func init() {
 		panic(err)
 	}
 }
-
-// catalogMaxEntries is the largest page /v2/_catalog serves.
-const catalogMaxEntries = 1000
 
 // Options configure a Registry.
 type Options struct {
@@ -113,7 +111,7 @@ func New(ctx context.Context, opts Options) (*Registry, error) {
 	cfg.HTTP.Secret = opts.HTTPSecret
 	// distribution's configuration parser defaults this to 1000; built in
 	// code it would be 0, and every /v2/_catalog?n= request would be refused.
-	cfg.Catalog.MaxEntries = catalogMaxEntries
+	cfg.Catalog.MaxEntries = pageMaxEntries
 	// Layers may point at URLs (non-distributable layers); berth never fetches
 	// them, so any http(s) URL is accepted, as the OCI conformance suite expects.
 	cfg.Validation.Manifests.URLs.Allow = []string{"^https?://"}
@@ -138,8 +136,22 @@ func newApp(ctx context.Context, cfg *configuration.Configuration) (app *handler
 // ServeHTTP serves the OCI distribution API under /v2/, with the referrers
 // API. Manifest PUTs by tag are serialised per repository and tag, so that
 // the immutability check, the admission hook and the tag write that follows
-// them are one step.
+// them are one step. The pagination parameters of listings are checked
+// before distribution sees them, and server errors (5xx) reach the client
+// without their details, which can name paths of the server's filesystem.
 func (r *Registry) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	sw := &serverErrorWriter{ResponseWriter: w}
+	r.serve(sw, req)
+	sw.finish(r.log, req)
+}
+
+// serve routes req to the referrers API or to distribution.
+func (r *Registry) serve(w http.ResponseWriter, req *http.Request) {
+	if err := checkPagination(req); err != nil {
+		w.Header().Set("Docker-Distribution-API-Version", "registry/2.0")
+		_ = errcode.ServeJSON(w, err)
+		return
+	}
 	if repo, ref, ok := referrersPath(req.URL.Path); ok {
 		r.serveReferrers(w, req, repo, ref)
 		return

@@ -123,12 +123,16 @@ func accessLog(log *slog.Logger, m *httpMetrics) func(http.Handler) http.Handler
 			if status == 0 {
 				status = http.StatusOK
 			}
+			bytesOut := ww.BytesWritten()
+			if r.Method == http.MethodHead {
+				bytesOut = 0 // net/http sends no body, whatever the handler wrote
+			}
 			elapsed := time.Since(start)
 			route := routeName(r)
 			m.requests.WithLabelValues(route, r.Method, strconv.Itoa(status)).Inc()
 			m.duration.WithLabelValues(route, r.Method).Observe(elapsed.Seconds())
 			m.bytesIn.WithLabelValues(route).Add(float64(body.n))
-			m.bytesOut.WithLabelValues(route).Add(float64(ww.BytesWritten()))
+			m.bytesOut.WithLabelValues(route).Add(float64(bytesOut))
 
 			level := slog.LevelInfo
 			if route == "/healthz" || route == "/readyz" || route == "/metrics" {
@@ -140,7 +144,7 @@ func accessLog(log *slog.Logger, m *httpMetrics) func(http.Handler) http.Handler
 				slog.String("path", r.URL.Path),
 				slog.Int("status", status),
 				slog.Int64("bytes_in", body.n),
-				slog.Int("bytes_out", ww.BytesWritten()),
+				slog.Int("bytes_out", bytesOut),
 				slog.Duration("duration", elapsed),
 				slog.String("remote", r.RemoteAddr),
 				slog.String("user_agent", r.UserAgent()),
@@ -149,11 +153,36 @@ func accessLog(log *slog.Logger, m *httpMetrics) func(http.Handler) http.Handler
 	}
 }
 
+// headAsGet answers HEAD wherever GET is answered: it hands a HEAD request on
+// as a GET, so that every router and handler behind it, including routes
+// added later, treats it as one and sets the same status and headers. The
+// body is not sent: net/http, which still serves a HEAD, drops whatever the
+// handler writes, and computes Content-Length from it as it does for a GET.
+// The distribution API under /v2 answers HEAD itself and is left alone.
+func headAsGet(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodHead || registryPath(r.URL.Path) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		get := r.WithContext(r.Context())
+		get.Method = http.MethodGet
+		next.ServeHTTP(w, get)
+	})
+}
+
+// registryPath reports whether p is /v2 or below it.
+func registryPath(p string) bool {
+	rest, ok := strings.CutPrefix(p, "/v2")
+	return ok && (rest == "" || rest[0] == '/')
+}
+
 // routeName is the metrics label of a request: the chi route pattern, or for
 // the distribution API the kind of endpoint, so that repository names and
 // digests never become label values.
 func routeName(r *http.Request) string {
-	if p, ok := strings.CutPrefix(r.URL.Path, "/v2"); ok && (p == "" || p[0] == '/') {
+	if registryPath(r.URL.Path) {
+		p := strings.TrimPrefix(r.URL.Path, "/v2")
 		switch {
 		case p == "" || p == "/":
 			return "v2_base"

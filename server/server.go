@@ -1,6 +1,7 @@
 // Package server assembles berth serve's HTTP surface on one port: the
 // registry under /v2/, /healthz, /readyz and /metrics, behind middleware that
 // assigns request IDs, writes the access log and records Prometheus metrics.
+// HEAD is answered wherever GET is, outside /v2/ (which answers it itself).
 // Run serves until its context ends, then shuts down cleanly.
 package server
 
@@ -12,12 +13,15 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/berth-registry/berth/internal/allowed"
 )
 
 // ReadyChecker reports whether a part the server depends on can serve.
@@ -64,10 +68,11 @@ func New(opts Options) *Server {
 
 	metrics := newHTTPMetrics()
 	r := chi.NewRouter()
-	r.Use(requestID, accessLog(s.log, metrics), recoverPanics(s.log))
+	r.Use(requestID, accessLog(s.log, metrics), recoverPanics(s.log), headAsGet)
+	r.MethodNotAllowed(methodNotAllowed)
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
-	r.Handle("/metrics", promhttp.HandlerFor(prometheus.Gatherers{metrics.registry, prometheus.DefaultGatherer}, promhttp.HandlerOpts{}))
+	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(prometheus.Gatherers{metrics.registry, prometheus.DefaultGatherer}, promhttp.HandlerOpts{}))
 	if opts.Registry != nil {
 		r.Handle("/v2", opts.Registry)
 		r.Handle("/v2/*", opts.Registry)
@@ -146,6 +151,21 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "checks": checks})
+}
+
+// methodNotAllowed answers a method that a route of the server does not take
+// with an error document in the catalog API's format, listing in Allow the
+// methods the route takes (HEAD wherever GET).
+func methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	var methods []string
+	if rctx := chi.RouteContext(r.Context()); rctx != nil {
+		methods = allowed.Methods(rctx.Routes, r)
+	}
+	w.Header().Set("Allow", strings.Join(methods, ", "))
+	writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"errors": []map[string]string{{
+		"code":    "METHOD_NOT_ALLOWED",
+		"message": fmt.Sprintf("%s %s: method not allowed; allowed: %s", r.Method, r.URL.Path, strings.Join(methods, ", ")),
+	}}})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

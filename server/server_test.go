@@ -88,6 +88,7 @@ func TestMetricsByRoute(t *testing.T) {
 	h.ServeHTTP(httptest.NewRecorder(), req)
 	get(t, h, "/v2/kudo/kafka/blobs/sha256:abc")
 	get(t, h, "/nope")
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodHead, "/healthz", nil))
 
 	body := get(t, h, "/metrics").Body.String()
 	for _, want := range []string{
@@ -97,6 +98,8 @@ func TestMetricsByRoute(t *testing.T) {
 		`berth_http_request_bytes_total{route="v2_manifest"} 8`,
 		`berth_http_response_bytes_total{route="v2_manifest"} 5`,
 		`berth_http_request_duration_seconds_count{method="PUT",route="v2_manifest"} 1`,
+		`berth_http_requests_total{code="200",method="HEAD",route="/healthz"} 1`,
+		`berth_http_response_bytes_total{route="/healthz"} 0`, // net/http sends no body for a HEAD
 		"go_goroutines",
 	} {
 		if !strings.Contains(body, want) {

@@ -9,10 +9,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/berth-registry/berth/catalog"
 	"github.com/berth-registry/berth/catalog/apiv1"
+	"github.com/berth-registry/berth/internal/allowed"
 )
 
 // Errors of the HTTP layer itself, beside catalog's sentinels.
@@ -136,20 +135,11 @@ func (h *handler) notFound(_ http.ResponseWriter, r *http.Request) error {
 }
 
 // methodNotAllowed answers a method a path does not take, listing in Allow
-// the methods it does take.
+// the methods it does take (HEAD wherever GET: berth's server answers it).
 func (h *handler) methodNotAllowed(w http.ResponseWriter, r *http.Request) error {
-	path := r.URL.RawPath
-	if path == "" {
-		path = r.URL.Path
-	}
-	var allowed []string
-	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
-		if h.mux.Match(chi.NewRouteContext(), m, path) {
-			allowed = append(allowed, m)
-		}
-	}
-	w.Header().Set("Allow", strings.Join(allowed, ", "))
-	return fmt.Errorf("%s %s: %w; allowed: %s", r.Method, r.URL.Path, errMethodNotAllowed, strings.Join(allowed, ", "))
+	methods := allowed.Methods(h.mux, r)
+	w.Header().Set("Allow", strings.Join(methods, ", "))
+	return fmt.Errorf("%s %s: %w; allowed: %s", r.Method, r.URL.Path, errMethodNotAllowed, strings.Join(methods, ", "))
 }
 
 // requestID is the request ID the server's middleware echoes in the response.

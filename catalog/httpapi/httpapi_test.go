@@ -102,10 +102,10 @@ func TestEndpoints(t *testing.T) {
 func TestMethodNotAllowedListsAllow(t *testing.T) {
 	h := newHandler(newFake(), nil, nil)
 	for target, want := range map[string]string{
-		"/api/v1/packages":            "GET",
-		"/api/v1/packages/kudo/kafka": "GET, DELETE",
+		"/api/v1/packages":            "GET, HEAD",
+		"/api/v1/packages/kudo/kafka": "GET, HEAD, DELETE",
 		"/events":                     "POST",
-		"/index.yaml":                 "GET",
+		"/index.yaml":                 "GET, HEAD",
 	} {
 		res := serve(t, h, "PATCH", target, nil)
 		if res.status != http.StatusMethodNotAllowed || res.header.Get("Allow") != want {

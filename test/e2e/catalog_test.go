@@ -85,6 +85,7 @@ func TestCatalogAPIConformsToOpenAPI(t *testing.T) {
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
+		namesNoServerPath(t, s, tc.method+" "+tc.path, body)
 		if resp.StatusCode != tc.status {
 			t.Errorf("%s %s = %d, want %d: %s", tc.method, tc.path, resp.StatusCode, tc.status, body)
 			continue

@@ -489,3 +489,39 @@ func tarball(t *testing.T, files map[string]string) []byte {
 	tw.Close()
 	return gz(t, buf.Bytes())
 }
+
+// TestUpgradesErrorsNameWhatIsMissing: an upgrade query of a package that
+// exists names what is missing — the version in that channel, the version,
+// or the channel — never the package.
+func TestUpgradesErrorsNameWhatIsMissing(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	versions := loadRepository(t, "olm-community/etcd")
+	for _, p := range versions {
+		e.pushPackage("olm", p)
+	}
+	e.waitFor("every version", func() bool {
+		p, err := e.cat.Package(e.ctx, all, "olm", "etcd")
+		return err == nil && len(p.Versions) == len(versions)
+	})
+	for _, tc := range []struct {
+		channel, from string
+		want          error
+		message       string
+	}{
+		{"alpha", "0.9.0", catalog.ErrNotFound, "version 0.9.0 of olm/etcd is not in channel alpha (channels of 0.9.0: clusterwide-alpha, singlenamespace-alpha): not found"},
+		{"clusterwide-alpha", "0.9.4", catalog.ErrNotFound, "version 0.9.4 of olm/etcd is not in channel clusterwide-alpha (channels of 0.9.4: singlenamespace-alpha): not found"},
+		{"", "0.9.2-clusterwide", catalog.ErrNotFound, "version 0.9.2-clusterwide of olm/etcd is not in channel singlenamespace-alpha (channels of 0.9.2-clusterwide: clusterwide-alpha): not found"},
+		{"alpha", "9.9.9", catalog.ErrNotFound, "package olm/etcd has no version 9.9.9: not found"},
+		{"beta", "0.9.0", catalog.ErrNotFound, "package olm/etcd has no channel beta (channels: alpha, clusterwide-alpha, singlenamespace-alpha): not found"},
+	} {
+		t.Run(tc.channel+" "+tc.from, func(t *testing.T) {
+			_, err := e.cat.Upgrades(e.ctx, all, "olm", "etcd", tc.channel, tc.from)
+			if !errors.Is(err, tc.want) || err.Error() != tc.message {
+				t.Errorf("Upgrades(%q, %q) error:\n %v\nwant %v:\n %s", tc.channel, tc.from, err, tc.want, tc.message)
+			}
+		})
+	}
+	if _, err := e.cat.Graph(e.ctx, all, "olm", "etcd", "beta"); err == nil || err.Error() != "package olm/etcd has no channel beta (channels: alpha, clusterwide-alpha, singlenamespace-alpha): not found" {
+		t.Errorf("Graph of a missing channel: %v", err)
+	}
+}

@@ -91,6 +91,7 @@ func TestArtifactsThatAreNotValidPackages(t *testing.T) {
 	}
 	content := layer{pkgformat.ContentMediaType, art.Content}
 	traversal := tarball(t, map[string]string{"../escape.yaml": "x: 1", "operator.yaml": "name: x"})
+	control := tarball(t, map[string]string{"templates/\x1b]0;owned\a.yaml": "x: 1", "operator.yaml": "name: x"})
 	cfgFor := func(mutate func(*pkgformat.Metadata)) []byte {
 		md := good.Metadata
 		md.Name = "bad"
@@ -125,6 +126,9 @@ func TestArtifactsThatAreNotValidPackages(t *testing.T) {
 		}},
 		{"content breaks the safety rules", "0.2.0", apiv1.StatusInvalid, "../escape.yaml", func(repo, tag string) {
 			e.pushArtifact(repo, tag, pkgformat.ArtifactType, pkgformat.ConfigMediaType, cfgFor(func(*pkgformat.Metadata) {}), layer{pkgformat.ContentMediaType, traversal})
+		}},
+		{"control characters in a path", "0.2.0", apiv1.StatusInvalid, `"templates/\x1b]0;owned\a.yaml": path contains the control character U+001B`, func(repo, tag string) {
+			e.pushArtifact(repo, tag, pkgformat.ArtifactType, pkgformat.ConfigMediaType, cfgFor(func(*pkgformat.Metadata) {}), layer{pkgformat.ContentMediaType, control})
 		}},
 		{"content is not gzip", "0.2.0", apiv1.StatusInvalid, "content", func(repo, tag string) {
 			e.pushArtifact(repo, tag, pkgformat.ArtifactType, pkgformat.ConfigMediaType, cfgFor(func(*pkgformat.Metadata) {}), layer{pkgformat.ContentMediaType, []byte("plain text")})
@@ -165,8 +169,8 @@ func TestArtifactsThatAreNotValidPackages(t *testing.T) {
 		t.Errorf("search over bad artifacts: %+v, err %v", res, err)
 	}
 	un, err := e.cat.Unindexed(e.ctx, all, 100, 0)
-	if err != nil || len(un) != 10 {
-		t.Errorf("unindexed: %d artifacts, err %v; want 10", len(un), err)
+	if err != nil || len(un) != 11 {
+		t.Errorf("unindexed: %d artifacts, err %v; want 11", len(un), err)
 	}
 }
 

@@ -92,6 +92,7 @@ func TestArtifactsThatAreNotValidPackages(t *testing.T) {
 	}
 	content := layer{pkgformat.ContentMediaType, art.Content}
 	traversal := tarball(t, map[string]string{"../escape.yaml": "x: 1", "operator.yaml": "name: x"})
+	control := tarball(t, map[string]string{"templates/\x1b]0;owned\a.yaml": "x: 1", "operator.yaml": "name: x"})
 	badMD := good.Metadata
 	badMD.Name = "bad"
 	badConfig, err := json.Marshal(badMD)
@@ -117,6 +118,9 @@ func TestArtifactsThatAreNotValidPackages(t *testing.T) {
 		}},
 		{"content breaks the safety rules", "0.2.0", apiv1.StatusInvalid, "../escape.yaml", func(repo, tag string) {
 			e.pushArtifact(repo, tag, pkgformat.ArtifactType, pkgformat.ConfigMediaType, badConfig, layer{pkgformat.ContentMediaType, traversal})
+		}},
+		{"control characters in a path", "0.2.0", apiv1.StatusInvalid, `"templates/\x1b]0;owned\a.yaml": path contains the control character U+001B`, func(repo, tag string) {
+			e.pushArtifact(repo, tag, pkgformat.ArtifactType, pkgformat.ConfigMediaType, badConfig, layer{pkgformat.ContentMediaType, control})
 		}},
 		{"content is not gzip", "0.2.0", apiv1.StatusInvalid, "content", func(repo, tag string) {
 			e.pushArtifact(repo, tag, pkgformat.ArtifactType, pkgformat.ConfigMediaType, badConfig, layer{pkgformat.ContentMediaType, []byte("plain text")})
@@ -157,8 +161,8 @@ func TestArtifactsThatAreNotValidPackages(t *testing.T) {
 		t.Errorf("search over bad artifacts: %+v, err %v", res, err)
 	}
 	un, err := e.cat.Unindexed(e.ctx, all, 100, 0)
-	if err != nil || len(un) != 8 {
-		t.Errorf("unindexed: %d artifacts, err %v; want 8", len(un), err)
+	if err != nil || len(un) != 9 {
+		t.Errorf("unindexed: %d artifacts, err %v; want 9", len(un), err)
 	}
 }
 
@@ -480,4 +484,40 @@ func tarball(t *testing.T, files map[string]string) []byte {
 	}
 	tw.Close()
 	return gz(t, buf.Bytes())
+}
+
+// TestUpgradesErrorsNameWhatIsMissing: an upgrade query of a package that
+// exists names what is missing — the version in that channel, the version,
+// or the channel — never the package.
+func TestUpgradesErrorsNameWhatIsMissing(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	versions := loadRepository(t, "olm-community/etcd")
+	for _, p := range versions {
+		e.pushPackage("olm", p)
+	}
+	e.waitFor("every version", func() bool {
+		p, err := e.cat.Package(e.ctx, all, "olm", "etcd")
+		return err == nil && len(p.Versions) == len(versions)
+	})
+	for _, tc := range []struct {
+		channel, from string
+		want          error
+		message       string
+	}{
+		{"alpha", "0.9.0", catalog.ErrNotFound, "version 0.9.0 of olm/etcd is not in channel alpha (channels of 0.9.0: clusterwide-alpha, singlenamespace-alpha): not found"},
+		{"clusterwide-alpha", "0.9.4", catalog.ErrNotFound, "version 0.9.4 of olm/etcd is not in channel clusterwide-alpha (channels of 0.9.4: singlenamespace-alpha): not found"},
+		{"", "0.9.2-clusterwide", catalog.ErrNotFound, "version 0.9.2-clusterwide of olm/etcd is not in channel singlenamespace-alpha (channels of 0.9.2-clusterwide: clusterwide-alpha): not found"},
+		{"alpha", "9.9.9", catalog.ErrNotFound, "package olm/etcd has no version 9.9.9: not found"},
+		{"beta", "0.9.0", catalog.ErrNotFound, "package olm/etcd has no channel beta (channels: alpha, clusterwide-alpha, singlenamespace-alpha): not found"},
+	} {
+		t.Run(tc.channel+" "+tc.from, func(t *testing.T) {
+			_, err := e.cat.Upgrades(e.ctx, all, "olm", "etcd", tc.channel, tc.from)
+			if !errors.Is(err, tc.want) || err.Error() != tc.message {
+				t.Errorf("Upgrades(%q, %q) error:\n %v\nwant %v:\n %s", tc.channel, tc.from, err, tc.want, tc.message)
+			}
+		})
+	}
+	if _, err := e.cat.Graph(e.ctx, all, "olm", "etcd", "beta"); err == nil || err.Error() != "package olm/etcd has no channel beta (channels: alpha, clusterwide-alpha, singlenamespace-alpha): not found" {
+		t.Errorf("Graph of a missing channel: %v", err)
+	}
 }

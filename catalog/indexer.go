@@ -78,8 +78,8 @@ func repositoryProblem(repo string) string {
 	if len(parts) != 2 {
 		return "not a package repository: packages live at <namespace>/<name>"
 	}
-	for _, p := range parts {
-		if err := pkgformat.ValidName(p); err != nil {
+	for _, err := range []error{pkgformat.ValidNamespace(parts[0]), pkgformat.ValidName(parts[1])} {
+		if err != nil {
 			return fmt.Sprintf("not a package repository: %v", err)
 		}
 	}

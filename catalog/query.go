@@ -194,6 +194,14 @@ func (c *Catalog) Upgrades(ctx context.Context, access Access, ns, name, channel
 		return nil, err
 	}
 	u, err := p.graph().Upgrades(channel, pkgformat.Tag(from))
+	var le *graph.LookupError
+	if errors.As(err, &le) && le.Version != "" {
+		if len(le.Channels) == 0 {
+			return nil, errorf(ErrNotFound, "package %s/%s has no version %s", ns, name, from)
+		}
+		return nil, errorf(ErrNotFound, "version %s of %s/%s is not in channel %s (channels of %s: %s)",
+			from, ns, name, le.Channel, from, strings.Join(le.Channels, ", "))
+	}
 	if err != nil {
 		return nil, graphError(ns, name, err)
 	}
@@ -234,6 +242,10 @@ func (c *Catalog) File(ctx context.Context, access Access, ns, name, version, fi
 
 // graphError classifies an error of the upgrade graph by the catalog's sentinels.
 func graphError(ns, name string, err error) error {
+	var le *graph.LookupError
+	if errors.As(err, &le) && le.Version == "" {
+		return errorf(ErrNotFound, "package %s/%s has no channel %s (channels: %s)", ns, name, le.Channel, strings.Join(le.Channels, ", "))
+	}
 	switch {
 	case errors.Is(err, graph.ErrNotFound):
 		return fmt.Errorf("package %s/%s: %w: %w", ns, name, ErrNotFound, err)

@@ -83,7 +83,7 @@ func displayPath(p string) string {
 		p = p[:maxShown] + "..."
 	}
 	for _, r := range p {
-		if r == utf8.RuneError || r < 0x20 || r == 0x7f || r == '\\' || r == '"' {
+		if r == utf8.RuneError || isControl(r) || r == '\\' || r == '"' {
 			return strconv.Quote(p)
 		}
 	}
@@ -93,9 +93,14 @@ func displayPath(p string) string {
 	return p
 }
 
+// isControl reports whether r is a C0 or C1 control character or DEL
+// (U+0000–U+001F, U+007F–U+009F), none of which a package path may hold.
+func isControl(r rune) bool { return r < 0x20 || (r >= 0x7f && r <= 0x9f) }
+
 // cleanPath checks a path read from a tarball or directory and returns it in
-// canonical form (slash-separated, relative, clean). A leading "./" and, for
-// directories, a trailing "/" are tolerated and removed. The error names the
+// canonical form (slash-separated, relative, clean, no control characters).
+// A leading "./" and, for directories, a trailing "/" are tolerated and
+// removed. The error names the
 // path and the rule broken, wrapping ErrInvalid or, for the length, ErrLimit.
 func cleanPath(name string, limits Limits) (string, error) {
 	if len(name) > limits.MaxPathLength {
@@ -106,6 +111,10 @@ func cleanPath(name string, limits Limits) (string, error) {
 	}
 	if strings.IndexByte(name, 0) >= 0 {
 		return "", invalid(name, "path contains a NUL byte")
+	}
+	if i := strings.IndexFunc(name, isControl); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(name[i:])
+		return "", invalid(name, "path contains the control character %U (C0, DEL and C1 control characters are not allowed)", r)
 	}
 	if strings.IndexByte(name, '\\') >= 0 {
 		return "", invalid(name, "path contains a backslash")

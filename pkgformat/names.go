@@ -19,13 +19,24 @@ var (
 // path component, [a-z0-9]+([._-][a-z0-9]+)*, at most 128 bytes. The error
 // wraps ErrInvalid and says which rule is broken.
 func ValidName(name string) error {
+	return validComponent("package name", name)
+}
+
+// ValidNamespace reports whether ns can be a namespace: the rule of
+// ValidName, with errors that name it a namespace.
+func ValidNamespace(ns string) error {
+	return validComponent("namespace", ns)
+}
+
+// validComponent checks one repository path component, naming it what.
+func validComponent(what, s string) error {
 	switch {
-	case name == "":
-		return fmt.Errorf("package name is empty: %w", ErrInvalid)
-	case len(name) > maxNameLength:
-		return fmt.Errorf("package name %q is longer than %d bytes: %w", name, maxNameLength, ErrInvalid)
-	case !nameRE.MatchString(name):
-		return fmt.Errorf("package name %q must be lowercase letters and digits separated by single '.', '_' or '-': %w", name, ErrInvalid)
+	case s == "":
+		return fmt.Errorf("%s is empty: %w", what, ErrInvalid)
+	case len(s) > maxNameLength:
+		return fmt.Errorf("%s %q is longer than %d bytes: %w", what, s, maxNameLength, ErrInvalid)
+	case !nameRE.MatchString(s):
+		return fmt.Errorf("%s %q must be lowercase letters and digits separated by single '.', '_' or '-': %w", what, s, ErrInvalid)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 )
@@ -250,3 +251,63 @@ func badChecksum(b []byte) []byte {
 func truncate(b []byte) []byte { return slicesClone(b[:len(b)*2/3]) }
 
 func slicesClone(b []byte) []byte { return append([]byte(nil), b...) }
+
+// controlNames are file names holding a C0 or C1 control character or DEL,
+// each with how the error quotes it and the character it names.
+var controlNames = []struct {
+	label, name, quoted, char string
+}{
+	{"NUL", "a\x00b.yaml", `"a\x00b.yaml"`, "NUL"},
+	{"BEL", "a\ab.yaml", `"a\ab.yaml"`, "U+0007"},
+	{"tab", "a\tb.yaml", `"a\tb.yaml"`, "U+0009"},
+	{"newline", "a\nb.yaml", `"a\nb.yaml"`, "U+000A"},
+	{"carriage return", "a\rb.yaml", `"a\rb.yaml"`, "U+000D"},
+	{"ESC", "templates/\x1b[31mred.yaml", `"templates/\x1b[31mred.yaml"`, "U+001B"},
+	{"unit separator", "a\x1fb.yaml", `"a\x1fb.yaml"`, "U+001F"},
+	{"DEL", "a\x7fb.yaml", `"a\x7fb.yaml"`, "U+007F"},
+	{"NEL (U+0085)", "a\u0085b.yaml", `"a\u0085b.yaml"`, "U+0085"},
+	{"CSI (U+009B)", "a\u009b2Jb.yaml", `"a\u009b2Jb.yaml"`, "U+009B"},
+	{"APC (U+009F)", "templates/a\u009f.yaml", `"templates/a\u009f.yaml"`, "U+009F"},
+}
+
+// TestControlCharactersInPaths: a path holding a control character is
+// refused wherever a path is read or written, naming the path quoted and
+// the rule.
+func TestControlCharactersInPaths(t *testing.T) {
+	for _, tc := range controlNames {
+		rule := tc.char + " (C0, DEL and C1 control characters are not allowed)"
+		if tc.char == "NUL" {
+			rule = "path contains a NUL byte"
+		}
+		t.Run(tc.label, func(t *testing.T) {
+			if tc.char != "NUL" { // a tar header cannot hold a NUL in a name
+				files, err := ReadArchive(bytes.NewReader(tgz(t, reg("operator.yaml", goodOperator), reg(tc.name, "x"))), Limits{})
+				assertError(t, err, ErrInvalid, tc.quoted+": ", rule)
+				if files != nil {
+					t.Error("ReadArchive returned files with the error")
+				}
+			}
+			p, err := New([]File{file("operator.yaml", goodOperator), file(tc.name, "x")}, Options{})
+			assertError(t, err, ErrInvalid, tc.quoted+": ", rule)
+			if p != nil {
+				t.Error("New returned a package with the error")
+			}
+			out := t.TempDir()
+			err = WriteFiles(out, []File{file("a.yaml", "x"), file(tc.name, "x")})
+			assertError(t, err, ErrInvalid, tc.quoted+": ", rule)
+			if entries, _ := os.ReadDir(out); len(entries) != 0 {
+				t.Errorf("WriteFiles wrote %d entries before refusing", len(entries))
+			}
+			if tc.char == "NUL" {
+				return // no file system can hold this name
+			}
+			dir := t.TempDir()
+			writeTree(t, dir, map[string]string{"operator.yaml": goodOperator, tc.name: "x"})
+			files, err := ReadDir(dir, Limits{})
+			assertError(t, err, ErrInvalid, tc.quoted+": ", rule)
+			if files != nil {
+				t.Error("ReadDir returned files with the error")
+			}
+		})
+	}
+}

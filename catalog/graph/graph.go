@@ -88,6 +88,31 @@ var (
 	ErrInvalid = errors.New("invalid request")
 )
 
+// LookupError is the ErrNotFound error of Channel and Upgrades when the
+// channel asked for does not exist or the version to upgrade from is not in
+// it. Callers that know the package can describe it in their own words.
+type LookupError struct {
+	Channel string // the channel asked for
+	Version string // the version to upgrade from; "" when the channel does not exist
+	// Channels are, sorted, the package's channels when the channel does
+	// not exist, else the channels that hold Version (none: the package
+	// has no such version).
+	Channels []string
+}
+
+func (e *LookupError) Error() string {
+	switch {
+	case e.Version == "":
+		return fmt.Sprintf("no channel %q (channels: %s)", e.Channel, strings.Join(e.Channels, ", "))
+	case len(e.Channels) == 0:
+		return fmt.Sprintf("no version %q in any channel", e.Version)
+	}
+	return fmt.Sprintf("version %q is not in channel %q (channels of %s: %s)", e.Version, e.Channel, e.Version, strings.Join(e.Channels, ", "))
+}
+
+// Unwrap makes a LookupError match ErrNotFound.
+func (e *LookupError) Unwrap() error { return ErrNotFound }
+
 // ImplicitChannel names the channel of KUDO, Helm and plain versions that
 // name neither a channel nor a default channel.
 const ImplicitChannel = "default"
@@ -405,7 +430,13 @@ func (g *Graph) Upgrades(channel, from string) (apiv1.Upgrades, error) {
 	}
 	i, ok := c.index[from]
 	if !ok {
-		return apiv1.Upgrades{}, fmt.Errorf("version %q is not in channel %q: %w", from, c.name, ErrNotFound)
+		var in []string
+		for _, other := range g.channels {
+			if _, ok := other.index[from]; ok {
+				in = append(in, other.name)
+			}
+		}
+		return apiv1.Upgrades{}, &LookupError{Channel: c.name, Version: from, Channels: in}
 	}
 	u := apiv1.Upgrades{From: from, Channel: c.name, Head: c.nodes[c.head].Version, Next: []string{}, Path: []string{}}
 	if c.semver {
@@ -468,7 +499,11 @@ func (g *Graph) lookup(name string) (*channel, error) {
 	}
 	c := g.find(name)
 	if c == nil {
-		return nil, fmt.Errorf("channel %q (the package has %s): %w", name, g.names(), ErrNotFound)
+		names := make([]string, len(g.channels))
+		for i, c := range g.channels {
+			names[i] = c.name
+		}
+		return nil, &LookupError{Channel: name, Channels: names}
 	}
 	return c, nil
 }

@@ -211,7 +211,7 @@ func namespaceParam(r *http.Request) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := pkgformat.ValidName(ns); err != nil {
+	if err := pkgformat.ValidNamespace(ns); err != nil {
 		return "", pathError("namespace", "%s", reason(err))
 	}
 	return ns, nil

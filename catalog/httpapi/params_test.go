@@ -159,3 +159,30 @@ func mustKubeKey(t *testing.T, v string) string {
 	}
 	return k
 }
+
+// TestParameterErrorsNameTheParameter: a bad namespace or name is reported
+// as what it is, by the parameter it came in, with code INVALID and status 400.
+func TestParameterErrorsNameTheParameter(t *testing.T) {
+	const rule = `must be lowercase letters and digits separated by single '.', '_' or '-'`
+	long := strings.Repeat("k", 129)
+	for _, tc := range []struct {
+		target, message string
+	}{
+		{"/api/v1/packages?namespace=../../etc", `query parameter "namespace": namespace "../../etc" ` + rule},
+		{"/api/v1/packages?namespace=Kudo", `query parameter "namespace": namespace "Kudo" ` + rule},
+		{"/api/v1/packages?namespace=" + long, `query parameter "namespace": namespace "` + long + `" is longer than 128 bytes`},
+		{"/api/v1/packages/..%2F..%2Fetc/kafka", `path parameter "namespace": namespace "../../etc" ` + rule},
+		{"/api/v1/packages/Kudo/kafka/upgrades?from=1.0.0", `path parameter "namespace": namespace "Kudo" ` + rule},
+		{"/api/v1/packages/kudo/..%2Fetc", `path parameter "name": package name "../etc" ` + rule},
+		{"/api/v1/packages/kudo/Kafka/versions/1.0.0", `path parameter "name": package name "Kafka" ` + rule},
+		{"/UPPER/index.yaml", `path parameter "namespace": namespace "UPPER" ` + rule},
+	} {
+		t.Run(tc.target, func(t *testing.T) {
+			res := serve(t, newHandler(newFake(), nil, nil), "GET", tc.target, nil)
+			e := res.apiError(t)
+			if res.status != 400 || e.Code != "INVALID" || e.Message != tc.message {
+				t.Errorf("%d %s %q\nwant 400 INVALID %q", res.status, e.Code, e.Message, tc.message)
+			}
+		})
+	}
+}

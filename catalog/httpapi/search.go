@@ -56,7 +56,7 @@ func parseSearch(r *http.Request) (catalog.Query, error) {
 	}
 
 	if q.Namespace = p.get("namespace"); q.Namespace != "" {
-		if err := pkgformat.ValidName(q.Namespace); err != nil {
+		if err := pkgformat.ValidNamespace(q.Namespace); err != nil {
 			return q, queryError("namespace", "%s", reason(err))
 		}
 	}

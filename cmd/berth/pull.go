@@ -132,7 +132,11 @@ nothing is written; with require: false it is pulled with a warning. --key
 			if tarball {
 				fmt.Fprintf(w, "Saved %s (%s)\n", res.Path, humanSize(int64(len(pkg.Content))))
 			} else {
-				fmt.Fprintf(w, "Extracted %d files into %s\n", res.Files, res.Path+string(filepath.Separator))
+				dir := res.Path
+				if !strings.HasSuffix(dir, string(filepath.Separator)) {
+					dir += string(filepath.Separator)
+				}
+				fmt.Fprintf(w, "Extracted %d files into %s\n", res.Files, dir)
 			}
 			return nil
 		},

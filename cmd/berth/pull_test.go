@@ -40,8 +40,13 @@ func TestPushPullInspectCmd(t *testing.T) {
 	}
 
 	// Extract into the default folder and into -o.
-	mustBerth(t, "pull", host+"/charts/demo:1.0.0")
+	if out := mustBerth(t, "pull", host+"/charts/demo:1.0.0"); !strings.HasSuffix(out, "\nExtracted 3 files into demo-1.0.0/\n") {
+		t.Errorf("pull output:\n%s", out)
+	}
 	compareTrees(t, chart, "demo-1.0.0")
+	if out := mustBerth(t, "pull", host+"/charts/demo:1.0.0", "-o", "slash/"); !strings.HasSuffix(out, "\nExtracted 3 files into slash/\n") {
+		t.Errorf("pull -o slash/ output:\n%s", out)
+	}
 	var pulled struct {
 		Reference, Digest, Name, Version, Path string
 		Files                                  int

@@ -28,8 +28,9 @@ versions) and its versions (digest, creation date, channels). Tags of the
 repository that are not served as versions are listed with the reason.
 
 With a version, show that version: digest and pull reference, metadata,
-provided and required APIs, supported Kubernetes versions, files and
-signatures. A '+' in the version may be written '_', as in its tag.`,
+provided and required APIs, supported Kubernetes versions, files, the RBAC
+permissions it asks for (with a warning for wildcards, access to secrets
+and cluster-wide escalation verbs) and signatures. A '+' in the version may be written '_', as in its tag.`,
 		Example: `  berth show kudo/kafka
   berth show kudo/kafka:2.5.1_1.3.2
   berth show operators/etcd:0.9.4 --server https://berth.example.com --format json`,
@@ -173,6 +174,9 @@ func writeVersion(w io.Writer, v *apiv1.Version) error {
 	if err := c.flush(); err != nil {
 		return err
 	}
+	if err := writePermissions(w, md.Permissions); err != nil {
+		return err
+	}
 	if len(v.Signatures) == 0 {
 		_, err := fmt.Fprintln(w, "\nSignatures: none")
 		return err
@@ -183,6 +187,62 @@ func writeVersion(w io.Writer, v *apiv1.Version) error {
 		c.add(shortDigest(s.Digest), s.KeyID, s.Kind, yesNo(s.Verified), s.Reason)
 	}
 	return c.flush()
+}
+
+// writePermissions writes the RBAC rules a version asks for, one per line,
+// then a warning line for each rule pkgformat.PermissionWarning flags.
+// It writes nothing when the metadata holds no rules.
+func writePermissions(w io.Writer, p *pkgformat.Permissions) error {
+	if p == nil || len(p.Cluster)+len(p.Namespaced) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\nPermissions:")
+	c := newColumns(w, "SCOPE", "RESOURCES", "VERBS")
+	var warnings []string
+	for _, scope := range []struct {
+		name    string
+		cluster bool
+		rules   []pkgformat.PolicyRule
+	}{{"cluster", true, p.Cluster}, {"namespace", false, p.Namespaced}} {
+		for _, r := range scope.rules {
+			resources, verbs := ruleResources(r), strings.Join(r.Verbs, ", ")
+			c.add(scope.name, resources, verbs)
+			if why := pkgformat.PermissionWarning(r, scope.cluster); why != "" {
+				warnings = append(warnings, clean(fmt.Sprintf("Warning: %s rule %s on %s: %s", scope.name, verbs, resources, why)))
+			}
+		}
+	}
+	if err := c.flush(); err != nil {
+		return err
+	}
+	for _, line := range warnings {
+		fmt.Fprintln(w, line)
+	}
+	return nil
+}
+
+// ruleResources renders what a rule applies to as kubectl does:
+// "deployments.apps, secrets (tls)" or non-resource URLs.
+func ruleResources(r pkgformat.PolicyRule) string {
+	groups := r.APIGroups
+	if len(groups) == 0 {
+		groups = []string{""}
+	}
+	var items []string
+	for _, res := range r.Resources {
+		for _, g := range groups {
+			if g == "" {
+				items = append(items, res)
+			} else {
+				items = append(items, res+"."+g)
+			}
+		}
+	}
+	s := strings.Join(append(items, r.NonResourceURLs...), ", ")
+	if len(r.ResourceNames) > 0 {
+		s += " (" + strings.Join(r.ResourceNames, ", ") + ")"
+	}
+	return s
 }
 
 // maintainerList renders maintainers as "Jane Doe <jane@example.com>, Team <https://...>".

@@ -163,3 +163,38 @@ func TestShortList(t *testing.T) {
 		t.Errorf("shortList = %q", got)
 	}
 }
+
+func TestShowCmdPermissions(t *testing.T) {
+	v := testVersion
+	v.Signatures = nil
+	v.Metadata.Permissions = &pkgformat.Permissions{
+		Cluster: []pkgformat.PolicyRule{
+			{APIGroups: []string{"kafka.kudo.dev"}, Resources: []string{"kafkas", "kafkas/status"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}},
+			{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles"}, Verbs: []string{"get", "bind"}},
+			{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}},
+		},
+		Namespaced: []pkgformat.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"tls"}, Verbs: []string{"get"}},
+			{APIGroups: []string{"", "apps"}, Resources: []string{"configmaps"}, Verbs: []string{"create"}},
+		},
+	}
+	f := serveCatalog(t, map[string]any{"/packages/kudo/kafka/versions/1.0.0": v})
+	out := mustBerth(t, "show", "kudo/kafka:1.0.0", "--server", f.host)
+	want := `
+Permissions:
+SCOPE       RESOURCES                                             VERBS
+cluster     kafkas.kafka.kudo.dev, kafkas/status.kafka.kudo.dev   get, list, watch
+cluster     *.*                                                   *
+cluster     clusterroles.rbac.authorization.k8s.io                get, bind
+cluster     /metrics                                              get
+namespace   secrets (tls)                                         get
+namespace   configmaps, configmaps.apps                           create
+Warning: cluster rule * on *.*: wildcard verbs; wildcard resources
+Warning: cluster rule get, bind on clusterroles.rbac.authorization.k8s.io: cluster-wide privilege escalation (bind)
+Warning: namespace rule get on secrets (tls): access to secrets
+`
+	if !strings.Contains(out, want+"\nSignatures: none\n") {
+		t.Errorf("show output:\n%s\nwant the permissions:\n%s", out, want)
+	}
+}

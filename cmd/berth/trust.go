@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
@@ -134,7 +135,7 @@ func loadPublicKeys(files []string) ([]signing.Key, error) {
 	for _, file := range files {
 		k, err := signing.LoadPublicKey(file)
 		if err != nil {
-			return nil, fmt.Errorf("--key: %w", err)
+			return nil, keyFileError(file, err)
 		}
 		keys = append(keys, k)
 	}
@@ -149,7 +150,7 @@ func loadSigner(cmd *cobra.Command, file string) (*signing.Signer, error) {
 		return nil, errors.New("--key: empty file name")
 	}
 	if _, err := os.Stat(file); err != nil {
-		return nil, fmt.Errorf("--key: %w", err)
+		return nil, keyFileError(file, err)
 	}
 	password, err := keyPassword(cmd, file)
 	if err != nil {
@@ -157,9 +158,22 @@ func loadSigner(cmd *cobra.Command, file string) (*signing.Signer, error) {
 	}
 	s, err := signing.LoadSigner(file, password)
 	if err != nil {
-		return nil, fmt.Errorf("--key: %w", err)
+		return nil, keyFileError(file, err)
 	}
 	return s, nil
+}
+
+// keyFileError reports err about the key file given with --key as
+// "--key FILE: reason", whether or not err names the file already.
+func keyFileError(file string, err error) error {
+	var pe *fs.PathError
+	switch {
+	case errors.As(err, &pe) && pe.Path == file:
+		return fmt.Errorf("--key %s: %w", file, pe.Err)
+	case strings.HasPrefix(err.Error(), file+": "):
+		return fmt.Errorf("--key %w", err)
+	}
+	return fmt.Errorf("--key %s: %w", file, err)
 }
 
 // keyPassword returns the password of the private key file.

@@ -338,23 +338,7 @@ func TestReconcileDropsDanglingTags(t *testing.T) {
 	if st, err := e.cat.Reconcile(e.ctx); err != nil || st.Indexed != 1 {
 		t.Fatalf("first reconcile: %+v, %v", st, err)
 	}
-	// distribution's manifest service deletes the manifest only; its HTTP
-	// handler then removes the tags, which a crash would skip.
-	named, _ := reference.WithName("kudo/cowsay")
-	repo, err := e.reg.Namespace().Repository(e.ctx, named)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms, err := repo.Manifests(e.ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ms.Delete(e.ctx, digest.Digest(d)); err != nil {
-		t.Fatal(err)
-	}
-	if tags, err := repo.Tags(e.ctx).All(e.ctx); err != nil || len(tags) != 1 {
-		t.Fatalf("the tag should be left dangling: %v, %v", tags, err)
-	}
+	e.dangle("kudo/cowsay", d, "0.2.0")
 	ctx, cancel := context.WithTimeout(e.ctx, 30*time.Second)
 	defer cancel()
 	if st, err := e.cat.Reconcile(ctx); err != nil || st.Removed != 1 {
@@ -362,6 +346,30 @@ func TestReconcileDropsDanglingTags(t *testing.T) {
 	}
 	if e.entry("kudo", "cowsay", "0.2.0") != nil {
 		t.Error("the dangling version is still in the catalog")
+	}
+}
+
+// dangle leaves tags of repo naming manifest d, which is gone, as a crash in
+// the middle of a delete by distribution did: it deletes the manifest (berth
+// removes its tags then) and writes the tags again.
+func (e *env) dangle(repoName, d string, tags ...string) {
+	e.t.Helper()
+	named, _ := reference.WithName(repoName)
+	repo, err := e.reg.Namespace().Repository(e.ctx, named)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ms, err := repo.Manifests(e.ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := ms.Delete(e.ctx, digest.Digest(d)); err != nil {
+		e.t.Fatal(err)
+	}
+	for _, tag := range tags {
+		if err := repo.Tags(e.ctx).Tag(e.ctx, tag, ocispec.Descriptor{Digest: digest.Digest(d)}); err != nil {
+			e.t.Fatal(err)
+		}
 	}
 }
 

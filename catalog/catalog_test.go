@@ -334,23 +334,7 @@ func TestReconcileDropsDanglingTags(t *testing.T) {
 	if st, err := e.cat.Reconcile(e.ctx); err != nil || st.Indexed != 1 {
 		t.Fatalf("first reconcile: %+v, %v", st, err)
 	}
-	// distribution's manifest service deletes the manifest only; its HTTP
-	// handler then removes the tags, which a crash would skip.
-	named, _ := reference.WithName("kudo/cowsay")
-	repo, err := e.reg.Namespace().Repository(e.ctx, named)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms, err := repo.Manifests(e.ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ms.Delete(e.ctx, digest.Digest(d)); err != nil {
-		t.Fatal(err)
-	}
-	if tags, err := repo.Tags(e.ctx).All(e.ctx); err != nil || len(tags) != 1 {
-		t.Fatalf("the tag should be left dangling: %v, %v", tags, err)
-	}
+	e.dangle("kudo/cowsay", d, "0.2.0")
 	ctx, cancel := context.WithTimeout(e.ctx, 30*time.Second)
 	defer cancel()
 	if st, err := e.cat.Reconcile(ctx); err != nil || st.Removed != 1 {
@@ -359,6 +343,80 @@ func TestReconcileDropsDanglingTags(t *testing.T) {
 	if e.entry("kudo", "cowsay", "0.2.0") != nil {
 		t.Error("the dangling version is still in the catalog")
 	}
+}
+
+// TestReconcileRemovesDanglingTags: the tags a crash in the middle of a
+// delete left dangling — a version and its cosign signature tag — are
+// removed from the registry by the next reconciliation, and only they: every
+// tag the registry lists then resolves, and the catalog equals the registry.
+func TestReconcileRemovesDanglingTags(t *testing.T) {
+	e := newEnv(t, envOptions{lose: true})
+	keep := e.pushPackage("kudo", smallPackage(t, "p", "1.0.0"))
+	gone := e.pushPackage("kudo", smallPackage(t, "p", "2.0.0"))
+	if st, err := e.cat.Reconcile(e.ctx); err != nil || st.Indexed != 2 {
+		t.Fatalf("first reconcile: %+v, %v", st, err)
+	}
+	e.dangle("kudo/p", gone, "2.0.0", "sha256-"+digest.Digest(gone).Encoded()+".sig")
+	if st, err := e.cat.Reconcile(e.ctx); err != nil || st.Removed != 1 {
+		t.Fatalf("reconcile with dangling tags: %+v, %v; want 2.0.0 removed", st, err)
+	}
+	if tags := e.tags("kudo/p"); !slices.Equal(tags, []string{"1.0.0"}) {
+		t.Errorf("the registry lists %v after reconciling, want [1.0.0]: dangling tags are left", tags)
+	}
+	if got := e.entry("kudo", "p", "1.0.0"); got == nil || got.Digest != keep {
+		t.Errorf("the intact version: %+v", got)
+	}
+	if e.entry("kudo", "p", "2.0.0") != nil {
+		t.Error("the dangling version is still in the catalog")
+	}
+	if st, err := e.cat.Reconcile(e.ctx); err != nil || st.Indexed != 0 || st.Removed != 0 {
+		t.Errorf("reconcile after the repair: %+v, %v; want nothing to do", st, err)
+	}
+}
+
+// dangle leaves tags of repo naming manifest d, which is gone, as a crash in
+// the middle of a delete by distribution did: it deletes the manifest (berth
+// removes its tags then) and writes the tags again.
+func (e *env) dangle(repoName, d string, tags ...string) {
+	e.t.Helper()
+	named, _ := reference.WithName(repoName)
+	repo, err := e.reg.Namespace().Repository(e.ctx, named)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ms, err := repo.Manifests(e.ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := ms.Delete(e.ctx, digest.Digest(d)); err != nil {
+		e.t.Fatal(err)
+	}
+	for _, tag := range tags {
+		if err := repo.Tags(e.ctx).Tag(e.ctx, tag, ocispec.Descriptor{Digest: digest.Digest(d)}); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	listed := e.tags(repoName)
+	for _, tag := range tags {
+		if !slices.Contains(listed, tag) {
+			e.t.Fatalf("%s is not left dangling: the registry lists %v", tag, listed)
+		}
+	}
+}
+
+// tags lists the tags the registry lists for repo, resolvable or not.
+func (e *env) tags(repoName string) []string {
+	e.t.Helper()
+	named, _ := reference.WithName(repoName)
+	repo, err := e.reg.Namespace().Repository(e.ctx, named)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	tags, err := repo.Tags(e.ctx).All(e.ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return tags
 }
 
 // TestStoredStateIsOrderIndependent pushes the same versions in random

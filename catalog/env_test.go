@@ -108,7 +108,7 @@ func (e *env) start(policy *signing.Policy) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	var src catalog.Source = catalog.NewDistributionSource(e.reg.Namespace(), e.reg.Referrers)
+	var src catalog.Source = catalog.NewDistributionSource(e.reg.Namespace(), e.reg.Referrers, e.reg.UntagDangling)
 	if e.opts.split {
 		if src, err = catalog.NewRemoteSource("http://"+e.host, nil); err != nil {
 			e.t.Fatal(err)

@@ -660,7 +660,7 @@ func TestConcurrentSignatureEvents(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	want, err := signing.Check(e.ctx, catalog.SignatureFetcher(catalog.NewDistributionSource(e.reg.Namespace(), e.reg.Referrers)), policy, "ns/p", dgst)
+	want, err := signing.Check(e.ctx, catalog.SignatureFetcher(catalog.NewDistributionSource(e.reg.Namespace(), e.reg.Referrers, e.reg.UntagDangling)), policy, "ns/p", dgst)
 	if err != nil {
 		t.Fatal(err)
 	}

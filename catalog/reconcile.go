@@ -15,9 +15,10 @@ import (
 // intact store costs one tag listing per repository and no package reads.
 // Versions it indexes, and tags of cosign's signature scheme it records or
 // removes, have their signatures checked afterwards, as tasks of their own
-// (referrers leave no tag: CheckSignatures finds those). It returns what it
-// did; a registry that cannot be listed is an error, and nothing is removed
-// then.
+// (referrers leave no tag: CheckSignatures finds those). A source that can
+// (TagRepairer) removes the dangling tags it lists on the way. It returns
+// what it did; a registry that cannot be listed is an error, and nothing is
+// removed then.
 func (c *Catalog) Reconcile(ctx context.Context) (apiv1.ReconcileStatus, error) {
 	start := time.Now().UTC()
 	st := apiv1.ReconcileStatus{Started: &start}
@@ -84,7 +85,7 @@ func (c *Catalog) reconcile(ctx context.Context, st *apiv1.ReconcileStatus, mu *
 	)
 	var listErr error
 	for _, repo := range repos {
-		refs, err := c.source.Tags(ctx, repo)
+		refs, err := c.repoTags(ctx, repo)
 		if err != nil {
 			listErr = err
 			// Keep what the store has for this repository: it could not be checked.
@@ -114,6 +115,15 @@ func (c *Catalog) reconcile(ctx context.Context, st *apiv1.ReconcileStatus, mu *
 		return listErr
 	}
 	return ctx.Err()
+}
+
+// repoTags lists the tags of repo for a reconciliation, removing the
+// dangling ones when the source can (TagRepairer).
+func (c *Catalog) repoTags(ctx context.Context, repo string) ([]TagRef, error) {
+	if r, ok := c.source.(TagRepairer); ok {
+		return r.RepairTags(ctx, repo)
+	}
+	return c.source.Tags(ctx, repo)
 }
 
 // waitOrDone waits for wg unless ctx ends first, and reports whether wg

@@ -30,6 +30,16 @@ type Source interface {
 	DeleteRepository(ctx context.Context, repo string) error
 }
 
+// TagRepairer is a Source that can also remove the dangling tags of a
+// repository — listed, yet naming no manifest — as it lists them: the
+// reconciler lists tags through it, so that such tags, which a crash in the
+// middle of a delete can leave, go at the next reconciliation.
+type TagRepairer interface {
+	// RepairTags lists the tags of a repository as Source.Tags does, and
+	// removes the dangling ones from the registry.
+	RepairTags(ctx context.Context, repo string) ([]TagRef, error)
+}
+
 // TagRef is a tag and the manifest digest it names.
 type TagRef struct {
 	Tag, Digest string

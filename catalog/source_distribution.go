@@ -19,6 +19,7 @@ import (
 type DistributionSource struct {
 	ns        distribution.Namespace
 	referrers ReferrersFunc
+	untag     UntagDanglingFunc
 }
 
 var _ Source = (*DistributionSource)(nil)
@@ -28,10 +29,18 @@ var _ Source = (*DistributionSource)(nil)
 // (*registry.Registry).Referrers, which distribution itself does not have.
 type ReferrersFunc func(ctx context.Context, repo string, subject digest.Digest, artifactType string) ([]ocispec.Descriptor, error)
 
+// UntagDanglingFunc removes tag from repo if it is dangling — listed, yet
+// naming no manifest, as a crash in the middle of a delete can leave it —
+// deciding under the lock that pushes of the tag hold: the embedded
+// registry's (*registry.Registry).UntagDangling. It reports whether it
+// removed the tag.
+type UntagDanglingFunc func(ctx context.Context, repo, tag string) (bool, error)
+
 // NewDistributionSource reads the repositories of ns, and their referrers
-// with referrers; nil means that no manifest has referrers.
-func NewDistributionSource(ns distribution.Namespace, referrers ReferrersFunc) *DistributionSource {
-	return &DistributionSource{ns: ns, referrers: referrers}
+// with referrers; nil means that no manifest has referrers. RepairTags
+// removes dangling tags with untag; nil means that it leaves them.
+func NewDistributionSource(ns distribution.Namespace, referrers ReferrersFunc, untag UntagDanglingFunc) *DistributionSource {
+	return &DistributionSource{ns: ns, referrers: referrers, untag: untag}
 }
 
 // Repositories lists every repository of the registry.
@@ -71,37 +80,62 @@ func (s *DistributionSource) repository(ctx context.Context, repo string) (distr
 }
 
 // Tags lists a repository's tags and the digest each names. A tag removed
-// while listing is left out, and so is a tag whose manifest is gone (a crash
-// in the middle of a manifest delete leaves one): it names no version.
+// while listing is left out, and so is a dangling tag, whose manifest is gone
+// (a crash in the middle of a delete can leave one): it names no version.
 func (s *DistributionSource) Tags(ctx context.Context, repo string) ([]TagRef, error) {
+	refs, _, err := s.tags(ctx, repo)
+	return refs, err
+}
+
+// RepairTags lists a repository's tags as Tags does, and removes the dangling
+// ones it meets from the registry, so that the registry lists no tag that
+// names nothing. Each is checked again before it is removed (see
+// UntagDanglingFunc). An error removing one is an error of the listing.
+func (s *DistributionSource) RepairTags(ctx context.Context, repo string) ([]TagRef, error) {
+	refs, dangling, err := s.tags(ctx, repo)
+	if err != nil || s.untag == nil {
+		return refs, err
+	}
+	for _, tag := range dangling {
+		if _, err := s.untag(ctx, repo, tag); err != nil {
+			return nil, fmt.Errorf("%s:%s: remove the dangling tag: %w: %w", repo, tag, ErrUnavailable, err)
+		}
+	}
+	return refs, nil
+}
+
+// tags lists a repository's tags and the digest each names, and apart the
+// tags it lists that name no manifest: removed while listing, or dangling.
+func (s *DistributionSource) tags(ctx context.Context, repo string) (refs []TagRef, dangling []string, err error) {
 	r, err := s.repository(ctx, repo)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ts := r.Tags(ctx)
 	ms, err := r.Manifests(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w: %w", repo, ErrUnavailable, err)
+		return nil, nil, fmt.Errorf("%s: %w: %w", repo, ErrUnavailable, err)
 	}
 	tags, err := ts.All(ctx)
 	if err != nil {
 		if isUnknown(err) {
-			return nil, nil
+			return nil, nil, nil
 		}
-		return nil, fmt.Errorf("%s: list tags: %w: %w", repo, ErrUnavailable, err)
+		return nil, nil, fmt.Errorf("%s: list tags: %w: %w", repo, ErrUnavailable, err)
 	}
-	refs := make([]TagRef, 0, len(tags))
+	refs = make([]TagRef, 0, len(tags))
 	for _, tag := range tags {
 		d, err := tagDigest(ctx, ts, ms, repo, tag)
 		if errors.Is(err, ErrNotFound) {
+			dangling = append(dangling, tag)
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		refs = append(refs, TagRef{Tag: tag, Digest: d})
 	}
-	return refs, nil
+	return refs, dangling, nil
 }
 
 // Resolve returns the digest a tag names; a tag whose manifest is gone names none.

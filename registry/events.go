@@ -65,14 +65,25 @@ func (t *notifyingTags) Untag(ctx context.Context, tag string) error {
 	return nil
 }
 
-// Delete deletes a manifest and reports it. A manifest with a subject leaves
-// the referrers index after it is deleted: a crash between the two steps
-// leaves an index entry naming a missing manifest, which listings skip.
+// Delete deletes a manifest and reports it. The tags naming it go first (see
+// untagNaming), so a crash leaves no tag naming a deleted manifest. A
+// manifest with a subject leaves the referrers index after it is deleted: a
+// crash between the two steps leaves an index entry naming a missing
+// manifest, which listings skip.
 func (m *guardedManifests) Delete(ctx context.Context, dgst digest.Digest) error {
 	name := m.repo.Named().Name()
 	subject, err := m.storedSubject(ctx, dgst)
 	if err != nil {
 		return err
+	}
+	ok, err := m.ManifestService.Exists(ctx, dgst)
+	if err != nil {
+		return err
+	}
+	if ok {
+		if err := m.untagNaming(ctx, dgst); err != nil {
+			return err
+		}
 	}
 	if err := m.ManifestService.Delete(ctx, dgst); err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 	"github.com/distribution/reference"
 	"github.com/opencontainers/go-digest"
 
+	"github.com/berth-registry/berth/internal/keyedmutex"
 	"github.com/berth-registry/berth/pkgformat"
 )
 
@@ -30,6 +31,17 @@ type guard struct {
 	namespace      distribution.Namespace
 	driver         storagedriver.StorageDriver
 	referrers      *referrerIndex
+	// tags serialises the pushes by tag of one repository and tag with the
+	// untags that must not undo them (lockTag).
+	tags keyedmutex.Mutex
+}
+
+// lockTag locks repo:tag and returns the function that unlocks it. A push by
+// tag holds it from its immutability check to its tag write, and so does an
+// untag that decided from what the tag names, so that it never removes a tag
+// that a push has just written.
+func (g *guard) lockTag(repo, tag string) (unlock func()) {
+	return g.tags.Lock(repo + ":" + tag)
 }
 
 // initGuard is the distribution middleware constructor; options["guard"]
@@ -63,14 +75,6 @@ func (n *guardedNamespace) Repository(ctx context.Context, name reference.Named)
 		return nil, err
 	}
 	return &guardedRepository{Repository: repo, guard: n.guard}, nil
-}
-
-func (n *guardedNamespace) Remove(ctx context.Context, name reference.Named) error {
-	remover, ok := n.Namespace.(distribution.RepositoryRemover)
-	if !ok {
-		return distribution.ErrUnsupported
-	}
-	return remover.Remove(ctx, name)
 }
 
 type guardedRepository struct {

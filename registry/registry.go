@@ -27,7 +27,6 @@ import (
 	storagedriver "github.com/distribution/distribution/v3/registry/storage/driver"
 	"github.com/opencontainers/go-digest"
 
-	"github.com/berth-registry/berth/internal/keyedmutex"
 	"github.com/berth-registry/berth/storage"
 )
 
@@ -70,7 +69,6 @@ type Registry struct {
 	app    *handlers.App
 	guard  *guard
 	driver storagedriver.StorageDriver
-	locks  keyedmutex.Mutex
 	log    *slog.Logger
 }
 
@@ -159,7 +157,7 @@ func (r *Registry) serve(w http.ResponseWriter, req *http.Request) {
 	if req.Method == http.MethodPut {
 		if repo, ref, ok := manifestPath(req.URL.Path); ok {
 			if !strings.Contains(ref, ":") {
-				defer r.locks.Lock(repo + ":" + ref)()
+				defer r.guard.lockTag(repo, ref)()
 			}
 			w, req = withPushResult(w, req)
 		}

@@ -40,7 +40,7 @@ func newTestRegistry(t *testing.T) *testRegistry {
 	t.Cleanup(srv.Close)
 	return &testRegistry{
 		host:    strings.TrimPrefix(srv.URL, "http://"),
-		fetcher: catalog.SignatureFetcher(catalog.NewDistributionSource(reg.Namespace(), reg.Referrers)),
+		fetcher: catalog.SignatureFetcher(catalog.NewDistributionSource(reg.Namespace(), reg.Referrers, reg.UntagDangling)),
 	}
 }
 

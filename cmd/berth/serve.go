@@ -153,7 +153,7 @@ func serve(cmd *cobra.Command, cfg *config.Config) error {
 		return err
 	}
 	defer reg.Close()
-	source = catalog.NewDistributionSource(reg.Namespace(), reg.Referrers)
+	source = catalog.NewDistributionSource(reg.Namespace(), reg.Referrers, reg.UntagDangling)
 	cat, stop, err := startCatalog(ctx, cfg, source, policy, log)
 	if err != nil {
 		return err

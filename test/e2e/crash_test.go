@@ -72,18 +72,7 @@ func load(t *testing.T, s *server, seq *atomic.Int64) func() int64 {
 				n := seq.Add(1)
 				name := fmt.Sprintf("pkg%d", n%37)
 				version := fmt.Sprintf("1.%d.%d", w, n)
-				p, err := pkgformat.New([]pkgformat.File{{Path: "manifests/cm.yaml", Mode: 0o644, Data: []byte(fmt.Sprintf(
-					"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c%d\n", n))}}, pkgformat.Options{Name: name, Version: version})
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				art, err := p.Artifact()
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				ref, err := client.ParseReference(s.addr + "/crash/" + name + ":" + version)
+				ref, art, err := plainPackage(s, "crash", name, version, n)
 				if err != nil {
 					t.Error(err)
 					return
@@ -107,6 +96,22 @@ func load(t *testing.T, s *server, seq *atomic.Int64) func() int64 {
 		wg.Wait()
 		return pushed.Load()
 	}
+}
+
+// plainPackage builds the plain package name:version, of one ConfigMap named
+// c<n>, and the reference of its tag in namespace ns on s.
+func plainPackage(s *server, ns, name, version string, n int64) (client.Reference, *pkgformat.Artifact, error) {
+	p, err := pkgformat.New([]pkgformat.File{{Path: "manifests/cm.yaml", Mode: 0o644, Data: []byte(fmt.Sprintf(
+		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c%d\n", n))}}, pkgformat.Options{Name: name, Version: version})
+	if err != nil {
+		return client.Reference{}, nil, err
+	}
+	art, err := p.Artifact()
+	if err != nil {
+		return client.Reference{}, nil, err
+	}
+	ref, err := client.ParseReference(s.addr + "/" + ns + "/" + name + ":" + version)
+	return ref, art, err
 }
 
 // waitReconciled waits until the catalog has finished n reconciliations.
@@ -144,13 +149,22 @@ func getJSON(t *testing.T, s *server, path string, v any) int {
 // registryView is every repo:tag → digest the registry holds.
 func registryView(t *testing.T, s *server) map[string]string {
 	t.Helper()
+	view, _ := registryTags(t, s)
+	return view
+}
+
+// registryTags is every repo:tag → digest the registry holds, and the
+// repo:tag the registry lists that do not resolve, with the status of
+// their HEAD.
+func registryTags(t *testing.T, s *server) (view map[string]string, dangling []string) {
+	t.Helper()
 	var repos struct {
 		Repositories []string `json:"repositories"`
 	}
 	if code := getJSON(t, s, "/v2/_catalog?n=1000", &repos); code != http.StatusOK {
 		t.Fatalf("_catalog: %d", code)
 	}
-	view := map[string]string{}
+	view = map[string]string{}
 	for _, repo := range repos.Repositories {
 		var tags struct {
 			Tags []string `json:"tags"`
@@ -168,10 +182,12 @@ func registryView(t *testing.T, s *server) map[string]string {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				view[repo+":"+tag] = resp.Header.Get("Docker-Content-Digest")
+			} else {
+				dangling = append(dangling, fmt.Sprintf("%s:%s (%d)", repo, tag, resp.StatusCode))
 			}
 		}
 	}
-	return view
+	return view, dangling
 }
 
 // catalogView is every repo:tag → digest the catalog API shows, failing on

@@ -1,0 +1,115 @@
+package e2e
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/berth-registry/berth/catalog/apiv1"
+	"github.com/berth-registry/berth/internal/helmindex"
+	"github.com/berth-registry/berth/internal/kudoindex"
+)
+
+// TestHelmRepository uses berth as a classic Helm chart repository with the
+// real helm CLI: a chart pushed with `helm push` is found by `helm repo add`
+// and `helm search repo`, downloaded by `helm pull` (the bytes pushed, as
+// the index's digest says) and rendered by `helm template` from the
+// repository. A berth package of format helm and a KUDO package beside it
+// stay out of Helm's index, and KUDO's index still lists the KUDO package.
+func TestHelmRepository(t *testing.T) {
+	requireTool(t, "the helm CLI", helmBin)
+	s := startServer(t, "")
+	dir := t.TempDir()
+	env := []string{"HELM_CACHE_HOME=" + filepath.Join(dir, "cache"), "HELM_CONFIG_HOME=" + filepath.Join(dir, "config"),
+		"HELM_DATA_HOME=" + filepath.Join(dir, "data"), "HOME=" + dir}
+	helm := func(args ...string) result {
+		t.Helper()
+		r := runEnv(t, env, helmBin, args...)
+		if r.code != 0 {
+			t.Fatalf("helm %s: %d\n%s%s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+		}
+		return r
+	}
+
+	for _, name := range []string{"webapp", "packed"} {
+		helm("create", filepath.Join(dir, name))
+	}
+	helm("package", filepath.Join(dir, "webapp"), "-d", dir)
+	tgz := filepath.Join(dir, "webapp-0.1.0.tgz")
+	helm("push", tgz, "oci://"+s.addr+"/charts", "--plain-http")
+	if r := berth(t, "", "push", filepath.Join(dir, "packed"), s.addr+"/charts/packed"); r.code != 0 {
+		t.Fatalf("berth push packed: %s", r.stderr)
+	}
+	if r := berth(t, "", "push", kudoFixture(t, "kafka", "2.5.1-1.3.2"), s.addr+"/kudo/kafka"); r.code != 0 {
+		t.Fatalf("berth push kafka: %s", r.stderr)
+	}
+	waitUntil(t, s, "every version indexed", func() bool {
+		var st apiv1.Status
+		return getJSON(t, s, "/api/v1/status", &st) == http.StatusOK && st.Versions == 3
+	})
+
+	helm("repo", "add", "berth", s.url()+"/api/helm")
+	helm("repo", "add", "berth-charts", s.url()+"/api/helm/charts")
+	for _, repo := range []string{"berth", "berth-charts"} {
+		var found []struct {
+			Name       string `json:"name"`
+			Version    string `json:"version"`
+			AppVersion string `json:"app_version"`
+		}
+		out := helm("search", "repo", repo+"/", "--output", "json").stdout
+		if err := json.Unmarshal([]byte(out), &found); err != nil {
+			t.Fatalf("helm search repo %s: %v\n%s", repo, err, out)
+		}
+		if len(found) != 1 || found[0].Name != repo+"/webapp" || found[0].Version != "0.1.0" || found[0].AppVersion != "1.16.0" {
+			t.Errorf("helm search repo %s: %+v, want only webapp 0.1.0 (app 1.16.0)", repo, found)
+		}
+	}
+
+	pulled := filepath.Join(dir, "pulled")
+	if err := os.Mkdir(pulled, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	helm("pull", "berth/webapp", "--version", "0.1.0", "-d", pulled)
+	files, err := os.ReadDir(pulled)
+	if err != nil || len(files) != 1 {
+		t.Fatalf("helm pull wrote %v (%v), want one file", files, err)
+	}
+	got, err := os.ReadFile(filepath.Join(pulled, files[0].Name()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(tgz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, body := s.get(t, "/api/helm/charts/index.yaml")
+	var idx helmindex.IndexFile
+	if err := yaml.UnmarshalStrict([]byte(body), &idx); code != http.StatusOK || err != nil || len(idx.Entries["webapp"]) != 1 {
+		t.Fatalf("Helm index: %d %v\n%s", code, err, body)
+	}
+	sum := sha256.Sum256(got)
+	if !bytes.Equal(got, want) || hex.EncodeToString(sum[:]) != idx.Entries["webapp"][0].Digest {
+		t.Errorf("helm pull: %d bytes, sha256 %x; pushed %d bytes; the index says %s", len(got), sum, len(want), idx.Entries["webapp"][0].Digest)
+	}
+
+	out := helm("template", "x", "berth/webapp").stdout
+	for _, s := range []string{"kind: Deployment", "name: x-webapp", "helm.sh/chart: webapp-0.1.0"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("helm template: no %q in\n%s", s, out)
+		}
+	}
+
+	code, body = s.get(t, "/kudo/index.yaml")
+	var kudo kudoindex.IndexFile
+	if err := yaml.Unmarshal([]byte(body), &kudo); code != http.StatusOK || err != nil || len(kudo.Entries["kafka"]) != 1 || kudo.Entries["kafka"][0].OperatorVersion != "1.3.2" {
+		t.Errorf("KUDO index: %d %v\n%s", code, err, body)
+	}
+}

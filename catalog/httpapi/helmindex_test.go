@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"context"
 	"net/http"
 	"reflect"
 	"slices"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/berth-registry/berth/catalog"
 	"github.com/berth-registry/berth/catalog/apiv1"
+	"github.com/berth-registry/berth/catalog/httpapi"
 	"github.com/berth-registry/berth/internal/helmindex"
 	"github.com/berth-registry/berth/pkgformat"
 )
@@ -130,7 +132,7 @@ func TestHelmIndex(t *testing.T) {
 			Maintainers: []*helmindex.Maintainer{{Name: "Jane", Email: "jane@example.com", URL: "https://jane.example"}, {Name: "Team"}},
 			Icon:        "https://webapp.example/icon.png",
 		},
-		URLs:    []string{"http://berth.example/v2/charts/webapp/blobs/" + digestOf('2')},
+		URLs:    []string{"charts/webapp/webapp-0.10.0+build.1.tgz"},
 		Created: tMeta,
 		Digest:  strings.Repeat("2", 64),
 	}
@@ -169,7 +171,10 @@ func TestHelmNamespaceIndex(t *testing.T) {
 	}
 	idx := parseHelmIndex(t, res.body)
 	if len(idx.Entries) != 2 || len(idx.Entries["webapp"]) != 1 || len(idx.Entries["redis"]) != 1 {
-		t.Errorf("entries %v, want webapp and redis, keyed by name", idx.Entries)
+		t.Fatalf("entries %v, want webapp and redis, keyed by name", idx.Entries)
+	}
+	if got, want := idx.Entries["webapp"][0].URLs, []string{"webapp/webapp-1.0.0.tgz"}; !slices.Equal(got, want) {
+		t.Errorf("urls %v, want %v (relative to /api/helm/stable/)", got, want)
 	}
 	for _, ns := range []string{"kudo", "empty"} {
 		res := serve(t, h, "GET", "/api/helm/"+ns+"/index.yaml", nil)
@@ -200,5 +205,53 @@ func TestHelmIndexETag(t *testing.T) {
 	}
 	if got := f.called(); !slices.Equal(got, []string{"Status"}) {
 		t.Errorf("If-None-Match: calls %v, want only Status", got)
+	}
+}
+
+// chartCatalog answers Version from the entries of a fakeCatalog.
+type chartCatalog struct{ *fakeCatalog }
+
+func (c chartCatalog) Version(_ context.Context, access catalog.Access, ns, name, version string) (*apiv1.Version, error) {
+	for _, e := range c.entries {
+		if access.Allows(ns) && e.Namespace == ns && e.Name == name && e.Tag == pkgformat.Tag(version) {
+			return &apiv1.Version{
+				Namespace: ns, Name: name, Version: e.Metadata.Version, Digest: e.Digest, Format: e.Metadata.Format,
+				PullReference: ns + "/" + name + "@" + e.Digest, Content: e.Content, Metadata: *e.Metadata, Indexed: e.Indexed,
+			}, nil
+		}
+	}
+	return nil, notFound("version %s/%s %s", ns, name, version)
+}
+
+func TestHelmChartDownload(t *testing.T) {
+	cat := chartCatalog{helmFake()}
+	for _, tc := range []struct {
+		what, path  string
+		registryURL string
+		status      int
+		location    string
+	}{
+		{"a chart", "/api/helm/charts/webapp/webapp-0.10.0+build.1.tgz", "", http.StatusTemporaryRedirect,
+			"http://berth.example/v2/charts/webapp/blobs/" + digestOf('2')},
+		{"a chart, registry elsewhere", "/api/helm/stable/webapp/webapp-1.0.0.tgz", "https://registry.example", http.StatusTemporaryRedirect,
+			"https://registry.example/v2/stable/webapp/blobs/" + digestOf('3')},
+		{"a berth package of format helm", "/api/helm/charts/packed/packed-1.0.0.tgz", "", http.StatusNotFound, ""},
+		{"a chart layer holding another format", "/api/helm/charts/operator/operator-1.0.0.tgz", "", http.StatusNotFound, ""},
+		{"an OLM bundle", "/api/helm/charts/etcd/etcd-0.9.4.tgz", "", http.StatusNotFound, ""},
+		{"no such version", "/api/helm/charts/webapp/webapp-9.9.9.tgz", "", http.StatusNotFound, ""},
+		{"another name's file", "/api/helm/charts/webapp/redis-0.9.0.tgz", "", http.StatusBadRequest, ""},
+		{"not a .tgz", "/api/helm/charts/webapp/webapp-0.9.0.tar", "", http.StatusBadRequest, ""},
+		{"no version", "/api/helm/charts/webapp/webapp-.tgz", "", http.StatusBadRequest, ""},
+		{"a bad name", "/api/helm/charts/Web/Web-0.9.0.tgz", "", http.StatusBadRequest, ""},
+	} {
+		h := httpapi.New(httpapi.Options{Catalog: cat, RegistryURL: tc.registryURL})
+		res := serve(t, h, "GET", tc.path, nil)
+		if res.status != tc.status || res.header.Get("Location") != tc.location {
+			t.Errorf("%s: %d, Location %q; want %d, %q", tc.what, res.status, res.header.Get("Location"), tc.status, tc.location)
+		}
+	}
+	h := httpapi.New(httpapi.Options{Catalog: cat, Authorizer: fakeAuth{access: catalog.Access{Namespaces: []string{"stable"}}}})
+	if res := serve(t, h, "GET", "/api/helm/charts/webapp/webapp-0.9.0.tgz", nil); res.status != http.StatusNotFound {
+		t.Errorf("a namespace the caller may not pull: %d", res.status)
 	}
 }

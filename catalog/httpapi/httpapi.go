@@ -120,6 +120,7 @@ func New(opts Options) http.Handler {
 	r.Get("/{namespace}/index.yaml", h.handle(h.index))
 	r.Get("/api/helm/index.yaml", h.handle(h.helmIndex))
 	r.Get("/api/helm/{namespace}/index.yaml", h.handle(h.helmIndex))
+	r.Get("/api/helm/{namespace}/{name}/{file}", h.handle(h.helmChart))
 	if opts.Events {
 		r.Post("/events", h.handle(h.events))
 	}

@@ -69,7 +69,14 @@ import (
 //	    icon: "<URL>"
 //	    created: "<RFC 3339 time>"
 //	    digest: "<sha256 hex of the chart tarball>"
-//	    urls: ["<registry>/v2/<namespace>/<name>/blobs/<chart layer digest>"]
+//	    urls: ["[<namespace>/]<name>/<name>-<version>.tgz"]
+//
+// The urls are relative to the repository's URL, as Helm resolves them (and
+// as `helm repo index` writes them), and name the file as Helm names a
+// chart, because Helm saves a download under the last segment of its URL:
+// GET /api/helm/{namespace}/{name}/{name}-{version}.tgz redirects (307) to
+// the blob of the chart layer in the registry, under the same base URL as
+// KUDO's download links.
 //
 // The catalog's metadata does not keep a chart's apiVersion, type or the
 // repositories of its dependencies, so those are left out: Helm reads them
@@ -132,6 +139,46 @@ func (h *handler) index(w http.ResponseWriter, r *http.Request) error {
 // /api/helm/{namespace}/index.yaml, Helm's index of its charts.
 func (h *handler) helmIndex(w http.ResponseWriter, r *http.Request) error {
 	return h.serveIndex(w, r, helmDialect)
+}
+
+// helmChartPath is the download link of a chart version, relative to its
+// namespace's Helm repository /api/helm/{namespace}/: Helm names the file it
+// saves after the link's last segment, which is <name>-<version>.tgz as in a
+// repository Helm writes itself.
+func helmChartPath(name, version string) string {
+	return name + "/" + name + "-" + version + ".tgz"
+}
+
+// helmChart answers GET /api/helm/{namespace}/{name}/{name}-{version}.tgz,
+// the download link of a chart in Helm's index, with a redirect to the blob
+// of the chart's layer in the registry.
+func (h *handler) helmChart(w http.ResponseWriter, r *http.Request) error {
+	ns, name, err := packagePath(r)
+	if err != nil {
+		return err
+	}
+	file, err := pathParam(r, "file")
+	if err != nil {
+		return err
+	}
+	version, prefixed := strings.CutPrefix(file, name+"-")
+	version, suffixed := strings.CutSuffix(version, ".tgz")
+	if !prefixed || !suffixed || pkgformat.ValidVersion(version) != nil {
+		return pathError("file", "%s is not %s-<version>.tgz", quote(file), name)
+	}
+	access, err := h.pullable(r)
+	if err != nil {
+		return err
+	}
+	v, err := h.cat.Version(r.Context(), access, ns, name, version)
+	if err != nil {
+		return err
+	}
+	if v.Format != pkgformat.Helm || v.Content.MediaType != pkgformat.HelmChartContentMediaType {
+		return fmt.Errorf("%s/%s:%s is not a Helm chart pushed by helm push: %w", ns, name, version, catalog.ErrNotFound)
+	}
+	http.Redirect(w, r, h.downloadBase(r)+"/v2/"+ns+"/"+name+"/blobs/"+v.Content.Digest, http.StatusTemporaryRedirect)
+	return nil
 }
 
 // serveIndex writes the index of dialect d for the namespace of the path, or
@@ -348,6 +395,10 @@ func (iw *indexWriter) version(e *catalog.Entry) (v indexVersion, ok bool) {
 		v.order1, v.order2 = catalog.VersionKey(md.AppVersion), catalog.VersionKey(md.OperatorVersion)
 	}
 	if iw.dialect == helmDialect {
+		v.url = helmChartPath(e.Name, md.Version)
+		if iw.all {
+			v.url = e.Namespace + "/" + v.url
+		}
 		v.keywords = slices.Clone(md.Keywords)
 		for _, l := range md.Links {
 			switch l.Name {

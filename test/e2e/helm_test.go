@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/berth-registry/berth/catalog/apiv1"
+	"github.com/berth-registry/berth/catalog/httpapi/openapitest"
 	"github.com/berth-registry/berth/internal/helmindex"
 	"github.com/berth-registry/berth/internal/kudoindex"
 )
@@ -21,7 +23,7 @@ import (
 // TestHelmRepository uses berth as a classic Helm chart repository with the
 // real helm CLI: a chart pushed with `helm push` is found by `helm repo add`
 // and `helm search repo`, downloaded by `helm pull` (the bytes pushed, as
-// the index's digest says) and rendered by `helm template` from the
+// the index's digest says, saved as <name>-<version>.tgz) and rendered by `helm template` from the
 // repository. A berth package of format helm and a KUDO package beside it
 // stay out of Helm's index, and KUDO's index still lists the KUDO package.
 func TestHelmRepository(t *testing.T) {
@@ -78,26 +80,43 @@ func TestHelmRepository(t *testing.T) {
 		t.Fatal(err)
 	}
 	helm("pull", "berth/webapp", "--version", "0.1.0", "-d", pulled)
-	files, err := os.ReadDir(pulled)
-	if err != nil || len(files) != 1 {
-		t.Fatalf("helm pull wrote %v (%v), want one file", files, err)
-	}
-	got, err := os.ReadFile(filepath.Join(pulled, files[0].Name()))
+	got, err := os.ReadFile(filepath.Join(pulled, "webapp-0.1.0.tgz"))
 	if err != nil {
-		t.Fatal(err)
+		files, _ := os.ReadDir(pulled)
+		t.Fatalf("helm pull: %v; it wrote %v", err, files)
 	}
 	want, err := os.ReadFile(tgz)
 	if err != nil {
 		t.Fatal(err)
 	}
-	code, body := s.get(t, "/api/helm/charts/index.yaml")
+	// What helm read, as the OpenAPI document describes it.
+	bodies := map[string][]byte{}
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, path := range []string{"/api/helm/index.yaml", "/api/helm/charts/index.yaml", "/api/helm/charts/webapp/webapp-0.1.0.tgz"} {
+		req, _ := http.NewRequest("GET", s.url()+path, nil)
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		openapitest.Validate(t, req, resp.StatusCode, resp.Header, body)
+		bodies[path] = body
+		if loc := resp.Header.Get("Location"); loc != "" {
+			bodies[path] = []byte(loc)
+		}
+	}
 	var idx helmindex.IndexFile
-	if err := yaml.UnmarshalStrict([]byte(body), &idx); code != http.StatusOK || err != nil || len(idx.Entries["webapp"]) != 1 {
-		t.Fatalf("Helm index: %d %v\n%s", code, err, body)
+	if err := yaml.UnmarshalStrict(bodies["/api/helm/charts/index.yaml"], &idx); err != nil || len(idx.Entries["webapp"]) != 1 {
+		t.Fatalf("Helm index: %v\n%s", err, bodies["/api/helm/charts/index.yaml"])
 	}
 	sum := sha256.Sum256(got)
-	if !bytes.Equal(got, want) || hex.EncodeToString(sum[:]) != idx.Entries["webapp"][0].Digest {
-		t.Errorf("helm pull: %d bytes, sha256 %x; pushed %d bytes; the index says %s", len(got), sum, len(want), idx.Entries["webapp"][0].Digest)
+	digest := hex.EncodeToString(sum[:])
+	if !bytes.Equal(got, want) || digest != idx.Entries["webapp"][0].Digest {
+		t.Errorf("helm pull: %d bytes, sha256 %s; pushed %d bytes; the index says %s", len(got), digest, len(want), idx.Entries["webapp"][0].Digest)
+	}
+	if loc, want := string(bodies["/api/helm/charts/webapp/webapp-0.1.0.tgz"]), s.url()+"/v2/charts/webapp/blobs/sha256:"+digest; loc != want {
+		t.Errorf("chart download redirects to %q, want %q", loc, want)
 	}
 
 	out := helm("template", "x", "berth/webapp").stdout
@@ -107,7 +126,7 @@ func TestHelmRepository(t *testing.T) {
 		}
 	}
 
-	code, body = s.get(t, "/kudo/index.yaml")
+	code, body := s.get(t, "/kudo/index.yaml")
 	var kudo kudoindex.IndexFile
 	if err := yaml.Unmarshal([]byte(body), &kudo); code != http.StatusOK || err != nil || len(kudo.Entries["kafka"]) != 1 || kudo.Entries["kafka"][0].OperatorVersion != "1.3.2" {
 		t.Errorf("KUDO index: %d %v\n%s", code, err, body)

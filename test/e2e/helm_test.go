@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -21,11 +23,13 @@ import (
 )
 
 // TestHelmRepository uses berth as a classic Helm chart repository with the
-// real helm CLI: a chart pushed with `helm push` is found by `helm repo add`
-// and `helm search repo`, downloaded by `helm pull` (the bytes pushed, as
-// the index's digest says, saved as <name>-<version>.tgz) and rendered by `helm template` from the
-// repository. A berth package of format helm and a KUDO package beside it
-// stay out of Helm's index, and KUDO's index still lists the KUDO package.
+// real helm CLI: a chart pushed with `helm push` to two namespaces is found
+// by `helm repo add` and `helm search repo` in the repository of every
+// namespace and of one, downloaded by `helm pull` (the bytes pushed, as the
+// index's digest says, saved as <name>-<version>.tgz) and rendered by `helm
+// template` from the repository. A berth package of format helm and a KUDO
+// package beside it stay out of Helm's index, and KUDO's index still lists
+// the KUDO package.
 func TestHelmRepository(t *testing.T) {
 	requireTool(t, "the helm CLI", helmBin)
 	s := startServer(t, "")
@@ -46,7 +50,9 @@ func TestHelmRepository(t *testing.T) {
 	}
 	helm("package", filepath.Join(dir, "webapp"), "-d", dir)
 	tgz := filepath.Join(dir, "webapp-0.1.0.tgz")
-	helm("push", tgz, "oci://"+s.addr+"/charts", "--plain-http")
+	for _, ns := range []string{"charts", "stable"} {
+		helm("push", tgz, "oci://"+s.addr+"/"+ns, "--plain-http")
+	}
 	if r := berth(t, "", "push", filepath.Join(dir, "packed"), s.addr+"/charts/packed"); r.code != 0 {
 		t.Fatalf("berth push packed: %s", r.stderr)
 	}
@@ -55,12 +61,17 @@ func TestHelmRepository(t *testing.T) {
 	}
 	waitUntil(t, s, "every version indexed", func() bool {
 		var st apiv1.Status
-		return getJSON(t, s, "/api/v1/status", &st) == http.StatusOK && st.Versions == 3
+		return getJSON(t, s, "/api/v1/status", &st) == http.StatusOK && st.Versions == 4
 	})
 
 	helm("repo", "add", "berth", s.url()+"/api/helm")
 	helm("repo", "add", "berth-charts", s.url()+"/api/helm/charts")
-	for _, repo := range []string{"berth", "berth-charts"} {
+	// Every namespace's repository keys a name found in two namespaces by
+	// namespace; one namespace's repository keys by name alone.
+	for repo, want := range map[string][]string{
+		"berth":        {"berth/charts/webapp", "berth/stable/webapp"},
+		"berth-charts": {"berth-charts/webapp"},
+	} {
 		var found []struct {
 			Name       string `json:"name"`
 			Version    string `json:"version"`
@@ -70,24 +81,33 @@ func TestHelmRepository(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &found); err != nil {
 			t.Fatalf("helm search repo %s: %v\n%s", repo, err, out)
 		}
-		if len(found) != 1 || found[0].Name != repo+"/webapp" || found[0].Version != "0.1.0" || found[0].AppVersion != "1.16.0" {
-			t.Errorf("helm search repo %s: %+v, want only webapp 0.1.0 (app 1.16.0)", repo, found)
+		var names []string
+		for _, f := range found {
+			names = append(names, f.Name)
+			if f.Version != "0.1.0" || f.AppVersion != "1.16.0" {
+				t.Errorf("helm search repo %s: %+v, want webapp 0.1.0 (app 1.16.0)", repo, f)
+			}
+		}
+		if !slices.Equal(names, want) {
+			t.Errorf("helm search repo %s: %v, want %v", repo, names, want)
 		}
 	}
 
-	pulled := filepath.Join(dir, "pulled")
-	if err := os.Mkdir(pulled, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	helm("pull", "berth/webapp", "--version", "0.1.0", "-d", pulled)
-	got, err := os.ReadFile(filepath.Join(pulled, "webapp-0.1.0.tgz"))
-	if err != nil {
-		files, _ := os.ReadDir(pulled)
-		t.Fatalf("helm pull: %v; it wrote %v", err, files)
-	}
 	want, err := os.ReadFile(tgz)
 	if err != nil {
 		t.Fatal(err)
+	}
+	var got []byte
+	for i, chart := range []string{"berth-charts/webapp", "berth/stable/webapp"} {
+		pulled := filepath.Join(dir, "pulled", strconv.Itoa(i))
+		if err := os.MkdirAll(pulled, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		helm("pull", chart, "--version", "0.1.0", "-d", pulled)
+		if got, err = os.ReadFile(filepath.Join(pulled, "webapp-0.1.0.tgz")); err != nil || !bytes.Equal(got, want) {
+			files, _ := os.ReadDir(pulled)
+			t.Fatalf("helm pull %s: %v; it wrote %v, want webapp-0.1.0.tgz as pushed", chart, err, files)
+		}
 	}
 	// What helm read, as the OpenAPI document describes it.
 	bodies := map[string][]byte{}
@@ -112,14 +132,14 @@ func TestHelmRepository(t *testing.T) {
 	}
 	sum := sha256.Sum256(got)
 	digest := hex.EncodeToString(sum[:])
-	if !bytes.Equal(got, want) || digest != idx.Entries["webapp"][0].Digest {
-		t.Errorf("helm pull: %d bytes, sha256 %s; pushed %d bytes; the index says %s", len(got), digest, len(want), idx.Entries["webapp"][0].Digest)
+	if digest != idx.Entries["webapp"][0].Digest {
+		t.Errorf("helm pull: sha256 %s; the index says %s", digest, idx.Entries["webapp"][0].Digest)
 	}
 	if loc, want := string(bodies["/api/helm/charts/webapp/webapp-0.1.0.tgz"]), s.url()+"/v2/charts/webapp/blobs/sha256:"+digest; loc != want {
 		t.Errorf("chart download redirects to %q, want %q", loc, want)
 	}
 
-	out := helm("template", "x", "berth/webapp").stdout
+	out := helm("template", "x", "berth/charts/webapp").stdout
 	for _, s := range []string{"kind: Deployment", "name: x-webapp", "helm.sh/chart: webapp-0.1.0"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("helm template: no %q in\n%s", s, out)

@@ -100,7 +100,8 @@ type Catalog struct {
 	// ignores it.
 	Registry string `yaml:"registry"`
 	// PublicURL is the base URL clients reach the registry at, used in the
-	// download links of /index.yaml. Default: the host the request came to
+	// download links of the repository indexes (KUDO's /index.yaml, and the
+	// redirects of Helm's chart links). Default: the host the request came to
 	// (berth serve) or Registry (berth serve catalog).
 	PublicURL string `yaml:"publicURL"`
 }

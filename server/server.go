@@ -33,7 +33,7 @@ type ReadyChecker interface {
 type Options struct {
 	// Registry serves the OCI distribution API under /v2/.
 	Registry http.Handler
-	// Catalog serves the catalog: /api/v1/, /index.yaml,
+	// Catalog serves the catalog: /api/v1/, /api/helm/, /index.yaml,
 	// /{namespace}/index.yaml and /events.
 	Catalog http.Handler
 	// Ready names the checks /readyz runs (e.g. "storage").
@@ -80,6 +80,7 @@ func New(opts Options) *Server {
 	if opts.Catalog != nil {
 		r.Handle("/api/v1", opts.Catalog)
 		r.Handle("/api/v1/*", opts.Catalog)
+		r.Handle("/api/helm/*", opts.Catalog)
 		r.Handle("/index.yaml", opts.Catalog)
 		r.Handle("/{namespace}/index.yaml", opts.Catalog)
 		r.Handle("/events", opts.Catalog)

@@ -1,8 +1,9 @@
 // Package httpapi is the catalog's HTTP layer (DESIGN.md, "HTTP API"): the
 // JSON API under /api/v1 described by the OpenAPI document it serves at
 // /api/v1/openapi.yaml, the legacy KUDO repository index at /index.yaml and
-// /{namespace}/index.yaml, and optionally the receiver of a registry's
-// notification webhook at POST /events.
+// /{namespace}/index.yaml, Helm's repository index of the Helm charts at
+// /api/helm/index.yaml and /api/helm/{namespace}/index.yaml, and optionally
+// the receiver of a registry's notification webhook at POST /events.
 //
 // Handlers have the shape func(w, r) error; one adapter turns their errors
 // into JSON error documents with the status that the catalog's sentinel
@@ -53,7 +54,7 @@ type Options struct {
 	// Logger logs failed requests. Nil means slog.Default().
 	Logger *slog.Logger
 	// RegistryURL is the base URL (scheme://host[:port]) of the registry that
-	// serves /v2/, used for the download links of index.yaml. Empty means the
+	// serves /v2/, used for the download links of the indexes. Empty means the
 	// scheme and host the request came to, as X-Forwarded-Proto and
 	// X-Forwarded-Host tell them when present. Set it when the server is
 	// reachable through proxies that do not set those headers faithfully.
@@ -83,8 +84,8 @@ type handler struct {
 
 // New returns the handler of the catalog API. It routes on the whole request
 // path, so mount it as is (not with chi's Mount, which strips a prefix) for
-// /api/v1/*, /index.yaml, /{namespace}/index.yaml and, when Options.Events is
-// set, /events.
+// /api/v1/*, /api/helm/*, /index.yaml, /{namespace}/index.yaml and, when
+// Options.Events is set, /events.
 func New(opts Options) http.Handler {
 	h := &handler{
 		cat:         opts.Catalog,
@@ -117,6 +118,9 @@ func New(opts Options) http.Handler {
 	r.Get("/api/v1/openapi.yaml", h.handle(h.openAPI))
 	r.Get("/index.yaml", h.handle(h.index))
 	r.Get("/{namespace}/index.yaml", h.handle(h.index))
+	r.Get("/api/helm/index.yaml", h.handle(h.helmIndex))
+	r.Get("/api/helm/{namespace}/index.yaml", h.handle(h.helmIndex))
+	r.Get("/api/helm/{namespace}/{name}/{file}", h.handle(h.helmChart))
 	if opts.Events {
 		r.Post("/events", h.handle(h.events))
 	}

@@ -19,9 +19,14 @@ import (
 	"github.com/berth-registry/berth/pkgformat"
 )
 
-// The legacy repository index (DESIGN.md, "Legacy index") is KUDO's
-// index.yaml (github.com/kudobuilder/kudo, pkg/kudoctl/util/repo/index.go and
-// repo.go: IndexFile, PackageVersion, Metadata), rendered from the catalog:
+// The repository indexes (DESIGN.md, "Legacy index") are rendered from the
+// catalog in two dialects, because no one document satisfies both clients:
+// KUDO refuses an index whose entries lack operatorVersion, and Helm reads
+// its index strictly and refuses one that has it.
+//
+// KUDO's index.yaml (github.com/kudobuilder/kudo, pkg/kudoctl/util/repo/index.go
+// and repo.go: IndexFile, PackageVersion, Metadata), at /index.yaml and
+// /{namespace}/index.yaml, lists every package:
 //
 //	apiVersion: v1
 //	entries:
@@ -36,23 +41,68 @@ import (
 //	    created: "<RFC 3339 time>"
 //	    urls: ["<registry>/v2/<namespace>/<name>/blobs/<content digest>"]
 //
+// Helm's index.yaml (helm.sh/helm/v3, pkg/repo/index.go: IndexFile,
+// ChartVersion, and pkg/chart/metadata.go: Metadata), at
+// /api/helm/index.yaml and /api/helm/{namespace}/index.yaml, so that
+// `helm repo add <name> <server>/api/helm[/<namespace>]` finds it as
+// "<url>/index.yaml". The paths are outside /{namespace}/index.yaml, so no
+// namespace's KUDO index is hidden by them. It lists only the Helm charts
+// pushed by `helm push` (chart layer pkgformat.HelmChartContentMediaType, format
+// helm), whose chart layer is the `helm package` tarball. A berth package of
+// format helm is left out: its content has Chart.yaml at the root of the
+// tarball, and Helm's archive loader, which strips each path's first
+// component, refuses such a chart ("chart yaml not in base directory"). Each
+// entry carries only fields of Helm's ChartVersion, from the version's
+// metadata (which the catalog reads from the chart's Chart.yaml):
+//
+//	apiVersion: v1
+//	entries:
+//	  "<key>":
+//	  - name: "<name>"
+//	    version: "<version>"
+//	    appVersion: "<appVersion>"
+//	    description: "..."
+//	    keywords: ["..."]
+//	    home: "<URL>"
+//	    sources: ["<URL>"]
+//	    maintainers: [{name, email, url}]
+//	    icon: "<URL>"
+//	    created: "<RFC 3339 time>"
+//	    digest: "<sha256 hex of the chart tarball>"
+//	    urls: ["[<namespace>/]<name>/<name>-<version>.tgz"]
+//
+// The urls are relative to the repository's URL, as Helm resolves them (and
+// as `helm repo index` writes them), and name the file as Helm names a
+// chart, because Helm saves a download under the last segment of its URL:
+// GET /api/helm/{namespace}/{name}/{name}-{version}.tgz redirects (307) to
+// the blob of the chart layer in the registry, under the same base URL as
+// KUDO's download links.
+//
+// The catalog's metadata does not keep a chart's apiVersion, type or the
+// repositories of its dependencies, so those are left out: Helm reads them
+// from the chart itself once downloaded, and takes an entry's missing
+// apiVersion as v1 when it loads the index.
+//
 // Versions. KUDO clients since 0.10 read operatorVersion and appVersion,
 // refuse a whole index in which any entry lacks operatorVersion, and match
-// a requested version against each field separately; older KUDO clients and
-// Helm read version. So operatorVersion and version both hold a KUDO
-// package's operatorVersion, and for every other format its version (a Helm
-// chart's version); appVersion is the package's appVersion. Each entry's
+// a requested version against each field separately; older KUDO clients
+// read version. So in KUDO's index operatorVersion and version both hold a
+// KUDO package's operatorVersion, and for every other format its version (a
+// Helm chart's version); appVersion is the package's appVersion. Each entry's
 // versions are newest first as KUDO orders them: by appVersion, then
-// operatorVersion, for KUDO packages; by catalog.VersionKey otherwise.
+// operatorVersion, for KUDO packages; by catalog.VersionKey otherwise, which
+// is also Helm's order.
 //
 // Keys. /{namespace}/index.yaml keys entries by package name. /index.yaml
 // covers every namespace: a name found in one namespace is its own key; a
 // name found in several namespaces is keyed "<namespace>/<name>" in each of
 // them, so that no package hides another. Names cannot contain '/', so the
 // two kinds of key never collide. Knowing which names are shared takes a first
-// walk that keeps only the set of names.
+// walk that keeps only the set of names. Helm's indexes key the same way,
+// counting only the charts they list; Helm resolves "<repo>/<ns>/<name>" to
+// the key "<ns>/<name>".
 //
-// The index is written while the catalog is walked, holding one package's
+// An index is written while the catalog is walked, holding one package's
 // versions at a time. It carries no generated time, so that its bytes depend
 // only on the catalog's state; its strong ETag is derived from the catalog's
 // last change sequence number, the path, the download base URL and the
@@ -61,8 +111,79 @@ import (
 // indexBufferSize is how much of the index is written at once.
 const indexBufferSize = 32 << 10
 
-// index answers GET /index.yaml and GET /{namespace}/index.yaml.
+// dialect is the client an index is written for.
+type dialect int
+
+const (
+	kudoDialect dialect = iota
+	helmDialect
+)
+
+// lists reports whether the index of dialect d lists entry e.
+func (d dialect) lists(e *catalog.Entry) bool {
+	if e.Content.Digest == "" {
+		return false
+	}
+	if d == helmDialect {
+		return e.Content.MediaType == pkgformat.HelmChartContentMediaType && e.Metadata != nil && e.Metadata.Format == pkgformat.Helm
+	}
+	return true
+}
+
+// index answers GET /index.yaml and GET /{namespace}/index.yaml, KUDO's index.
 func (h *handler) index(w http.ResponseWriter, r *http.Request) error {
+	return h.serveIndex(w, r, kudoDialect)
+}
+
+// helmIndex answers GET /api/helm/index.yaml and GET
+// /api/helm/{namespace}/index.yaml, Helm's index of its charts.
+func (h *handler) helmIndex(w http.ResponseWriter, r *http.Request) error {
+	return h.serveIndex(w, r, helmDialect)
+}
+
+// helmChartPath is the download link of a chart version, relative to its
+// namespace's Helm repository /api/helm/{namespace}/: Helm names the file it
+// saves after the link's last segment, which is <name>-<version>.tgz as in a
+// repository Helm writes itself.
+func helmChartPath(name, version string) string {
+	return name + "/" + name + "-" + version + ".tgz"
+}
+
+// helmChart answers GET /api/helm/{namespace}/{name}/{name}-{version}.tgz,
+// the download link of a chart in Helm's index, with a redirect to the blob
+// of the chart's layer in the registry.
+func (h *handler) helmChart(w http.ResponseWriter, r *http.Request) error {
+	ns, name, err := packagePath(r)
+	if err != nil {
+		return err
+	}
+	file, err := pathParam(r, "file")
+	if err != nil {
+		return err
+	}
+	version, prefixed := strings.CutPrefix(file, name+"-")
+	version, suffixed := strings.CutSuffix(version, ".tgz")
+	if !prefixed || !suffixed || pkgformat.ValidVersion(version) != nil {
+		return pathError("file", "%s is not %s-<version>.tgz", quote(file), name)
+	}
+	access, err := h.pullable(r)
+	if err != nil {
+		return err
+	}
+	v, err := h.cat.Version(r.Context(), access, ns, name, version)
+	if err != nil {
+		return err
+	}
+	if v.Format != pkgformat.Helm || v.Content.MediaType != pkgformat.HelmChartContentMediaType {
+		return fmt.Errorf("%s/%s:%s is not a Helm chart pushed by helm push: %w", ns, name, version, catalog.ErrNotFound)
+	}
+	http.Redirect(w, r, h.downloadBase(r)+"/v2/"+ns+"/"+name+"/blobs/"+v.Content.Digest, http.StatusTemporaryRedirect)
+	return nil
+}
+
+// serveIndex writes the index of dialect d for the namespace of the path, or
+// for every namespace.
+func (h *handler) serveIndex(w http.ResponseWriter, r *http.Request, d dialect) error {
 	var ns string
 	if chi.URLParam(r, "namespace") != "" {
 		var err error
@@ -90,17 +211,18 @@ func (h *handler) index(w http.ResponseWriter, r *http.Request) error {
 
 	var shared map[string]bool
 	if ns == "" {
-		if shared, err = h.sharedNames(ctx, access); err != nil {
+		if shared, err = h.sharedNames(ctx, access, d); err != nil {
 			return err
 		}
 	}
 	w.Header().Set("Content-Type", mediaTypeYAML)
 	iw := &indexWriter{
-		w:      bufio.NewWriterSize(w, indexBufferSize),
-		base:   base,
-		all:    ns == "",
-		shared: shared,
-		plain:  map[string]bool{},
+		w:       bufio.NewWriterSize(w, indexBufferSize),
+		dialect: d,
+		base:    base,
+		all:     ns == "",
+		shared:  shared,
+		plain:   map[string]bool{},
 	}
 	if err := h.cat.Walk(ctx, access, ns, iw.add); err != nil {
 		return err
@@ -108,12 +230,15 @@ func (h *handler) index(w http.ResponseWriter, r *http.Request) error {
 	return iw.close()
 }
 
-// sharedNames walks the catalog once and returns the package names found in
-// more than one namespace.
-func (h *handler) sharedNames(ctx context.Context, access catalog.Access) (map[string]bool, error) {
+// sharedNames walks the catalog once and returns the names of the packages
+// that the index of dialect d lists in more than one namespace.
+func (h *handler) sharedNames(ctx context.Context, access catalog.Access, d dialect) (map[string]bool, error) {
 	first := map[string]string{} // name → first namespace it was seen in
 	shared := map[string]bool{}
 	err := h.cat.Walk(ctx, access, "", func(e *catalog.Entry) error {
+		if !d.lists(e) {
+			return nil
+		}
 		if ns, ok := first[e.Name]; !ok {
 			first[e.Name] = e.Namespace
 		} else if ns != e.Namespace {
@@ -192,19 +317,22 @@ func etagMatches(values []string, etag string) bool {
 	return false
 }
 
-// indexVersion is what the index says of one version.
+// indexVersion is what an index says of one version.
 type indexVersion struct {
 	tag                               string
-	version, appVersion               string // version is also written as operatorVersion
+	version, appVersion               string // KUDO's index also writes version as operatorVersion
 	description, digest, created, url string
 	maintainers                       []pkgformat.Maintainer
-	order1, order2                    string // sort keys, ascending
+	keywords, sources                 []string // Helm's index only
+	home, icon                        string   // Helm's index only
+	order1, order2                    string   // sort keys, ascending
 }
 
 // indexWriter writes the index as Walk delivers entries, one package at a time.
 type indexWriter struct {
-	w    *bufio.Writer
-	base string
+	w       *bufio.Writer
+	dialect dialect
+	base    string
 	// all is set for the index of every namespace, whose shared names are
 	// keyed "<namespace>/<name>". plain holds the names already keyed by
 	// name alone: one that shows up in a second namespace although the first
@@ -237,9 +365,9 @@ func (iw *indexWriter) add(e *catalog.Entry) error {
 }
 
 // version maps an entry to the index's view of it; ok is false for an entry
-// without content to download.
+// the index does not list.
 func (iw *indexWriter) version(e *catalog.Entry) (v indexVersion, ok bool) {
-	if e.Content.Digest == "" {
+	if !iw.dialect.lists(e) {
 		return v, false
 	}
 	md := e.Metadata
@@ -265,6 +393,24 @@ func (iw *indexWriter) version(e *catalog.Entry) (v indexVersion, ok bool) {
 	}
 	if md.OperatorVersion != "" {
 		v.order1, v.order2 = catalog.VersionKey(md.AppVersion), catalog.VersionKey(md.OperatorVersion)
+	}
+	if iw.dialect == helmDialect {
+		v.url = helmChartPath(e.Name, md.Version)
+		if iw.all {
+			v.url = e.Namespace + "/" + v.url
+		}
+		v.keywords = slices.Clone(md.Keywords)
+		for _, l := range md.Links {
+			switch l.Name {
+			case "Home":
+				v.home = cmp.Or(v.home, l.URL)
+			case "Source":
+				v.sources = append(v.sources, l.URL)
+			}
+		}
+		if md.Icon != nil {
+			v.icon = md.Icon.URL
+		}
 	}
 	return v, true
 }
@@ -292,29 +438,77 @@ func (iw *indexWriter) writePackage() error {
 	}
 	fmt.Fprintf(w, "  %s:\n", yamlString(key))
 	for _, v := range iw.versions {
-		fmt.Fprintf(w, "  - name: %s\n", yamlString(iw.name))
-		fmt.Fprintf(w, "    version: %s\n", yamlString(v.version))
-		fmt.Fprintf(w, "    operatorVersion: %s\n", yamlString(v.version))
-		writeOptional(w, "appVersion", v.appVersion)
-		writeOptional(w, "description", v.description)
-		if len(v.maintainers) > 0 {
-			w.WriteString("    maintainers:\n")
-			for _, m := range v.maintainers {
-				fmt.Fprintf(w, "    - name: %s\n", yamlString(m.Name))
-				if m.Email != "" {
-					fmt.Fprintf(w, "      email: %s\n", yamlString(m.Email))
-				}
-			}
+		if iw.dialect == helmDialect {
+			writeHelmVersion(w, iw.name, v)
+		} else {
+			writeKUDOVersion(w, iw.name, v)
 		}
-		writeOptional(w, "digest", v.digest)
-		fmt.Fprintf(w, "    created: %s\n", yamlString(v.created))
-		fmt.Fprintf(w, "    urls:\n    - %s\n", yamlString(v.url))
 	}
 	iw.versions = iw.versions[:0]
 	_, err := w.Write(nil) // a bufio.Writer keeps its first write error
 	return err
 }
 
+// writeKUDOVersion writes one version of package name as KUDO reads it.
+func writeKUDOVersion(w *bufio.Writer, name string, v indexVersion) {
+	fmt.Fprintf(w, "  - name: %s\n", yamlString(name))
+	fmt.Fprintf(w, "    version: %s\n", yamlString(v.version))
+	fmt.Fprintf(w, "    operatorVersion: %s\n", yamlString(v.version))
+	writeOptional(w, "appVersion", v.appVersion)
+	writeOptional(w, "description", v.description)
+	writeMaintainers(w, v.maintainers, false)
+	writeOptional(w, "digest", v.digest)
+	fmt.Fprintf(w, "    created: %s\n", yamlString(v.created))
+	fmt.Fprintf(w, "    urls:\n    - %s\n", yamlString(v.url))
+}
+
+// writeHelmVersion writes one version of chart name as Helm reads it: only
+// fields of Helm's ChartVersion, which Helm decodes strictly.
+func writeHelmVersion(w *bufio.Writer, name string, v indexVersion) {
+	fmt.Fprintf(w, "  - name: %s\n", yamlString(name))
+	fmt.Fprintf(w, "    version: %s\n", yamlString(v.version))
+	writeOptional(w, "appVersion", v.appVersion)
+	writeOptional(w, "description", v.description)
+	writeList(w, "keywords", v.keywords)
+	writeOptional(w, "home", v.home)
+	writeList(w, "sources", v.sources)
+	writeMaintainers(w, v.maintainers, true)
+	writeOptional(w, "icon", v.icon)
+	fmt.Fprintf(w, "    created: %s\n", yamlString(v.created))
+	writeOptional(w, "digest", v.digest)
+	fmt.Fprintf(w, "    urls:\n    - %s\n", yamlString(v.url))
+}
+
+// writeMaintainers writes the maintainers of a version, unless there are
+// none, with their URLs if withURL is set (KUDO's Maintainer has no URL).
+func writeMaintainers(w *bufio.Writer, maintainers []pkgformat.Maintainer, withURL bool) {
+	if len(maintainers) == 0 {
+		return
+	}
+	w.WriteString("    maintainers:\n")
+	for _, m := range maintainers {
+		fmt.Fprintf(w, "    - name: %s\n", yamlString(m.Name))
+		if m.Email != "" {
+			fmt.Fprintf(w, "      email: %s\n", yamlString(m.Email))
+		}
+		if withURL && m.URL != "" {
+			fmt.Fprintf(w, "      url: %s\n", yamlString(m.URL))
+		}
+	}
+}
+
+// writeList writes a list of strings of a version, unless it is empty.
+func writeList(w *bufio.Writer, key string, values []string) {
+	if len(values) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "    %s:\n", key)
+	for _, s := range values {
+		fmt.Fprintf(w, "    - %s\n", yamlString(s))
+	}
+}
+
+// writeOptional writes a string field of a version, unless it is empty.
 func writeOptional(w *bufio.Writer, key, value string) {
 	if value != "" {
 		fmt.Fprintf(w, "    %s: %s\n", key, yamlString(value))

@@ -44,6 +44,9 @@ func TestOpenAPIOperations(t *testing.T) {
 	slices.Sort(got)
 	want := []string{
 		"DELETE /api/v1/packages/{namespace}/{name}",
+		"GET /api/helm/index.yaml",
+		"GET /api/helm/{namespace}/index.yaml",
+		"GET /api/helm/{namespace}/{name}/{file}",
 		"GET /api/v1/artifacts",
 		"GET /api/v1/changes",
 		"GET /api/v1/openapi.yaml",

@@ -27,7 +27,7 @@ func newServeCmd() *cobra.Command {
 	var flags serveFlags
 	cmd := &cobra.Command{
 		Use:   "serve",
-		Short: "Run berth: the registry /v2/, the catalog /api/v1/ and /index.yaml, /healthz, /readyz and /metrics on one port",
+		Short: "Run berth: the registry /v2/, the catalog /api/v1/, /api/helm/ and /index.yaml, /healthz, /readyz and /metrics on one port",
 		Long: `Run berth's registry and catalog in one process. With no configuration it
 listens on :5000 and keeps everything under ./data (filesystem blob storage and
 a SQLite catalog).
@@ -50,11 +50,12 @@ BERTH_STORAGE_S3_BUCKET), then from the flags. See docs/configuration.md.`,
 	catalogCmd := &cobra.Command{
 		Use:   "catalog",
 		Short: "Run only the catalog, indexing the registry at --registry",
-		Long: `Run berth's catalog on its own: /api/v1/, /index.yaml, /healthz, /readyz and
-/metrics. It reads packages from any OCI registry over the distribution API and
-follows it through distribution's notification webhooks, which the registry
-sends to POST /events on this server; it also reconciles with the registry at
-start and every catalog.reconcileInterval, so lost events are repaired.`,
+		Long: `Run berth's catalog on its own: /api/v1/, /api/helm/, /index.yaml, /healthz,
+/readyz and /metrics. It reads packages from any OCI registry over the
+distribution API and follows it through distribution's notification webhooks,
+which the registry sends to POST /events on this server; it also reconciles
+with the registry at start and every catalog.reconcileInterval, so lost events
+are repaired.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := flags.load(cmd)

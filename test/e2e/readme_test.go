@@ -32,7 +32,7 @@ func (c readmeCommand) fails() bool {
 
 // readmePrograms are the programs whose command lines the README test runs;
 // make, shell built-ins and the like are left out.
-var readmePrograms = map[string]bool{"berth": true, "oras": true, "curl": true, "cosign": true}
+var readmePrograms = map[string]bool{"berth": true, "oras": true, "curl": true, "cosign": true, "helm": true}
 
 // parseReadme returns the commands of the README's ```console blocks
 // (lines starting with "$ ", followed by their output) and ```sh blocks
@@ -172,6 +172,7 @@ func splitWords(line string) ([]string, error) {
 func TestReadmeWalkthrough(t *testing.T) {
 	requireOras(t)
 	requireTool(t, "the cosign CLI", cosignBin)
+	requireTool(t, "the helm CLI", helmBin)
 	curl, err := exec.LookPath("curl")
 	if err != nil {
 		requireTool(t, "curl", "")
@@ -205,7 +206,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 		"operators/kafka":          kudoFixture(t, "kafka", "2.5.1-1.3.2"),
 		"community-operators/etcd": filepath.Join(fixtures, "olm-community", "etcd"),
 	}
-	bins := map[string]string{"berth": berthBin, "oras": orasBin, "cosign": cosignBin, "curl": curl}
+	bins := map[string]string{"berth": berthBin, "oras": orasBin, "cosign": cosignBin, "curl": curl, "helm": helmBin}
 
 	ran := 0
 	for _, c := range cmds {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/distribution/reference"
 	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/berth-registry/berth/storage"
 )
@@ -36,8 +37,9 @@ func TestDanglingPackageTagCanBeRepointed(t *testing.T) {
 		t.Fatalf("first push: %d %v", status, e)
 	}
 
-	// distribution's manifest service deletes the manifest only; its HTTP
-	// handler then removes the tags, which a crash would skip.
+	// A crash between deleting the manifest and its tag, as distribution's own
+	// manifest DELETE orders them, leaves the tag: delete the manifest, then
+	// write the tag back.
 	named, err := reference.WithName(repo)
 	if err != nil {
 		t.Fatal(err)
@@ -51,6 +53,9 @@ func TestDanglingPackageTagCanBeRepointed(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := ms.Delete(ctx, digest.FromBytes(first)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Tags(ctx).Tag(ctx, "1.0.0", ocispec.Descriptor{Digest: digest.FromBytes(first)}); err != nil {
 		t.Fatal(err)
 	}
 	if d, err := r.Tags(ctx).Get(ctx, "1.0.0"); err != nil || d.Digest != digest.FromBytes(first) {

@@ -237,6 +237,18 @@ func TestCheck(t *testing.T) {
 			body := cosignPayload(t, elsewhere)
 			f.tags[SignatureTag(subject)] = f.manifest("", nil, f.sigLayer(body, sign(t, trusted, body))).Digest.String()
 		}, policy, want{reason: "payload digest mismatch: the signature is for " + elsewhere.String(), kinds: []Kind{KindTag}}},
+		{"payload of another type", func(f *fakeRegistry) {
+			body := bytes.Replace(cosignPayload(t, subject), []byte(`"type":"`+payload.CosignSignatureType+`"`), []byte(`"type":"atomic container signature"`), 1)
+			f.tags[SignatureTag(subject)] = f.manifest("", nil, f.sigLayer(body, sign(t, trusted, body))).Digest.String()
+		}, policy, want{reason: `payload type is "atomic container signature", not "` + payload.CosignSignatureType + `"`, kinds: []Kind{KindTag}}},
+		{"payload naming the digest but no type", func(f *fakeRegistry) {
+			body := []byte(`{"critical":{"image":{"docker-manifest-digest":"` + subject.String() + `"}}}`)
+			f.tags[SignatureTag(subject)] = f.manifest("", nil, f.sigLayer(body, sign(t, trusted, body))).Digest.String()
+		}, policy, want{reason: `payload type is "", not "` + payload.CosignSignatureType + `"`, kinds: []Kind{KindTag}}},
+		{"payload not JSON", func(f *fakeRegistry) {
+			body := []byte(subject.String())
+			f.tags[SignatureTag(subject)] = f.manifest("", nil, f.sigLayer(body, sign(t, trusted, body))).Digest.String()
+		}, policy, want{reason: "payload is not a cosign signature payload: invalid character", kinds: []Kind{KindTag}}},
 		{"payload blob altered in storage", func(f *fakeRegistry) {
 			body := cosignPayload(t, subject)
 			l := f.sigLayer(body, sign(t, trusted, body))

@@ -12,12 +12,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/berth-registry/berth/pkgformat"
 	"github.com/berth-registry/berth/storage"
@@ -113,16 +113,26 @@ type ociErrors struct {
 // putManifest PUTs a manifest and returns the status and the OCI error body.
 func putManifest(t *testing.T, base, repo, ref string, body []byte) (int, ociErrors) {
 	t.Helper()
+	status, e, err := tryPutManifest(base, repo, ref, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return status, e
+}
+
+// tryPutManifest is putManifest for goroutines other than the test's, which
+// must not call t.Fatal: it returns the failure to send the request instead.
+func tryPutManifest(base, repo, ref string, body []byte) (int, ociErrors, error) {
 	req, _ := http.NewRequest(http.MethodPut, fmt.Sprintf("%s/v2/%s/manifests/%s", base, repo, ref), bytes.NewReader(body))
 	req.Header.Set("Content-Type", ocispec.MediaTypeImageManifest)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return 0, ociErrors{}, err
 	}
 	defer resp.Body.Close()
 	var e ociErrors
 	_ = json.NewDecoder(resp.Body).Decode(&e)
-	return resp.StatusCode, e
+	return resp.StatusCode, e, nil
 }
 
 // tagDigest returns the digest a tag points at.
@@ -209,15 +219,18 @@ func TestConcurrentPushesToOneVersionHaveOneWinner(t *testing.T) {
 		tag := fmt.Sprintf("1.0.%d", round)
 		statuses := make([]int, pushers)
 		start := make(chan struct{})
-		var wg sync.WaitGroup
+		var g errgroup.Group
 		for i := range bodies {
-			wg.Go(func() {
+			g.Go(func() (err error) {
 				<-start
-				statuses[i], _ = putManifest(t, base, "kudo/race", tag, bodies[i])
+				statuses[i], _, err = tryPutManifest(base, "kudo/race", tag, bodies[i])
+				return err
 			})
 		}
 		close(start)
-		wg.Wait()
+		if err := g.Wait(); err != nil {
+			t.Fatalf("%s: %v", tag, err)
+		}
 		winner := -1
 		for i, s := range statuses {
 			switch s {

@@ -198,11 +198,11 @@ func TestTagImmutability(t *testing.T) {
 			if len(e.Errors) != 1 || e.Errors[0].Code != "DENIED" {
 				t.Fatalf("errors %+v, want one DENIED", e.Errors)
 			}
-			msg := e.Errors[0].Message
-			for _, part := range []string{tc.repo + ":1.0.0", digest.FromBytes(first).String(), digest.FromBytes(second).String(), "immutable"} {
-				if !strings.Contains(msg, part) {
-					t.Errorf("message %q does not name %q", msg, part)
-				}
+			ns, _, _ := strings.Cut(tc.repo, "/")
+			wantMsg := fmt.Sprintf("%s:1.0.0 already exists with digest %s; package versions are immutable, refusing to re-point it to %s (delete the version first, or allow overwrites for namespace %q)",
+				tc.repo, digest.FromBytes(first), digest.FromBytes(second), ns)
+			if msg := e.Errors[0].Message; msg != wantMsg {
+				t.Errorf("message %q, want %q", msg, wantMsg)
 			}
 		})
 	}

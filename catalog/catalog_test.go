@@ -500,11 +500,13 @@ func TestAccessHidesPackages(t *testing.T) {
 	e.pushPackage("private", load(t, "kudo/cowsay/0.2.0"))
 	e.waitFor("indexed", func() bool { return e.entry("private", "cowsay", "0.2.0") != nil })
 	only := catalog.Access{Namespaces: []string{"public"}}
-	if _, err := e.cat.Package(e.ctx, only, "private", "cowsay"); !errors.Is(err, catalog.ErrNotFound) {
-		t.Errorf("Package: %v", err)
+	// Hidden reads as missing: the same error as for a package that is not there.
+	const hidden = "package private/cowsay: not found"
+	if _, err := e.cat.Package(e.ctx, only, "private", "cowsay"); !errors.Is(err, catalog.ErrNotFound) || err.Error() != hidden {
+		t.Errorf("Package: %v, want %q", err, hidden)
 	}
-	if _, err := e.cat.Version(e.ctx, only, "private", "cowsay", "0.2.0"); !errors.Is(err, catalog.ErrNotFound) {
-		t.Errorf("Version: %v", err)
+	if _, err := e.cat.Version(e.ctx, only, "private", "cowsay", "0.2.0"); !errors.Is(err, catalog.ErrNotFound) || err.Error() != hidden {
+		t.Errorf("Version: %v, want %q", err, hidden)
 	}
 	res, err := e.cat.Search(e.ctx, catalog.Query{Text: "cowsay", Access: only})
 	if err != nil || res.Total != 0 {

@@ -152,7 +152,7 @@ func TestCLISearchShowUpgrades(t *testing.T) {
 		t.Errorf("upgrades: %v %+v %s", err, up, r.stderr)
 	}
 	r = run(t, "", berthBin, "show", "kudo/nosuch", "--server", s.addr)
-	if r.code == 0 || !strings.Contains(r.stderr, "not found") {
+	if r.code != 1 || !strings.Contains(r.stderr, "not found") {
 		t.Errorf("show unknown: %d %s", r.code, r.stderr)
 	}
 }

@@ -92,9 +92,10 @@ func TestCatalogAPIConformsToOpenAPI(t *testing.T) {
 		}
 		openapitest.Validate(t, req, resp.StatusCode, resp.Header, body)
 	}
-	// The DELETE reached the registry: etcd's tags are gone there too.
-	if code, body := s.get(t, "/v2/community/etcd/tags/list"); code == http.StatusOK && strings.Contains(body, "0.9") {
-		t.Errorf("etcd tags still in the registry: %s", body)
+	// The DELETE reached the registry: etcd's repository is gone there too.
+	const gone = `{"errors":[{"code":"NAME_UNKNOWN","message":"repository name not known to registry","detail":{"name":"community/etcd"}}]}`
+	if code, body := s.get(t, "/v2/community/etcd/tags/list"); code != http.StatusNotFound || strings.TrimSpace(body) != gone {
+		t.Errorf("etcd in the registry after its DELETE: %d %s, want 404 %s", code, body, gone)
 	}
 }
 

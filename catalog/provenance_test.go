@@ -31,12 +31,6 @@ import (
 )
 
 // trusting is a policy that trusts keys for every package.
-// untrustedBy is why a signature in repo does not verify when k is the one
-// key the policy trusts and did not make it.
-func untrustedBy(repo string, k signingtest.KeyPair) string {
-	return fmt.Sprintf("not signed by a key trusted for %s (trusted: %s): signed by another key, or the payload or signature was altered", repo, k.Key.ID[:len("sha256:")+16])
-}
-
 func trusting(keys ...signingtest.KeyPair) *signing.Policy {
 	r := signing.Rule{Repositories: []string{"*/*"}}
 	for _, k := range keys {
@@ -231,7 +225,7 @@ func TestSignaturesFollowEvents(t *testing.T) {
 		switch {
 		case s.Verified && s.KeyID == a.Key.ID:
 			good++
-		case !s.Verified && s.KeyID == "" && s.Reason == untrustedBy("signed/cowsay", a):
+		case !s.Verified && s.KeyID == "" && s.Reason == signingtest.Untrusted("signed/cowsay", a.Key):
 			bad++
 		}
 	}
@@ -276,7 +270,7 @@ func TestUntrustedSignatures(t *testing.T) {
 		policy *signing.Policy
 		reason string
 	}{
-		{"untrusted key", trusting(a), untrustedBy("ns/cowsay", a)},
+		{"untrusted key", trusting(a), signingtest.Untrusted("ns/cowsay", a.Key)},
 		{"no policy", nil, "no trust policy covers ns/cowsay"},
 		{"policy for other repositories", signing.NewPolicyOf(signing.Rule{Repositories: []string{"other/*"}, Keys: []signing.Key{b.Key}}), "no trust policy covers ns/cowsay"},
 	} {
@@ -452,7 +446,7 @@ func TestAttestations(t *testing.T) {
 		subject string
 		reason  string
 	}{
-		{b, dgst, untrustedBy("ns/cowsay", a)},
+		{b, dgst, signingtest.Untrusted("ns/cowsay", a.Key)},
 		{a, digest.FromString("other").String(), "payload digest mismatch: the attestation's subjects do not include " + dgst},
 	} {
 		att := e.attest(tc.key, "ns/cowsay", dgst, tc.subject, "https://spdx.dev/Document")
@@ -506,7 +500,7 @@ func TestPolicyChangeRechecksAtStart(t *testing.T) {
 
 	e.restart(trusting(b))
 	v := e.waitVersion("ns", "cowsay", "0.2.0", "not verified under a policy trusting b", func(v *apiv1.Version) bool { return !v.Verified })
-	if v.VerifiedReason != untrustedBy("ns/cowsay", b) || len(v.Signatures) != 1 || v.Signatures[0].Verified {
+	if v.VerifiedReason != signingtest.Untrusted("ns/cowsay", b.Key) || len(v.Signatures) != 1 || v.Signatures[0].Verified {
 		t.Errorf("under b: reason %q, signatures %+v", v.VerifiedReason, v.Signatures)
 	}
 	e.waitVersion("ns", "other", "1.0.0", "checked under b", checkedUnsigned)

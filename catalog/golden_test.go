@@ -130,8 +130,12 @@ func parseQuery(t *testing.T, s string) catalog.Query {
 	return q
 }
 
+// fixtureVersions is how many versions the fixtures hold: 38 KUDO, 489 OLM.
+const fixtureVersions = 38 + 489
+
 // pushAllFixtures pushes every KUDO version to namespace kudo and every OLM
-// version to namespace community; it returns how many versions it pushed.
+// version to namespace community; it returns how many versions it pushed,
+// and fails the test unless that is fixtureVersions.
 func pushAllFixtures(t *testing.T, e *env) int {
 	t.Helper()
 	n := 0
@@ -156,6 +160,9 @@ func pushAllFixtures(t *testing.T, e *env) int {
 			e.pushPackage("community", p)
 			n++
 		}
+	}
+	if n != fixtureVersions {
+		t.Fatalf("pushed %d fixture versions from %s, want %d", n, fixtures, fixtureVersions)
 	}
 	return n
 }

@@ -225,7 +225,7 @@ func TestSignaturesFollowEvents(t *testing.T) {
 		switch {
 		case s.Verified && s.KeyID == a.Key.ID:
 			good++
-		case !s.Verified && s.KeyID == "" && strings.Contains(s.Reason, "not signed by a key trusted for signed/cowsay"):
+		case !s.Verified && s.KeyID == "" && s.Reason == signingtest.Untrusted("signed/cowsay", a.Key):
 			bad++
 		}
 	}
@@ -270,7 +270,7 @@ func TestUntrustedSignatures(t *testing.T) {
 		policy *signing.Policy
 		reason string
 	}{
-		{"untrusted key", trusting(a), "not signed by a key trusted for ns/cowsay"},
+		{"untrusted key", trusting(a), signingtest.Untrusted("ns/cowsay", a.Key)},
 		{"no policy", nil, "no trust policy covers ns/cowsay"},
 		{"policy for other repositories", signing.NewPolicyOf(signing.Rule{Repositories: []string{"other/*"}, Keys: []signing.Key{b.Key}}), "no trust policy covers ns/cowsay"},
 	} {
@@ -281,7 +281,7 @@ func TestUntrustedSignatures(t *testing.T) {
 			e.sign(b, "ns/cowsay", dgst, false)
 			v := e.waitVersion("ns", "cowsay", "0.2.0", "a signature", func(v *apiv1.Version) bool { return len(v.Signatures) == 1 })
 			s := v.Signatures[0]
-			if v.Verified || s.Verified || s.KeyID != "" || s.Kind != apiv1.KindTag || !strings.Contains(s.Reason, tc.reason) {
+			if v.Verified || s.Verified || s.KeyID != "" || s.Kind != apiv1.KindTag || s.Reason != tc.reason {
 				t.Errorf("verified %v, signature %+v; want not verified because %q", v.Verified, s, tc.reason)
 			}
 			if v.VerifiedReason != s.Reason {
@@ -323,6 +323,7 @@ func TestGarbageUnderSignatureTags(t *testing.T) {
 	e := newEnv(t, envOptions{policy: trusting(a)})
 	p := load(t, "kudo/cowsay/0.2.0")
 	dgst := e.pushPackage("ns", p)
+	other := e.pushPackage("ns", smallPackage(t, "cowsay", "9.9.9"))
 	e.waitVersion("ns", "cowsay", "0.2.0", "checked", checkedUnsigned)
 	for _, tc := range []struct {
 		name   string
@@ -331,17 +332,16 @@ func TestGarbageUnderSignatureTags(t *testing.T) {
 	}{
 		{"a file pushed by oras", func() {
 			e.pushArtifact("ns/cowsay", sigTag(dgst), "", ocispec.MediaTypeEmptyJSON, []byte("{}"), layer{"text/plain", []byte("not a signature")})
-		}, `is "text/plain", not a cosign signature`},
+		}, "layer " + digest.FromString("not a signature").String() + ` is "text/plain", not a cosign signature`},
 		{"a signature layer without its signature", func() {
 			e.pushArtifact("ns/cowsay", sigTag(dgst), "", ocispec.MediaTypeImageConfig, []byte("{}"), layer{signing.SimpleSigningMediaType, []byte(`{"critical":{}}`)})
 		}, "bad signature: no dev.cosignproject.cosign/signature annotation"},
 		{"a signature over another digest", func() {
-			other := e.pushPackage("ns", smallPackage(t, "cowsay", "9.9.9"))
 			e.sign(a, "ns/cowsay", other, false)
 			// The other version's signature manifest, under this version's tag.
 			m := e.fetchManifest("ns/cowsay", e.resolve("ns/cowsay", sigTag(other)))
 			e.pushManifest("ns/cowsay", sigTag(dgst), ocispec.MediaTypeImageManifest, m)
-		}, "payload digest mismatch"},
+		}, "payload digest mismatch: the signature is for " + other + ", not " + dgst},
 		{"an image index", func() {
 			idx, _ := json.Marshal(ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{}})
 			e.pushManifest("ns/cowsay", sigTag(dgst), ocispec.MediaTypeImageIndex, idx)
@@ -353,7 +353,7 @@ func TestGarbageUnderSignatureTags(t *testing.T) {
 			v := e.waitVersion("ns", "cowsay", "0.2.0", "the garbage checked", func(v *apiv1.Version) bool {
 				return len(v.Signatures) == 1 && v.Signatures[0].Digest == sig
 			})
-			if v.Verified || v.Signatures[0].Verified || !strings.Contains(v.Signatures[0].Reason, tc.reason) || !strings.Contains(v.VerifiedReason, tc.reason) {
+			if v.Verified || v.Signatures[0].Verified || v.Signatures[0].Reason != tc.reason || v.VerifiedReason != tc.reason {
 				t.Errorf("verified %v, reason %q, signature %+v; want not verified because %q", v.Verified, v.VerifiedReason, v.Signatures[0], tc.reason)
 			}
 			if en := e.entry("ns", "cowsay", sigTag(dgst)); en == nil || en.Status != apiv1.StatusIgnored {
@@ -446,14 +446,14 @@ func TestAttestations(t *testing.T) {
 		subject string
 		reason  string
 	}{
-		{b, dgst, "not signed by a key trusted"},
-		{a, digest.FromString("other").String(), "payload digest mismatch"},
+		{b, dgst, signingtest.Untrusted("ns/cowsay", a.Key)},
+		{a, digest.FromString("other").String(), "payload digest mismatch: the attestation's subjects do not include " + dgst},
 	} {
 		att := e.attest(tc.key, "ns/cowsay", dgst, tc.subject, "https://spdx.dev/Document")
 		v := e.waitVersion("ns", "cowsay", "0.2.0", "the new attestation", func(v *apiv1.Version) bool {
 			return len(v.Attestations) == 1 && v.Attestations[0].Digest == att
 		})
-		if at := v.Attestations[0]; at.Verified || at.PredicateType != "https://spdx.dev/Document" || !strings.Contains(at.Reason, tc.reason) {
+		if at := v.Attestations[0]; at.Verified || at.PredicateType != "https://spdx.dev/Document" || at.Reason != tc.reason {
 			t.Errorf("attestation = %+v, want not verified because %q", at, tc.reason)
 		}
 	}
@@ -500,7 +500,7 @@ func TestPolicyChangeRechecksAtStart(t *testing.T) {
 
 	e.restart(trusting(b))
 	v := e.waitVersion("ns", "cowsay", "0.2.0", "not verified under a policy trusting b", func(v *apiv1.Version) bool { return !v.Verified })
-	if !strings.Contains(v.VerifiedReason, "not signed by a key trusted for ns/cowsay") || len(v.Signatures) != 1 || v.Signatures[0].Verified {
+	if v.VerifiedReason != signingtest.Untrusted("ns/cowsay", b.Key) || len(v.Signatures) != 1 || v.Signatures[0].Verified {
 		t.Errorf("under b: reason %q, signatures %+v", v.VerifiedReason, v.Signatures)
 	}
 	e.waitVersion("ns", "other", "1.0.0", "checked under b", checkedUnsigned)

@@ -150,6 +150,7 @@ func TestSignVerify(t *testing.T) {
 		t.Fatalf("Sign 2.0.0 as a referrer: %v", err)
 	}
 
+	untrusted := signingtest.Untrusted("charts/demo", other.public)
 	tests := []struct {
 		version  string
 		keys     []testKey
@@ -160,8 +161,8 @@ func TestSignVerify(t *testing.T) {
 		{"1.0.0", []testKey{key}, true, signing.KindTag, ""},
 		{"1.0.0", []testKey{other, key}, true, signing.KindTag, ""},
 		{"2.0.0", []testKey{key}, true, signing.KindReferrer, ""},
-		{"1.0.0", []testKey{other}, false, signing.KindTag, "not signed by a key trusted for charts/demo"},
-		{"2.0.0", []testKey{other}, false, signing.KindReferrer, "not signed by a key trusted for charts/demo"},
+		{"1.0.0", []testKey{other}, false, signing.KindTag, untrusted},
+		{"2.0.0", []testKey{other}, false, signing.KindReferrer, untrusted},
 		{"3.0.0", []testKey{key}, false, "", "no signature"},
 	}
 	for _, tt := range tests {
@@ -173,7 +174,7 @@ func TestSignVerify(t *testing.T) {
 		if err != nil {
 			t.Fatalf("VerifyKeys %s: %v", tt.version, err)
 		}
-		if rep.Subject != versions[tt.version].String() || rep.Verified() != tt.verified || !strings.Contains(rep.Reason(), tt.reason) {
+		if rep.Subject != versions[tt.version].String() || rep.Verified() != tt.verified || rep.Reason() != tt.reason {
 			t.Errorf("%s with %d keys: subject %s verified %v reason %q; want %v %q", tt.version, len(keys), rep.Subject, rep.Verified(), rep.Reason(), tt.verified, tt.reason)
 		}
 		if tt.kind != "" && (len(rep.Signatures) != 1 || rep.Signatures[0].Kind != tt.kind) {
@@ -185,7 +186,7 @@ func TestSignVerify(t *testing.T) {
 	}
 	// Verify with a policy that does not cover the repository.
 	rep, err := c.Verify(ctx, mustParse(t, host+"/charts/demo:1.0.0"), policyOf("other/*", false, key))
-	if err != nil || rep.Verified() || !strings.Contains(rep.Reason(), "no trust policy covers charts/demo") {
+	if err != nil || rep.Verified() || rep.Reason() != "no trust policy covers charts/demo" {
 		t.Errorf("Verify outside the policy: %+v, %v", rep, err)
 	}
 

@@ -27,6 +27,9 @@ import (
 // fixtures holds the real third-party packages (see its README).
 const fixtures = "../../../shared/fixtures"
 
+// fixtureVersions is how many versions the fixtures hold: 38 KUDO, 489 OLM.
+const fixtureVersions = 38 + 489
+
 // fixturePackage is one package of the fixtures: its versions as the catalog
 // stores them and, for the OLM package-manifest layout, the head its package
 // file names for each channel (currentCSV).
@@ -38,13 +41,21 @@ type fixturePackage struct {
 }
 
 // loadFixtures reads every KUDO and OLM package of the fixtures once, sorted
-// by format and name.
+// by format and name. It fails unless it finds all fixtureVersions.
 var loadFixtures = sync.OnceValues(func() ([]fixturePackage, error) {
 	var out []fixturePackage
-	for _, name := range dirs(filepath.Join(fixtures, "kudo")) {
+	kudo, err := dirs(filepath.Join(fixtures, "kudo"))
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range kudo {
 		out = append(out, fixturePackage{name: name, format: pkgformat.KUDO})
 	}
-	for _, name := range dirs(filepath.Join(fixtures, "olm-community")) {
+	olm, err := dirs(filepath.Join(fixtures, "olm-community"))
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range olm {
 		out = append(out, fixturePackage{name: name, format: pkgformat.OLM, heads: map[string]string{}})
 	}
 	var g errgroup.Group
@@ -52,14 +63,28 @@ var loadFixtures = sync.OnceValues(func() ([]fixturePackage, error) {
 	for i := range out {
 		g.Go(out[i].load)
 	}
-	return out, g.Wait()
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	versions := 0
+	for _, fp := range out {
+		versions += len(fp.versions)
+	}
+	if versions != fixtureVersions {
+		return nil, fmt.Errorf("%s: %d versions, want %d", fixtures, versions, fixtureVersions)
+	}
+	return out, nil
 })
 
 // load reads the versions of fp and, from an OLM package file, the heads.
 func (fp *fixturePackage) load() error {
 	if fp.format == pkgformat.KUDO {
 		dir := filepath.Join(fixtures, "kudo", fp.name)
-		for _, folder := range dirs(dir) {
+		folders, err := dirs(dir)
+		if err != nil {
+			return err
+		}
+		for _, folder := range folders {
 			p, err := pkgformat.Load(filepath.Join(dir, folder), pkgformat.Options{})
 			if err != nil {
 				return err
@@ -98,16 +123,19 @@ func (fp *fixturePackage) load() error {
 	return nil
 }
 
-// dirs lists the folders in dir; none when it cannot be read.
-func dirs(dir string) []string {
-	entries, _ := os.ReadDir(dir)
+// dirs lists the folders in dir.
+func dirs(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
 	var out []string
 	for _, e := range entries {
 		if e.IsDir() {
 			out = append(out, e.Name())
 		}
 	}
-	return out
+	return out, nil
 }
 
 // stored is p as the catalog hands it to the graph: tag, a digest, metadata.
@@ -316,8 +344,8 @@ func TestFixtures(t *testing.T) {
 		})
 	}
 	t.Logf("%d versions, edges by kind %v", versions, edges)
-	if versions != 38+489 {
-		t.Errorf("%d versions, want %d", versions, 38+489)
+	if versions != fixtureVersions {
+		t.Errorf("%d versions, want %d", versions, fixtureVersions)
 	}
 	slices.Sort(unreachable)
 	if !slices.Equal(unreachable, wantUnreachable) {

@@ -290,8 +290,8 @@ func TestAccess(t *testing.T) {
 		f := newFake()
 		h := newHandler(f, fakeAuth{pullErr: fmt.Errorf("token expired: %w", catalog.ErrDenied)}, nil)
 		for _, target := range []string{"/api/v1/packages", "/api/v1/packages/kudo/kafka", "/api/v1/status", "/index.yaml", "/api/v1/changes"} {
-			if res := serve(t, h, "GET", target, nil); res.status != 403 || res.apiError(t).Code != "DENIED" {
-				t.Errorf("%s: %d %s, want 403 DENIED", target, res.status, res.body)
+			if res := serve(t, h, "GET", target, nil); res.status != 403 || res.apiError(t) != (apiv1.Error{Code: "DENIED", Message: "token expired: denied"}) {
+				t.Errorf("%s: %d %s, want 403 DENIED: token expired: denied", target, res.status, res.body)
 			}
 		}
 		if len(f.called()) != 0 {
@@ -301,8 +301,8 @@ func TestAccess(t *testing.T) {
 	t.Run("delete refused", func(t *testing.T) {
 		f := newFake()
 		h := newHandler(f, fakeAuth{access: catalog.Access{All: true}, deleteErr: fmt.Errorf("no delete in kudo: %w", catalog.ErrDenied)}, nil)
-		if res := serve(t, h, "DELETE", "/api/v1/packages/kudo/kafka", nil); res.status != 403 {
-			t.Errorf("status %d, want 403", res.status)
+		if res := serve(t, h, "DELETE", "/api/v1/packages/kudo/kafka", nil); res.status != 403 || res.apiError(t) != (apiv1.Error{Code: "DENIED", Message: "no delete in kudo: denied"}) {
+			t.Errorf("%d %s, want 403 DENIED: no delete in kudo: denied", res.status, res.body)
 		}
 		if len(f.called()) != 0 {
 			t.Errorf("catalog called although refused: %v", f.called())

@@ -70,3 +70,9 @@ func WriteKeyPair(dir, password string) (KeyPair, error) {
 	}
 	return k, nil
 }
+
+// Untrusted is the reason a signature in repo does not verify when the policy
+// trusts only key for repo and key did not make it.
+func Untrusted(repo string, key signing.Key) string {
+	return fmt.Sprintf("not signed by a key trusted for %s (trusted: %s): signed by another key, or the payload or signature was altered", repo, key.ID[:len("sha256:")+16])
+}

@@ -92,9 +92,10 @@ func TestCatalogAPIConformsToOpenAPI(t *testing.T) {
 		}
 		openapitest.Validate(t, req, resp.StatusCode, resp.Header, body)
 	}
-	// The DELETE reached the registry: etcd's tags are gone there too.
-	if code, body := s.get(t, "/v2/community/etcd/tags/list"); code == http.StatusOK && strings.Contains(body, "0.9") {
-		t.Errorf("etcd tags still in the registry: %s", body)
+	// The DELETE reached the registry: etcd's repository is gone there too.
+	const gone = `{"errors":[{"code":"NAME_UNKNOWN","message":"repository name not known to registry","detail":{"name":"community/etcd"}}]}`
+	if code, body := s.get(t, "/v2/community/etcd/tags/list"); code != http.StatusNotFound || strings.TrimSpace(body) != gone {
+		t.Errorf("etcd in the registry after its DELETE: %d %s, want 404 %s", code, body, gone)
 	}
 }
 
@@ -152,7 +153,7 @@ func TestCLISearchShowUpgrades(t *testing.T) {
 		t.Errorf("upgrades: %v %+v %s", err, up, r.stderr)
 	}
 	r = run(t, "", berthBin, "show", "kudo/nosuch", "--server", s.addr)
-	if r.code == 0 || !strings.Contains(r.stderr, "not found") {
+	if r.code != 1 || !strings.Contains(r.stderr, "not found") {
 		t.Errorf("show unknown: %d %s", r.code, r.stderr)
 	}
 }

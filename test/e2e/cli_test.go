@@ -143,8 +143,8 @@ func TestRepushIsIdempotentAndOverwriteIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := run(t, "", berthBin, "push", changed, s.addr+"/kudo/cowsay")
-	if r.code == 0 {
-		t.Fatal("pushing different content to an existing version succeeded")
+	if r.code != 1 {
+		t.Fatalf("pushing different content to an existing version: exit %d, want 1", r.code)
 	}
 	for _, want := range []string{"kudo/cowsay:0.2.0 already exists with digest " + first, "immutable"} {
 		if !strings.Contains(r.stderr, want) {
@@ -178,8 +178,8 @@ func TestBadReferencesAreRefused(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := run(t, "", berthBin, tc.args...)
-			if r.code == 0 {
-				t.Fatalf("berth %s succeeded:\n%s", strings.Join(tc.args, " "), r.stdout)
+			if r.code != 1 {
+				t.Fatalf("berth %s: exit %d, want 1:\n%s", strings.Join(tc.args, " "), r.code, r.stdout)
 			}
 			if !strings.HasPrefix(r.stderr, "Error: ") || !strings.Contains(r.stderr, tc.want) {
 				t.Fatalf("stderr %q does not name %q", r.stderr, tc.want)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/berth-registry/berth/catalog/apiv1"
 	"github.com/berth-registry/berth/client"
+	"github.com/berth-registry/berth/internal/testenv"
 	"github.com/berth-registry/berth/pkgformat"
 )
 
@@ -25,7 +26,7 @@ import (
 // missing, stale or duplicate versions. It does so at several moments.
 func TestCatalogConvergesAfterKill9(t *testing.T) {
 	data := t.TempDir()
-	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
+	rng := rand.New(rand.NewSource(testenv.Seed(t, "BERTH_CRASH_SEED")))
 	var seq atomic.Int64
 	for round := range 3 {
 		s := startServer(t, data)

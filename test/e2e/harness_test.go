@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/berth-registry/berth/internal/testenv"
 )
 
 // Paths of the binaries under test, set by TestMain.
@@ -55,7 +57,7 @@ func runMain(m *testing.M) int {
 	}{{"oras", &orasBin}, {"registry", &registryBin}, {"helm", &helmBin}, {"cosign", &cosignBin}} {
 		out, err := exec.Command("go", "tool", "-n", tool.name).Output()
 		if err != nil {
-			if os.Getenv("CI") == "true" {
+			if testenv.CI() {
 				fmt.Fprintf(os.Stderr, "%s is required in CI (go tool -n %s): %v\n", tool.name, tool.name, err)
 				return 1
 			}
@@ -74,7 +76,7 @@ func requireOras(t *testing.T) { requireTool(t, "the oras CLI", orasBin) }
 func requireTool(t *testing.T, name, path string) {
 	t.Helper()
 	if path == "" {
-		if os.Getenv("CI") == "true" {
+		if testenv.CI() {
 			t.Fatal(name + " missing")
 		}
 		t.Skip(name + " missing")

@@ -98,7 +98,7 @@ func TestBerthRefusesNonPackageArtifacts(t *testing.T) {
 	}
 	oras(t, work, "push", "--plain-http", s.addr+"/misc/notes:1", "notes.txt")
 	r := run(t, work, berthBin, "pull", s.addr+"/misc/notes:1", "-o", "out")
-	if r.code == 0 || !strings.Contains(r.stderr, "not a berth package") {
+	if r.code != 1 || !strings.Contains(r.stderr, "not a berth package") {
 		t.Fatalf("pull of a non-package: exit %d, stderr %q", r.code, r.stderr)
 	}
 }

@@ -179,7 +179,7 @@ func TestRequiredSignatures(t *testing.T) {
 
 	// An unsigned version is refused its tag, by berth and by oras alike.
 	r := run(t, "", berthBin, "push", kudoFixture(t, "kafka", "2.5.1-1.3.2"), s.addr+"/stable/kafka")
-	if r.code == 0 || !strings.Contains(r.stderr, "stable/kafka:2.5.1_1.3.2") || !strings.Contains(r.stderr, "no signature") {
+	if r.code != 1 || !strings.Contains(r.stderr, "stable/kafka:2.5.1_1.3.2") || !strings.Contains(r.stderr, "no signature") {
 		t.Fatalf("unsigned push into stable: exit %d, stderr %s", r.code, r.stderr)
 	}
 	// berth push --key pushes by digest, signs, then tags.
@@ -193,7 +193,7 @@ func TestRequiredSignatures(t *testing.T) {
 	pushVersion(t, s, "2.5.0-1.3.1", "incubator/kafka")
 	berth(t, "", "sign", s.addr+"/incubator/kafka:2.5.0_1.3.1", "--key", other.key)
 	r = run(t, "", berthBin, "promote", s.addr+"/incubator/kafka:2.5.0_1.3.1", s.addr+"/stable/kafka")
-	if r.code == 0 || !strings.Contains(r.stderr, "not signed by a key trusted for stable/kafka") {
+	if r.code != 1 || !strings.Contains(r.stderr, "not signed by a key trusted for stable/kafka") {
 		t.Fatalf("promote with an untrusted signature: exit %d, stderr %s", r.code, r.stderr)
 	}
 	cosign(t, kp.dir, "sign", "--key", kp.key, "--tlog-upload=false", "--yes", s.addr+"/incubator/kafka:2.5.0_1.3.1")
@@ -216,7 +216,7 @@ func TestRequiredSignatures(t *testing.T) {
 		t.Errorf("pull of a verified version: %s", r.stderr)
 	}
 	r = pull(stranger.pub)
-	if r.code == 0 || !strings.Contains(r.stderr, "refused") {
+	if r.code != 1 || !strings.Contains(r.stderr, "refused") {
 		t.Errorf("pull with a policy the signatures do not meet: exit %d, stderr %s", r.code, r.stderr)
 	}
 }
@@ -272,7 +272,7 @@ func TestTransparencyLog(t *testing.T) {
 	offline := pushVersion(t, s, "2.5.0-1.3.0", "logged/kafka")
 	berth(t, "", "sign", s.addr+"/logged/kafka@"+offline, "--key", kp.key)
 	r = run(t, "", berthBin, "verify", s.addr+"/logged/kafka@"+offline, "--key", kp.pub, "--tlog-key", log.PublicKeyFile)
-	if r.code == 0 || !strings.Contains(r.stderr, "no transparency log entry") {
+	if r.code != 1 || !strings.Contains(r.stderr, "no transparency log entry") {
 		t.Errorf("verify of an offline signature with --tlog-key: exit %d, stderr %s", r.code, r.stderr)
 	}
 }

@@ -75,8 +75,8 @@ func TestServeRefusesBadConfiguration(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := append([]string{"serve", "--data", t.TempDir()}, tc.args...)
 			r := runEnv(t, tc.env, berthBin, cmd...)
-			if r.code == 0 {
-				t.Fatalf("berth serve accepted it:\n%s", r.stderr)
+			if r.code != 1 {
+				t.Fatalf("berth serve: exit %d, want 1:\n%s", r.code, r.stderr)
 			}
 			if !strings.Contains(r.stderr, tc.want) {
 				t.Fatalf("stderr %q does not name %q", r.stderr, tc.want)

@@ -6,18 +6,14 @@ import (
 	"fmt"
 	"math/rand"
 	"net/http"
-	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/berth-registry/berth/client"
+	"github.com/berth-registry/berth/internal/testenv"
 )
-
-// deleteCrashSeedEnv replays TestPackageDeleteSurvivesKill9 with a logged seed.
-const deleteCrashSeedEnv = "BERTH_DELETE_CRASH_SEED"
 
 // TestPackageDeleteSurvivesKill9 kills a real berth serve with SIGKILL at a
 // random moment of DELETE /api/v1/packages/{ns}/{name}, restarts it on the
@@ -25,15 +21,7 @@ const deleteCrashSeedEnv = "BERTH_DELETE_CRASH_SEED"
 // catalog to equal the registry once it has reconciled. It does so at
 // several moments, within a bounded time.
 func TestPackageDeleteSurvivesKill9(t *testing.T) {
-	seed := time.Now().UnixNano()
-	if s := os.Getenv(deleteCrashSeedEnv); s != "" {
-		var err error
-		if seed, err = strconv.ParseInt(s, 10, 64); err != nil {
-			t.Fatalf("%s: %v", deleteCrashSeedEnv, err)
-		}
-	}
-	t.Logf("seed %d (replay with %s=%d)", seed, deleteCrashSeedEnv, seed)
-	rng := rand.New(rand.NewSource(seed))
+	rng := rand.New(rand.NewSource(testenv.Seed(t, "BERTH_DELETE_CRASH_SEED")))
 
 	const versions = 169
 	data := t.TempDir()

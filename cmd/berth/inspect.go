@@ -34,10 +34,11 @@ func newInspectCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "inspect REF",
-		Short: "Show a package's metadata, digest and media types without downloading it",
+		Short: "Show a package's metadata, digest and media types without writing it",
 		Long: `Show the metadata, manifest digest and size, and media types of a package
-version in a registry. Only the manifest and the metadata blob are downloaded
-(and the content, for packages pushed by plain oras push without metadata).`,
+version in a registry. The manifest and the content are downloaded and
+verified, and the metadata is derived from the content, as the catalog
+derives it; nothing is written to disk and the config blob is not read.`,
 		Example: `  berth inspect localhost:5000/kudo/kafka:1.0.0
   berth inspect localhost:5000/kudo/kafka@sha256:... --format json`,
 		Args: cobra.ExactArgs(1),

@@ -517,7 +517,7 @@ func TestAccessHidesPackages(t *testing.T) {
 	}
 }
 
-func gz(t *testing.T, b []byte) []byte {
+func gz(t testing.TB, b []byte) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
@@ -527,7 +527,7 @@ func gz(t *testing.T, b []byte) []byte {
 }
 
 // tarball builds a gzipped tar of files, in name order, writing names as given.
-func tarball(t *testing.T, files map[string]string) []byte {
+func tarball(t testing.TB, files map[string]string) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)

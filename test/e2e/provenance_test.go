@@ -14,6 +14,7 @@ import (
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 
 	"github.com/berth-registry/berth/catalog/apiv1"
+	"github.com/berth-registry/berth/pkgformat"
 	"github.com/berth-registry/berth/signing/signingtest"
 )
 
@@ -182,6 +183,15 @@ func TestRequiredSignatures(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, "stable/kafka:2.5.1_1.3.2") || !strings.Contains(r.stderr, "no signature") {
 		t.Fatalf("unsigned push into stable: exit %d, stderr %s", r.code, r.stderr)
 	}
+	// The oras push: no --artifact-type, the content layer alone. It
+	// is a package version, so the tag is refused as berth's push was.
+	work := t.TempDir()
+	berth(t, work, "package", kudoFixture(t, "kafka", "2.5.1-1.3.2"), "-o", "kafka.tgz")
+	r = run(t, work, orasBin, "push", "--plain-http", s.addr+"/stable/kafka:2.5.1_1.3.2", "kafka.tgz:"+pkgformat.ContentMediaType)
+	if r.code == 0 || !strings.Contains(r.stderr, "denied: stable/kafka:2.5.1_1.3.2: ") || !strings.Contains(r.stderr, "(no signature)") {
+		t.Fatalf("unsigned oras push without --artifact-type into stable: exit %d, stderr %s", r.code, r.stderr)
+	}
+
 	// berth push --key pushes by digest, signs, then tags.
 	signed := pushVersion(t, s, "2.5.1-1.3.2", "stable/kafka", "--key", kp.key)
 	v := waitVerified(t, s, "stable/kafka", "2.5.1_1.3.2", true, nil)

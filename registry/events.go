@@ -72,15 +72,11 @@ func (t *notifyingTags) Untag(ctx context.Context, tag string) error {
 // manifest, which listings skip.
 func (m *guardedManifests) Delete(ctx context.Context, dgst digest.Digest) error {
 	name := m.repo.Named().Name()
-	subject, err := m.storedSubject(ctx, dgst)
+	subject, exists, err := m.storedSubject(ctx, dgst)
 	if err != nil {
 		return err
 	}
-	ok, err := m.ManifestService.Exists(ctx, dgst)
-	if err != nil {
-		return err
-	}
-	if ok {
+	if exists {
 		if err := m.untagNaming(ctx, dgst); err != nil {
 			return err
 		}
@@ -102,23 +98,23 @@ func (m *guardedManifests) Delete(ctx context.Context, dgst digest.Digest) error
 }
 
 // storedSubject returns the subject of stored manifest dgst, or "" when it
-// has none or is unknown (Delete then reports it unknown).
-func (m *guardedManifests) storedSubject(ctx context.Context, dgst digest.Digest) (digest.Digest, error) {
+// has none, and whether the manifest is stored at all.
+func (m *guardedManifests) storedSubject(ctx context.Context, dgst digest.Digest) (subject digest.Digest, exists bool, err error) {
 	mf, err := m.ManifestService.Get(ctx, dgst)
 	var unknown distribution.ErrManifestUnknownRevision
 	if errors.As(err, &unknown) || errors.Is(err, distribution.ErrBlobUnknown) {
-		return "", nil
+		return "", false, nil
 	}
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	mediaType, payload, err := mf.Payload()
 	if err != nil {
-		return "", err
+		return "", true, err
 	}
 	ref, err := referrerOf(mediaType, payload)
 	if ref == nil || err != nil {
-		return "", nil
+		return "", true, nil
 	}
-	return ref.subject, nil
+	return ref.subject, true, nil
 }

@@ -145,11 +145,12 @@ func (ix *indexer) blob(ctx context.Context, repo string, desc ocispec.Descripto
 	return b, nil
 }
 
-// locateFiles finds where each file of the metadata starts in the
+// locateFiles finds where each file of the package starts in the
 // uncompressed tar stream of content. files are the content's files as
-// pkgformat read them (links materialised); paths in want may be relative to
-// a single top-level folder of the tarball, as in a `helm package` chart.
-// The metadata must list exactly the files of the content.
+// pkgformat read them (links materialised); want is the package's file list,
+// derived from files by pkgformat.New, whose paths are relative to a single
+// top-level folder of the tarball when pkgformat found the package inside
+// one, as in a `helm package` chart.
 func locateFiles(content []byte, files []pkgformat.File, want []pkgformat.FileInfo) ([]FileEntry, error) {
 	offsets, err := tarOffsets(content)
 	if err != nil {
@@ -167,25 +168,16 @@ func locateFiles(content []byte, files []pkgformat.File, want []pkgformat.FileIn
 			}
 		}
 	}
-	if len(want) != len(files) {
-		return nil, fmt.Errorf("the package metadata lists %d files, the content has %d", len(want), len(files))
-	}
 	out := make([]FileEntry, 0, len(want))
 	for _, w := range want {
-		f, ok := byPath[prefix+w.Path]
-		if !ok {
-			return nil, fmt.Errorf("the package metadata lists %s, which the content does not have", w.Path)
-		}
-		if int64(len(f.Data)) != w.Size {
-			return nil, fmt.Errorf("the package metadata says %s has %d bytes, the content has %d", w.Path, w.Size, len(f.Data))
-		}
+		f, known := byPath[prefix+w.Path]
 		off, ok := offsets[f.Path]
-		if !ok {
+		if known && !ok {
 			// A link, materialised by pkgformat: serve the bytes of the
 			// regular file with the same content.
 			off, ok = sameData(offsets, byPath, f)
 		}
-		if !ok {
+		if !known || !ok {
 			return nil, fmt.Errorf("content: cannot locate %s in the tarball", w.Path)
 		}
 		out = append(out, FileEntry{Path: w.Path, Size: w.Size, Offset: off})

@@ -1,6 +1,7 @@
 package pkgformat
 
 import (
+	"errors"
 	"path"
 	"regexp"
 	"strings"
@@ -79,7 +80,10 @@ func readKUDO(pf *pkgFiles) (*parsed, error) {
 	var objs objects
 	for _, f := range yamlFiles(pf.under("templates")) {
 		var o objects
-		if o.addFile(f.Path, untemplate(f.Data), pf.yaml) != nil {
+		if err := o.addFile(f.Path, untemplate(f.Data), pf.yaml); err != nil {
+			if errors.Is(err, ErrLimit) || pf.yaml.ctx.Err() != nil {
+				return nil, err // a limit of the package, or the end of its reading
+			}
 			continue // a template that is not YAML once its actions are blanked out: nothing to extract
 		}
 		objs.merge(o)

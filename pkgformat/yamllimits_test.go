@@ -164,3 +164,20 @@ func TestYAMLReadingStopsWithItsContext(t *testing.T) {
 		t.Fatal("Load after the deadline succeeded")
 	}
 }
+
+// TestHostileKUDOTemplatesAreRefusedByALimit: KUDO templates that do not
+// read as YAML are passed over, but one that hits a limit of the package
+// refuses it, as any other file does.
+func TestHostileKUDOTemplatesAreRefusedByALimit(t *testing.T) {
+	operator := file("operator.yaml", "apiVersion: kudo.dev/v1beta1\nname: hostile\noperatorVersion: 1.0.0\n")
+	broken := file("templates/broken.yaml", "a: [\n")
+	if _, err := New([]File{operator, broken}, Options{}); err != nil {
+		t.Fatalf("a template that is not YAML: %v, want it passed over", err)
+	}
+	docs := file("templates/docs.yaml", repeatTo("---\na: 1\n", sixteenMiB))
+	_, err := New([]File{operator, broken, docs}, Options{})
+	const reason = "templates/docs.yaml: more than 10000 YAML documents in one file (MaxYAMLDocuments)"
+	if !errors.Is(err, ErrLimit) || !strings.Contains(err.Error(), reason) {
+		t.Fatalf("New = %v, want ErrLimit with %q", err, reason)
+	}
+}

@@ -125,12 +125,20 @@ func (pf *pkgFiles) detect() (layout, error) {
 func yamlFiles(files []File) []File {
 	var out []File
 	for _, f := range files {
-		switch path.Ext(f.Path) {
-		case ".yaml", ".yml", ".json":
+		if isYAMLFile(f.Path) {
 			out = append(out, f)
 		}
 	}
 	return out
+}
+
+// isYAMLFile reports whether the file at p is YAML or JSON, by its extension.
+func isYAMLFile(p string) bool {
+	switch path.Ext(p) {
+	case ".yaml", ".yml", ".json":
+		return true
+	}
+	return false
 }
 
 // commonFolder returns the one top-level folder all files are in, or "".

@@ -248,8 +248,8 @@ func assignChannels(pm *packageManifest, pkgs []*Package, edges map[*Package]*ol
 // channels come from the package file beside it, into an OLM registry+v1
 // bundle that carries them itself, as operator-sdk's pkgman-to-bundle does: a
 // version folder's YAML and JSON files move under manifests/ (a bundle folder
-// keeps its layout), and metadata/annotations.yaml names the package, the channels and
-// the default channel p was given. The package is then read again from those
+// keeps its layout), and metadata/annotations.yaml names the package, the
+// channels and the default channel p was given. The package is then read again from those
 // files, so that its metadata is what its content says, as the catalog will
 // read it.
 func rebuildAsBundle(p *Package, opts Options) (*Package, error) {
@@ -273,7 +273,7 @@ func rebuildAsBundle(p *Package, opts Options) (*Package, error) {
 		ann.Annotations[annotationManifests] = manifestsDir + "/"
 		ann.Annotations[annotationMetadata] = path.Dir(bundleAnnotations) + "/"
 		for _, f := range p.Files {
-			if len(yamlFiles([]File{f})) == 1 {
+			if isYAMLFile(f.Path) {
 				f.Path = manifestsDir + "/" + f.Path
 			}
 			files = append(files, f)
@@ -297,8 +297,7 @@ func rebuildAsBundle(p *Package, opts Options) (*Package, error) {
 		return nil, fmt.Errorf("%s: %w", bundleAnnotations, err)
 	}
 	files = append(files, File{Path: bundleAnnotations, Mode: 0o644, Data: data})
-	slices.SortFunc(files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
-	return New(files, opts)
+	return New(files, opts) // which sorts the files
 }
 
 // fileData returns the content of the package's file at p, or nil.

@@ -153,8 +153,8 @@ func manifestVersionTag(manifest []byte) (string, error) {
 }
 
 // Pull resolves ref (by tag or digest), checks that it is a berth package and
-// downloads its config and content, verifying every digest and size. The
-// content is returned byte for byte as pushed.
+// downloads its content, verifying its digest and size, and derives the
+// metadata from it. The content is returned byte for byte as pushed.
 //
 // When Options.TrustPolicy covers the repository, Pull first resolves ref to
 // its digest and checks that digest's signatures (Package.Signatures); when
@@ -225,25 +225,25 @@ func (c *Client) get(ctx context.Context, op string, ref Reference, withContent 
 // repository name and the version of ref (its tag, or else the version the
 // manifest is annotated with) where Options.Package sets none.
 func (c *Client) metadata(ref Reference, m ocispec.Manifest, data []byte) (*pkgformat.Metadata, error) {
-	read := func(opts pkgformat.Options) (*pkgformat.Metadata, error) {
-		files, err := pkgformat.ReadArchive(bytes.NewReader(data), opts.Limits)
-		if err != nil {
-			return nil, err
-		}
-		p, err := pkgformat.New(files, opts)
-		if err != nil {
-			return nil, err
-		}
+	opts := c.opts.Package
+	files, err := pkgformat.ReadArchive(bytes.NewReader(data), opts.Limits)
+	if err != nil {
+		return nil, err
+	}
+	p, err := pkgformat.New(files, opts)
+	if err == nil {
 		return &p.Metadata, nil
 	}
-	opts := c.opts.Package
-	md, err := read(opts)
-	if err == nil {
-		return md, nil
+	named := opts
+	named.Name = cmp.Or(opts.Name, ref.Name)
+	named.Version = cmp.Or(opts.Version, ref.Tag, m.Annotations[ocispec.AnnotationVersion])
+	if named == opts {
+		return nil, err
 	}
-	opts.Name = cmp.Or(opts.Name, ref.Name)
-	opts.Version = cmp.Or(opts.Version, ref.Tag, m.Annotations[ocispec.AnnotationVersion])
-	return read(opts)
+	if p, err = pkgformat.New(files, named); err != nil {
+		return nil, err
+	}
+	return &p.Metadata, nil
 }
 
 // fetchManifest fetches and parses the manifest ref points at and checks that

@@ -86,7 +86,9 @@ func ClassifyManifest(mediaType string, payload []byte) Manifest {
 	if artifactType == orasUnknownArtifactType {
 		artifactType = ""
 	}
-	switch cfg := m.Config.MediaType; {
+	cfg := m.Config.MediaType
+	claimsBerth := artifactType == ArtifactType || cfg == ConfigMediaType
+	switch {
 	case cfg == HelmConfigMediaType && (artifactType == "" || artifactType == HelmConfigMediaType):
 		for _, l := range m.Layers {
 			if l.MediaType == HelmChartContentMediaType {
@@ -100,16 +102,15 @@ func ClassifyManifest(mediaType string, payload []byte) Manifest {
 			out.Kind, out.Content = BerthPackage, m.Layers[0]
 			return out
 		}
-		if artifactType == ArtifactType || cfg == ConfigMediaType {
+		if claimsBerth {
 			out.Reason = "package manifest has no content layer: layers[0] must be of media type " + ContentMediaType
 		} else {
 			out.Reason = "not a package: an artifact with an empty config and no berth content layer at layers[0]"
 		}
+	case claimsBerth:
+		out.Reason = fmt.Sprintf("not a package: artifactType %q with config media type %q", m.ArtifactType, cfg)
 	default:
 		out.Reason = fmt.Sprintf("not a package: artifact of type %s", cmp.Or(m.ArtifactType, cfg))
-		if artifactType == ArtifactType || cfg == ConfigMediaType {
-			out.Reason = fmt.Sprintf("not a package: artifactType %q with config media type %q", m.ArtifactType, cfg)
-		}
 	}
 	return out
 }

@@ -36,6 +36,8 @@ type Config struct {
 	Namespaces []Namespace `yaml:"namespaces"`
 	// Trust is the trust policy: whose signatures make a package version verified.
 	Trust Trust `yaml:"trust"`
+	// Auth turns on authentication and access rules; nil leaves berth open.
+	Auth *Auth `yaml:"auth"`
 }
 
 // Trust is the trust policy of the catalog, the registry and berth pull.
@@ -157,6 +159,9 @@ func (c *Config) SetDefaults() {
 	if c.Catalog.IndexTimeout == 0 {
 		c.Catalog.IndexTimeout = 30 * time.Second
 	}
+	if c.Auth != nil {
+		c.Auth.setDefaults(c.Data)
+	}
 }
 
 // Load reads the YAML file at file (none when empty), then applies the
@@ -234,6 +239,11 @@ func (c *Config) Validate() error {
 		}
 		if strings.Contains(ns.Name, "/") {
 			return fmt.Errorf("%s: a namespace has no '/' (got %q)", key, ns.Name)
+		}
+	}
+	if c.Auth != nil {
+		if err := c.Auth.Validate("auth"); err != nil {
+			return err
 		}
 	}
 	return c.Trust.Validate("trust")

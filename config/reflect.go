@@ -32,6 +32,8 @@ func checkKeys(node *yaml.Node, target any, prefix string) error {
 
 func checkNode(node *yaml.Node, v reflect.Value, prefix string) error {
 	switch v.Kind() {
+	case reflect.Pointer:
+		return checkNode(node, reflect.New(v.Type().Elem()).Elem(), prefix)
 	case reflect.Struct:
 		if node.Kind != yaml.MappingNode {
 			return nil // the decoder reports the type mismatch

@@ -30,7 +30,8 @@ func RequestID(ctx context.Context) string {
 }
 
 // requestID keeps a well-formed X-Request-Id from the client or makes one,
-// and echoes it in the response.
+// and echoes it in the response. The request carries it too, in its header,
+// for handlers that log it (auth's audit events).
 func requestID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get(RequestIDHeader)
@@ -40,6 +41,7 @@ func requestID(next http.Handler) http.Handler {
 			id = hex.EncodeToString(b[:])
 		}
 		w.Header().Set(RequestIDHeader, id)
+		r.Header.Set(RequestIDHeader, id)
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id)))
 	})
 }

@@ -1,0 +1,103 @@
+package auth
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Audit event results.
+const (
+	// ResultDenied: an access decision refused the request.
+	ResultDenied = "denied"
+	// ResultOK: a write succeeded.
+	ResultOK = "ok"
+	// ResultFailed: a login failed.
+	ResultFailed = "failed"
+)
+
+// Event is one audit event: a denied decision, a failed login or a write
+// (push, tag, delete, robot create and revoke, promote).
+type Event struct {
+	// Subject is who acted ("anonymous", "user:alice", ...).
+	Subject string
+	// Action is what was done or asked: pull, push, tag, delete, sign,
+	// admin, login, robot.create, robot.revoke.
+	Action string
+	// Resource is what it was done to: a repository, repo:tag, repo@digest,
+	// or a robot's user name.
+	Resource string
+	// Result is ResultDenied, ResultOK or ResultFailed.
+	Result string
+	// Reason says why, for denials and failures.
+	Reason string
+}
+
+// Auditor writes audit events as JSON lines to a destination of their own.
+// A nil *Auditor records nothing.
+type Auditor struct {
+	log *slog.Logger
+}
+
+// NewAuditor writes events to w.
+func NewAuditor(w io.Writer) *Auditor {
+	return &Auditor{log: slog.New(slog.NewJSONHandler(w, nil))}
+}
+
+// OpenAuditor opens dest: "stderr", "stdout" or a file, appended to
+// (created with mode 0600). The closer closes the file.
+func OpenAuditor(dest string) (*Auditor, io.Closer, error) {
+	switch dest {
+	case "stderr":
+		return NewAuditor(os.Stderr), io.NopCloser(nil), nil
+	case "stdout":
+		return NewAuditor(os.Stdout), io.NopCloser(nil), nil
+	}
+	if err := os.MkdirAll(filepath.Dir(dest), 0o750); err != nil {
+		return nil, nil, err
+	}
+	f, err := os.OpenFile(dest, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, nil, err
+	}
+	return NewAuditor(f), f, nil
+}
+
+// Record writes e, with the request's ID, client address, method and path.
+func (a *Auditor) Record(r *http.Request, e Event) {
+	if a == nil {
+		return
+	}
+	attrs := []slog.Attr{
+		slog.String("subject", e.Subject),
+		slog.String("action", e.Action),
+		slog.String("resource", e.Resource),
+		slog.String("result", e.Result),
+	}
+	if e.Reason != "" {
+		attrs = append(attrs, slog.String("reason", e.Reason))
+	}
+	ctx := context.Background()
+	if r != nil {
+		ctx = r.Context()
+		attrs = append(attrs,
+			slog.String("request_id", r.Header.Get("X-Request-Id")),
+			slog.String("client", ClientIP(r)),
+			slog.String("method", r.Method),
+			slog.String("path", r.URL.Path))
+	}
+	a.log.LogAttrs(ctx, slog.LevelInfo, "audit", append(attrs, slog.Time("at", time.Now().UTC()))...)
+}
+
+// ClientIP is the address the request came from, without its port.
+func ClientIP(r *http.Request) string {
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		return host
+	}
+	return r.RemoteAddr
+}

@@ -1,0 +1,98 @@
+package auth
+
+import (
+	"context"
+	"slices"
+	"strings"
+)
+
+// Anonymous is the subject of a caller who did not log in.
+const Anonymous = "anonymous"
+
+// Identity is who a request comes from, as authentication established it.
+type Identity struct {
+	// Subject is "anonymous", "user:NAME", "robot:NAMESPACE+NAME" or
+	// "oidc:NAME".
+	Subject string
+	// Groups the subject is in (from the config for users, from the
+	// issuer's mapping for OIDC subjects).
+	Groups []string
+	// Robot is the robot account of a robot subject, as the robot store
+	// held it when the request came in (checked active).
+	Robot *Robot
+	// Limited is true when the request carries a token berth issued: only
+	// what Grants list may then be done with it, whatever the policy allows.
+	Limited bool
+	// Grants are the token's grants, when Limited.
+	Grants []Grant
+}
+
+// Grant is one entry of a token's access claim, as the token spec has it.
+type Grant struct {
+	// Type is "repository" or "registry".
+	Type string `json:"type"`
+	// Name is the repository name, or "catalog" for the registry type.
+	Name string `json:"name"`
+	// Actions granted: pull, push, delete, sign; "*" for registry:catalog.
+	Actions []string `json:"actions"`
+}
+
+// AnonymousIdentity is the identity of a caller who did not log in.
+func AnonymousIdentity() Identity { return Identity{Subject: Anonymous} }
+
+// IsAnonymous reports whether the caller did not log in.
+func (id Identity) IsAnonymous() bool { return id.Subject == "" || id.Subject == Anonymous }
+
+// Kind is the part of Subject before the colon: user, robot, oidc, or
+// anonymous.
+func (id Identity) Kind() string {
+	if id.IsAnonymous() {
+		return Anonymous
+	}
+	kind, _, _ := strings.Cut(id.Subject, ":")
+	return kind
+}
+
+// matches reports whether a rule's subject s names id.
+func (id Identity) matches(s string) bool {
+	switch {
+	case s == Anonymous:
+		return true
+	case s == "authenticated":
+		return !id.IsAnonymous()
+	case s == id.Subject:
+		return true
+	}
+	g, ok := strings.CutPrefix(s, "group:")
+	return ok && slices.Contains(id.Groups, g)
+}
+
+// grants reports whether the token of a Limited identity grants action on
+// repo. A registry:catalog:* grant lets the holder list (pull) what the
+// policy lets it pull.
+func (id Identity) grants(repo string, action Action) bool {
+	for _, g := range id.Grants {
+		switch {
+		case g.Type == "registry" && g.Name == "catalog" && action == Pull && slices.Contains(g.Actions, "*"):
+			return true
+		case g.Type == "repository" && g.Name == repo && slices.Contains(g.Actions, string(action)):
+			return true
+		}
+	}
+	return false
+}
+
+type identityKey struct{}
+
+// WithIdentity returns ctx carrying id.
+func WithIdentity(ctx context.Context, id Identity) context.Context {
+	return context.WithValue(ctx, identityKey{}, id)
+}
+
+// IdentityFrom returns the identity ctx carries, or the anonymous identity.
+func IdentityFrom(ctx context.Context) Identity {
+	if id, ok := ctx.Value(identityKey{}).(Identity); ok {
+		return id
+	}
+	return AnonymousIdentity()
+}

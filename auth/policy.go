@@ -1,0 +1,148 @@
+package auth
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/berth-registry/berth/config"
+)
+
+// NamespaceResource is the resource of a namespace-wide action (managing its
+// robots): "NAMESPACE/*". A rule matches it only when its glob covers the
+// whole namespace ("team-a/*", "*/*").
+func NamespaceResource(namespace string) string { return namespace + "/*" }
+
+// Everything is the resource of registry-wide actions (reading /metrics,
+// managing any namespace): a rule matches it only with the glob "*/*".
+const Everything = "*/*"
+
+// rule is one compiled access rule.
+type rule struct {
+	source   string // where it was written: "auth.rules[2]", "auth.public[0]"
+	subjects []string
+	globs    []string
+	actions  []Action
+	deny     bool
+}
+
+func (r *rule) matchesResource(repo string) bool {
+	for _, g := range r.globs {
+		if ok, _ := path.Match(g, repo); ok {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *rule) covers(action Action) bool {
+	return slices.ContainsFunc(r.actions, func(a Action) bool { return a.Covers(action) })
+}
+
+func (r *rule) matchesSubject(id Identity) bool {
+	return slices.ContainsFunc(r.subjects, id.matches)
+}
+
+// Policy is the access rules of the configuration. The zero Policy denies
+// everything; a nil *Policy is berth without auth, which allows everything.
+type Policy struct {
+	rules []rule
+}
+
+// NewPolicy compiles the rules of cfg; auth.public namespaces become rules
+// allowing anonymous pull. cfg must have been validated.
+func NewPolicy(cfg *config.Auth) (*Policy, error) {
+	p := &Policy{}
+	for i, ns := range cfg.Public {
+		p.rules = append(p.rules, rule{
+			source:   fmt.Sprintf("auth.public[%d] (%s)", i, ns),
+			subjects: []string{Anonymous},
+			globs:    []string{ns + "/*"},
+			actions:  []Action{Pull},
+		})
+	}
+	for i, r := range cfg.Rules {
+		c := rule{source: fmt.Sprintf("auth.rules[%d]", i), subjects: r.Subjects, globs: r.Repositories, deny: r.Effect == "deny"}
+		for _, s := range r.Actions {
+			a, err := ParseAction(s)
+			if err != nil {
+				return nil, fmt.Errorf("%s.actions: %w", c.source, err)
+			}
+			c.actions = append(c.actions, a)
+		}
+		p.rules = append(p.rules, c)
+	}
+	return p, nil
+}
+
+// Decision is the answer to one access question, with its reason.
+type Decision struct {
+	// Allowed is the answer.
+	Allowed bool
+	// Rule is where the deciding rule was written ("auth.rules[2]",
+	// "robot team-a+ci scopes[0]"), or "" when no rule decided.
+	Rule string
+	// Reason says why, in words.
+	Reason string
+}
+
+// Decide is the one access decision of berth: may id do action on repo (a
+// repository namespace/name, NamespaceResource(ns) or Everything)? A nil
+// policy (no auth section) allows everything.
+//
+// A token (id.Limited) must grant the action on repo first. Then the first
+// deny rule matching the subject, the repository and the action denies.
+// Otherwise the first allow rule that matches allows; a robot is allowed
+// only by its own scopes and by the rules for anonymous. Otherwise the action
+// is denied.
+func (p *Policy) Decide(id Identity, repo string, action Action) Decision {
+	if p == nil {
+		return Decision{Allowed: true, Reason: "auth is off: everything is allowed"}
+	}
+	if id.Limited && !id.grants(repo, action) {
+		return Decision{Reason: fmt.Sprintf("the token does not grant %s on %s", action, repo)}
+	}
+	for i := range p.rules {
+		r := &p.rules[i]
+		if r.deny && r.covers(action) && r.matchesSubject(id) && r.matchesResource(repo) {
+			return Decision{Rule: r.source, Reason: fmt.Sprintf("%s denies %s %s on %s", r.source, id.subject(), action, repo)}
+		}
+	}
+	if id.Robot != nil {
+		if d, ok := id.Robot.decide(repo, action); ok {
+			return d
+		}
+	}
+	for i := range p.rules {
+		r := &p.rules[i]
+		if r.deny || !r.covers(action) || !r.matchesResource(repo) {
+			continue
+		}
+		if id.Robot != nil && !slices.Contains(r.subjects, Anonymous) {
+			continue
+		}
+		if r.matchesSubject(id) {
+			return Decision{Allowed: true, Rule: r.source, Reason: fmt.Sprintf("%s allows %s %s on %s", r.source, id.subject(), action, repo)}
+		}
+	}
+	return Decision{Reason: fmt.Sprintf("no rule allows %s %s on %s", id.subject(), action, repo)}
+}
+
+// Allowed is Decide's answer alone.
+func (p *Policy) Allowed(id Identity, repo string, action Action) bool {
+	return p.Decide(id, repo, action).Allowed
+}
+
+// Open reports whether p is berth without auth.
+func (p *Policy) Open() bool { return p == nil }
+
+func (id Identity) subject() string {
+	if id.IsAnonymous() {
+		return Anonymous
+	}
+	if len(id.Groups) == 0 {
+		return id.Subject
+	}
+	return id.Subject + " (groups " + strings.Join(id.Groups, ", ") + ")"
+}

@@ -64,7 +64,10 @@ func ParseRobotUsername(user string) (namespace, name string, ok bool) {
 		return "", "", false
 	}
 	namespace, name, ok = strings.Cut(rest, "+")
-	return namespace, name, ok && namespace != "" && name != ""
+	if !ok || namespace == "" || name == "" {
+		return "", "", false
+	}
+	return namespace, name, true
 }
 
 // Active returns nil when the robot may authenticate at now, else an error

@@ -413,7 +413,7 @@ func (c *Catalog) transportError(op string, err error) error {
 		return &opError{msg: op + ": " + kind.Error() + ": " + describeResponse(resp) + c.authHint(resp.StatusCode), kind: kind, cause: err}
 	case errors.Is(err, auth.ErrBasicCredentialNotFound):
 		return &opError{msg: op + ": " + ErrUnauthorized.Error() + ": " + c.base + " asks for credentials and none are stored for its host" +
-			" (run berth login " + c.host() + ")", kind: ErrUnauthorized, cause: err}
+			" (run berth login " + c.Host() + ")", kind: ErrUnauthorized, cause: err}
 	}
 	cause := err
 	var uerr *url.Error
@@ -453,7 +453,7 @@ func (c *Catalog) responseError(op, endpoint string, resp *http.Response) error 
 // authHint says what to do about a 401 or 403 from the API; "" for any
 // other status.
 func (c *Catalog) authHint(status int) string {
-	host := c.host()
+	host := c.Host()
 	switch status {
 	case http.StatusUnauthorized:
 		return " (run berth login " + host + ")"
@@ -463,8 +463,8 @@ func (c *Catalog) authHint(status int) string {
 	return ""
 }
 
-// host is the host[:port] of the API.
-func (c *Catalog) host() string {
+// Host is the host[:port] of the berth server, as berth login takes it.
+func (c *Catalog) Host() string {
 	u, err := url.Parse(c.base)
 	if err != nil {
 		return c.base

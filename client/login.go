@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -46,7 +47,7 @@ func NewCredentialStore(configPath string) (credentials.Store, error) {
 // message says when to retry) or the registry's or the store's error.
 func (c *Client) Login(ctx context.Context, host string, cred auth.Credential) error {
 	prefix := "login to " + host + " failed"
-	if err := checkHost(host); err != nil {
+	if err := checkLoginHost(host); err != nil {
 		return fmt.Errorf("%s: %w: %v", prefix, ErrInvalid, err)
 	}
 	if cred == auth.EmptyCredential || (cred.Username != "" && cred.Password == "") {
@@ -73,7 +74,7 @@ func (c *Client) Login(ctx context.Context, host string, cred auth.Credential) e
 // credential store (or its credential helper), as oras logout does. It
 // reports whether any were stored.
 func (c *Client) Logout(ctx context.Context, host string) (bool, error) {
-	if err := checkHost(host); err != nil {
+	if err := checkLoginHost(host); err != nil {
 		return false, fmt.Errorf("logout from %s: %w: %v", host, ErrInvalid, err)
 	}
 	cred, err := c.store.Get(ctx, credentials.ServerAddressFromRegistry(host))
@@ -87,6 +88,15 @@ func (c *Client) Logout(ctx context.Context, host string) (bool, error) {
 		return false, fmt.Errorf("logout from %s: %w", host, err)
 	}
 	return true, nil
+}
+
+// checkLoginHost checks the host of Login and Logout: host[:port], which is
+// what credentials are stored under, not a URL.
+func checkLoginHost(host string) error {
+	if strings.Contains(host, "://") {
+		return fmt.Errorf("want host[:port], not a URL (got %q)", host)
+	}
+	return checkHost(host)
 }
 
 // rateLimitMessage says that the server refuses logins for now, and for how

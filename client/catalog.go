@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -151,7 +152,7 @@ func (c *Client) catalogURL(server string) (string, error) {
 	case u.Scheme != "http" && u.Scheme != "https":
 		return "", invalid("scheme %q is neither http nor https", u.Scheme)
 	case u.User != nil:
-		return "", invalid("credentials in the URL are not supported (log in with docker login, oras login or helm registry login)")
+		return "", invalid("credentials in the URL are not supported (log in with berth login HOST)")
 	case u.RawQuery != "" || u.Fragment != "" || u.ForceQuery:
 		return "", invalid("a query or fragment is not allowed")
 	}
@@ -269,34 +270,68 @@ func (c *Catalog) Upgrades(ctx context.Context, namespace, name, from, channel s
 // errors, namespace/name, and as the API path of the package.
 func packagePath(namespace, name string) (op, path string, err error) {
 	op = namespace + "/" + name
-	for _, c := range []struct{ what, value string }{{"namespace", namespace}, {"name", name}} {
-		if err := checkComponent(c.what, c.value); err != nil {
-			return "", "", fmt.Errorf("%s: %w: %v", op, ErrInvalid, err)
-		}
+	if err := checkNames(op, namespace, name); err != nil {
+		return "", "", err
 	}
 	return op, "/packages/" + url.PathEscape(namespace) + "/" + url.PathEscape(name), nil
+}
+
+// checkNames checks a namespace and a name as OCI path components; op
+// starts the error, which wraps ErrInvalid.
+func checkNames(op, namespace, name string) error {
+	for _, c := range []struct{ what, value string }{{"namespace", namespace}, {"name", name}} {
+		if err := checkComponent(c.what, c.value); err != nil {
+			return fmt.Errorf("%s: %w: %v", op, ErrInvalid, err)
+		}
+	}
+	return nil
 }
 
 // get sends GET base+path?query and decodes the JSON answer into out. op
 // starts every error.
 func (c *Catalog) get(ctx context.Context, op, path string, query url.Values, out any) error {
+	return c.do(ctx, op, http.MethodGet, path, query, nil, http.StatusOK, out)
+}
+
+// do sends method base+path?query, with body as JSON when it is not nil and
+// the credentials stored for the server (see authorize), and decodes the
+// JSON answer into out when it is not nil. An answer other than want is an
+// error; op starts every error.
+func (c *Catalog) do(ctx context.Context, op, method, path string, query url.Values, body any, want int, out any) error {
 	endpoint := c.base + path
 	target := endpoint
 	if len(query) > 0 {
 		target += "?" + query.Encode()
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+	var reqBody io.Reader
+	if body != nil {
+		data, err := json.Marshal(body)
+		if err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+		reqBody = bytes.NewReader(data)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, target, reqBody)
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	req.Header.Set("Accept", apiv1.MediaTypeJSON)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if err := c.authorize(req); err != nil {
+		return c.transportError(op, err)
+	}
 	resp, err := c.client.Do(req)
 	if err != nil {
 		return c.transportError(op, err)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return responseError(op, endpoint, resp)
+	if resp.StatusCode != want {
+		return c.responseError(op, endpoint, resp)
+	}
+	if out == nil {
+		return nil
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxCatalogResponse+1))
 	if err != nil {
@@ -314,17 +349,71 @@ func (c *Catalog) get(ctx context.Context, op, path string, query url.Values, ou
 	return nil
 }
 
+// authorize sets the Authorization header of a request to the API from the
+// credentials stored for the server's host, whether or not the server asks
+// for them: an anonymous search succeeds with fewer packages, so waiting for
+// a challenge would hide what the caller may see. A user name and password
+// go as Basic; an identity (refresh) token is exchanged for an access token
+// at the token service the server's /v2/ challenge names (POST, grant_type
+// refresh_token), sent as Bearer; a registry token goes as Bearer. Without
+// stored credentials the request goes as it is, and c.client answers a
+// challenge if one comes.
+func (c *Catalog) authorize(req *http.Request) error {
+	ctx := req.Context()
+	host := req.URL.Host
+	cred, err := c.client.Credential(ctx, host)
+	if err != nil {
+		return fmt.Errorf("read the credentials stored for %s: %w", host, err)
+	}
+	switch {
+	case cred.Username != "" && cred.Password != "":
+		req.SetBasicAuth(cred.Username, cred.Password)
+	case cred.RefreshToken != "":
+		token, err := c.accessToken(ctx, req.URL)
+		if err != nil {
+			return err
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+	case cred.AccessToken != "":
+		req.Header.Set("Authorization", "Bearer "+cred.AccessToken)
+	}
+	return nil
+}
+
+// accessToken returns an access token for the host of u, which c.client
+// fetches with the stored identity token as it answers the challenge of the
+// host's /v2/ and keeps in its cache, or renews when the server no longer
+// takes the cached one; "" when /v2/ does not ask for a Bearer token.
+func (c *Catalog) accessToken(ctx context.Context, u *url.URL) (string, error) {
+	ping, err := http.NewRequestWithContext(ctx, http.MethodGet, u.Scheme+"://"+u.Host+"/v2/", nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := c.client.Do(ping)
+	if err != nil {
+		return "", err
+	}
+	resp.Body.Close()
+	token, _ := c.client.Cache.GetToken(ctx, u.Host, auth.SchemeBearer, "")
+	return token, nil
+}
+
 // transportError describes a request that got no HTTP answer from the
 // server, or failed in authentication.
 func (c *Catalog) transportError(op string, err error) error {
 	var resp *errcode.ErrorResponse
 	switch {
 	case errors.As(err, &resp):
+		if resp.StatusCode == http.StatusTooManyRequests {
+			return &opError{msg: op + ": " + rateLimitMessage(0), kind: ErrRateLimited, cause: err}
+		}
 		kind := responseKind(resp)
-		return &opError{msg: op + ": " + kind.Error() + ": " + describeResponse(resp), kind: kind, cause: err}
+		return &opError{msg: op + ": " + kind.Error() + ": " + describeResponse(resp) + c.authHint(resp.StatusCode), kind: kind, cause: err}
 	case errors.Is(err, auth.ErrBasicCredentialNotFound):
 		return &opError{msg: op + ": " + ErrUnauthorized.Error() + ": " + c.base + " asks for credentials and none are stored for its host" +
-			" (log in with docker login, oras login or helm registry login)", kind: ErrUnauthorized, cause: err}
+			" (run berth login " + c.Host() + ")", kind: ErrUnauthorized, cause: err}
 	}
 	cause := err
 	var uerr *url.Error
@@ -334,14 +423,18 @@ func (c *Catalog) transportError(op string, err error) error {
 	return &opError{msg: fmt.Sprintf("%s: cannot reach the berth server at %s: %v", op, c.base, cause), cause: err}
 }
 
-// responseError describes an answer other than 200 OK: the API's JSON error
-// document, or whatever else the server (or a proxy) sent.
-func responseError(op, endpoint string, resp *http.Response) error {
+// responseError describes an answer other than the one expected: the API's
+// JSON error document, or whatever else the server (or a proxy) sent. A 401,
+// 403 or 429 says what to do about it.
+func (c *Catalog) responseError(op, endpoint string, resp *http.Response) error {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	if resp.StatusCode == http.StatusTooManyRequests {
+		return &opError{msg: op + ": " + rateLimitMessage(parseRetryAfter(resp.Header)), kind: ErrRateLimited}
+	}
 	var doc apiv1.Errors
 	if json.Unmarshal(body, &doc) == nil && len(doc.Errors) > 0 {
 		kind := errorsKind(doc.Errors, resp.StatusCode)
-		return &opError{msg: op + ": " + kind.Error() + ": " + describeErrors(doc.Errors), kind: kind}
+		return &opError{msg: op + ": " + kind.Error() + ": " + describeErrors(doc.Errors) + c.authHint(resp.StatusCode), kind: kind}
 	}
 	kind := statusKind(resp.StatusCode)
 	msg := fmt.Sprintf("%s answered %s with %s, not a berth API error", endpoint, resp.Status, bodyKind(resp))
@@ -354,7 +447,29 @@ func responseError(op, endpoint string, resp *http.Response) error {
 		kind = ErrRegistry
 		msg += " (does this server run the berth catalog API?)"
 	}
-	return &opError{msg: op + ": " + kind.Error() + ": " + msg, kind: kind}
+	return &opError{msg: op + ": " + kind.Error() + ": " + msg + c.authHint(resp.StatusCode), kind: kind}
+}
+
+// authHint says what to do about a 401 or 403 from the API; "" for any
+// other status.
+func (c *Catalog) authHint(status int) string {
+	host := c.Host()
+	switch status {
+	case http.StatusUnauthorized:
+		return " (run berth login " + host + ")"
+	case http.StatusForbidden:
+		return " (log in as someone allowed to do this: berth login " + host + ")"
+	}
+	return ""
+}
+
+// Host is the host[:port] of the berth server, as berth login takes it.
+func (c *Catalog) Host() string {
+	u, err := url.Parse(c.base)
+	if err != nil {
+		return c.base
+	}
+	return u.Host
 }
 
 // catalogCodes maps the catalog API's error codes to sentinels.

@@ -233,13 +233,17 @@ func TestCatalogErrors(t *testing.T) {
 		{"invalid with detail", apiError(400, apiv1.Error{Code: "INVALID", Message: "bad limit", Detail: "want 1 to 500"}),
 			ErrInvalid, "kudo/kafka: invalid: bad limit: want 1 to 500"},
 		{"denied", apiError(403, apiv1.Error{Code: "DENIED", Message: "namespace kudo is private"}),
-			ErrDenied, "kudo/kafka: denied: namespace kudo is private"},
+			ErrDenied, "kudo/kafka: denied: namespace kudo is private (log in as someone allowed to do this: berth login {host})"},
 		{"unavailable", apiError(503, apiv1.Error{Code: "UNAVAILABLE", Message: "the catalog is starting"}),
 			ErrUnavailable, "kudo/kafka: unavailable: the catalog is starting"},
 		{"internal, two errors", apiError(500, apiv1.Error{Code: "INTERNAL", Message: "database is locked"}, apiv1.Error{Code: "INTERNAL"}),
 			ErrRegistry, "kudo/kafka: registry error: database is locked; internal"},
 		{"unknown code by status", apiError(401, apiv1.Error{Code: "UNAUTHORIZED", Message: "log in first"}),
-			ErrUnauthorized, "kudo/kafka: unauthorized: log in first"},
+			ErrUnauthorized, "kudo/kafka: unauthorized: log in first (run berth login {host})"},
+		{"rate limited", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Retry-After", "42")
+			writeDoc(w, http.StatusTooManyRequests, apiv1.Errors{Errors: []apiv1.Error{{Code: "TOO_MANY_REQUESTS", Message: "slow down"}}})
+		}, ErrRateLimited, "kudo/kafka: too many failed logins, retry in 42s"},
 		{"non-JSON 502", raw(502, "text/html; charset=utf-8", "<html>\n<body>\x1b[31mBad Gateway</body></html>"),
 			ErrUnavailable, `kudo/kafka: unavailable: {url} answered 502 Bad Gateway with a text/html body, not a berth API error: "<html> <body> [31mBad Gateway</body></html>"`},
 		{"non-JSON 404", raw(404, "text/plain", "404 page not found\n"),
@@ -260,7 +264,7 @@ func TestCatalogErrors(t *testing.T) {
 		{"basic auth without credentials", func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("WWW-Authenticate", `Basic realm="berth"`)
 			w.WriteHeader(http.StatusUnauthorized)
-		}, ErrUnauthorized, "kudo/kafka: unauthorized: http://{host}/api/v1 asks for credentials and none are stored for its host (log in with docker login, oras login or helm registry login)"},
+		}, ErrUnauthorized, "kudo/kafka: unauthorized: http://{host}/api/v1 asks for credentials and none are stored for its host (run berth login {host})"},
 		{"token refused", func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/token" {
 				writeDoc(w, http.StatusUnauthorized, apiv1.Errors{Errors: []apiv1.Error{{Code: "UNAUTHORIZED", Message: "anonymous access is disabled"}}})
@@ -268,7 +272,7 @@ func TestCatalogErrors(t *testing.T) {
 			}
 			w.Header().Set("WWW-Authenticate", `Bearer realm="http://`+r.Host+`/token",service="berth"`)
 			w.WriteHeader(http.StatusUnauthorized)
-		}, ErrUnauthorized, "kudo/kafka: unauthorized: anonymous access is disabled (UNAUTHORIZED, HTTP 401)"},
+		}, ErrUnauthorized, "kudo/kafka: unauthorized: anonymous access is disabled (UNAUTHORIZED, HTTP 401) (run berth login {host})"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

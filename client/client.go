@@ -71,10 +71,9 @@ type Options struct {
 	// port), as docker does, and HTTPS for every other host.
 	PlainHTTP *bool
 
-	// Credentials resolves the credentials for a registry. If nil, the Docker
-	// config file is read ($DOCKER_CONFIG/config.json, else
-	// ~/.docker/config.json, with its credential helpers), as docker, oras and
-	// helm do.
+	// Credentials resolves the credentials for a registry, and keeps those
+	// of Login. If nil, the Docker config file is used
+	// (NewCredentialStore("")), as docker, oras and helm do.
 	Credentials credentials.Store
 
 	// UserAgent is sent with every request. If empty, DefaultUserAgent is used.
@@ -110,8 +109,9 @@ type Options struct {
 
 // Client pushes, pulls and inspects berth packages. It is safe for concurrent use.
 type Client struct {
-	opts Options
-	auth *auth.Client
+	opts  Options
+	auth  *auth.Client
+	store credentials.Store
 }
 
 // New returns a Client. It returns an error if Options.Credentials is nil and
@@ -119,7 +119,7 @@ type Client struct {
 func New(opts Options) (*Client, error) {
 	store := opts.Credentials
 	if store == nil {
-		docker, err := credentials.NewStoreFromDocker(credentials.StoreOptions{})
+		docker, err := NewCredentialStore("")
 		if err != nil {
 			return nil, fmt.Errorf("read docker credentials: %w", err)
 		}
@@ -136,7 +136,8 @@ func New(opts Options) (*Client, error) {
 		httpClient = retry.DefaultClient
 	}
 	return &Client{
-		opts: opts,
+		opts:  opts,
+		store: store,
 		auth: &auth.Client{
 			Client:     httpClient,
 			Header:     http.Header{"User-Agent": {opts.UserAgent}},

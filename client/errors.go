@@ -59,7 +59,7 @@ func classify(prefix, registryHost string, err error) error {
 		return &opError{msg: prefix + err.Error(), cause: err}
 	case errors.Is(err, auth.ErrBasicCredentialNotFound):
 		return &opError{msg: prefix + ErrUnauthorized.Error() + ": the registry asks for credentials and none are stored for " + registryHost +
-			" (log in with docker login, oras login or helm registry login)", kind: ErrUnauthorized, cause: err}
+			" (run berth login " + registryHost + ")", kind: ErrUnauthorized, cause: err}
 	case errors.Is(err, errdef.ErrNotFound):
 		return &opError{msg: prefix + ErrNotFound.Error(), kind: ErrNotFound, cause: err}
 	case errors.Is(err, content.ErrMismatchedDigest), errors.Is(err, content.ErrTrailingData),

@@ -2,7 +2,8 @@
 //
 // berth serve runs the registry, and the client commands (package, push, pull,
 // inspect, search, show, upgrades, sign, verify, promote) package, move, find
-// and sign operator packages. This file only wires commands together; each
+// and sign operator packages; login and logout keep registry credentials,
+// robot manages robot accounts and auth check explains access decisions. This file only wires commands together; each
 // subcommand lives in a file of its own.
 package main
 
@@ -56,6 +57,8 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.PersistentFlags().String(registryConfigFlag, "",
+		"Docker config `FILE` holding registry credentials (default $DOCKER_CONFIG/config.json, else ~/.docker/config.json)")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(
@@ -70,6 +73,10 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newSignCmd(),
 		newVerifyCmd(),
 		newPromoteCmd(),
+		newLoginCmd(),
+		newLogoutCmd(),
+		newRobotCmd(),
+		newAuthCmd(),
 	)
 	return root
 }

@@ -28,7 +28,8 @@ func (f *remoteFlags) add(cmd *cobra.Command) {
 		"use plain HTTP instead of HTTPS (default: plain HTTP for localhost and loopback addresses only)")
 }
 
-// client returns a registry client: credentials from the Docker config file,
+// client returns a registry client: credentials from the Docker config file
+// (--registry-config),
 // --plain-http when given, progress bars when stderr is a terminal.
 func (f *remoteFlags) client(cmd *cobra.Command) (*client.Client, error) {
 	return f.clientWith(cmd, nil)
@@ -36,7 +37,11 @@ func (f *remoteFlags) client(cmd *cobra.Command) (*client.Client, error) {
 
 // clientWith is client with a trust policy that Pull and Promote enforce.
 func (f *remoteFlags) clientWith(cmd *cobra.Command, policy *signing.Policy) (*client.Client, error) {
-	opts := client.Options{Progress: progressFunc(cmd.ErrOrStderr()), TrustPolicy: policy}
+	store, err := credentialStore(cmd)
+	if err != nil {
+		return nil, err
+	}
+	opts := client.Options{Progress: progressFunc(cmd.ErrOrStderr()), TrustPolicy: policy, Credentials: store}
 	if cmd.Flags().Changed("plain-http") {
 		opts.PlainHTTP = &f.plainHTTP
 	}

@@ -40,13 +40,17 @@ func (f *catalogFlags) add(cmd *cobra.Command) {
 }
 
 // catalog returns a client of the server named by --server, else
-// BERTH_SERVER, else defaultServer.
+// BERTH_SERVER, else defaultServer, with the credentials stored for it.
 func (f *catalogFlags) catalog(cmd *cobra.Command) (*client.Catalog, error) {
 	server := f.server
 	if !cmd.Flags().Changed("server") {
 		server = cmp.Or(os.Getenv("BERTH_SERVER"), server)
 	}
-	var opts client.Options
+	store, err := credentialStore(cmd)
+	if err != nil {
+		return nil, err
+	}
+	opts := client.Options{Credentials: store}
 	if cmd.Flags().Changed("plain-http") {
 		opts.PlainHTTP = &f.remote.plainHTTP
 	}

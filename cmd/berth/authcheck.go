@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/berth-registry/berth/auth"
+	"github.com/berth-registry/berth/config"
+)
+
+// openRobots opens the robot store kept in file (auth.robots.database), from
+// which berth auth check takes a robot subject's scopes. It is nil in a build
+// without a robot store; robot subjects then cannot be checked.
+var openRobots func(ctx context.Context, file string) (auth.RobotStore, error)
+
+// newAuthCmd returns `berth auth`, the commands about access rules.
+func newAuthCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "auth",
+		Short: "Explain berth's access decisions",
+		Args:  cobra.NoArgs,
+	}
+	cmd.AddCommand(newAuthCheckCmd())
+	return cmd
+}
+
+func newAuthCheckCmd() *cobra.Command {
+	var (
+		flags  serveFlags
+		groups []string
+	)
+	cmd := &cobra.Command{
+		Use:   "check SUBJECT REPOSITORY ACTION",
+		Short: "Say whether a subject may do an action on a repository, and which rule decides",
+		Long: `Decide as berth serve would, with the same configuration (--config, BERTH_*
+environment variables), whether SUBJECT may do ACTION on REPOSITORY, and print
+the rule that decided and why. The exit status is 0 when the action is allowed
+and 1 when it is denied.
+
+SUBJECT is anonymous, user:NAME (in the groups auth.groups gives it),
+oidc:NAME (in the groups given with --group) or robot:NAMESPACE+NAME (with the
+scopes the robot store holds). REPOSITORY is namespace/name, namespace/* for
+namespace-wide actions (managing robots) or */* for registry-wide ones.
+ACTION is pull, push, delete, sign or admin.`,
+		Example: `  berth auth check user:alice team-a/kafka push --config berth.yaml
+  berth auth check anonymous public/etcd pull --config berth.yaml
+  berth auth check oidc:ci --group deployers team-a/kafka pull --config berth.yaml
+  berth auth check robot:team-a+ci team-a/kafka delete --config berth.yaml`,
+		Args: cobra.ExactArgs(3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			repo := args[1]
+			if err := checkResource(repo); err != nil {
+				return err
+			}
+			action, err := auth.ParseAction(args[2])
+			if err != nil {
+				return err
+			}
+			subject := args[0]
+			if err := checkRequestSubject(subject); err != nil {
+				return err
+			}
+			if len(groups) > 0 && !strings.HasPrefix(subject, "oidc:") {
+				return fmt.Errorf("--group is for oidc subjects; %s takes its groups from the configuration", subject)
+			}
+			cfg, err := flags.load(cmd)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if cfg.Auth == nil {
+				fmt.Fprintln(out, "allowed: auth is off (the configuration has no auth section): everything is allowed")
+				return nil
+			}
+			policy, err := auth.NewPolicy(cfg.Auth)
+			if err != nil {
+				return fmt.Errorf("config: %w", err)
+			}
+			id, err := identity(cmd.Context(), cfg.Auth, subject, groups)
+			if err != nil {
+				return err
+			}
+			if id.Robot != nil {
+				if err := id.Robot.Active(time.Now()); err != nil {
+					fmt.Fprintf(out, "denied: %v\n", err)
+					return exitError{code: 1}
+				}
+			}
+			d := policy.Decide(id, repo, action)
+			verdict := "denied"
+			if d.Allowed {
+				verdict = "allowed"
+			}
+			fmt.Fprintf(out, "%s: %s\n", verdict, d.Reason)
+			if d.Rule != "" {
+				fmt.Fprintf(out, "rule: %s\n", d.Rule)
+			}
+			if !d.Allowed {
+				return exitError{code: 1}
+			}
+			return nil
+		},
+	}
+	flags.register(cmd)
+	if err := cmd.Flags().MarkHidden("addr"); err != nil {
+		panic(err)
+	}
+	cmd.Flags().StringArrayVar(&groups, "group", nil, "a `GROUP` the oidc subject is in (repeatable)")
+	return cmd
+}
+
+// checkRequestSubject checks the SUBJECT of auth check: a subject a request
+// can have, not a rule's group:NAME or authenticated.
+func checkRequestSubject(s string) error {
+	if err := config.CheckSubject(s); err != nil {
+		return fmt.Errorf("SUBJECT: %w", err)
+	}
+	if s == "authenticated" || strings.HasPrefix(s, "group:") {
+		return fmt.Errorf("SUBJECT %q names no one caller: want anonymous, user:NAME, oidc:NAME or robot:NAMESPACE+NAME (give an oidc subject's groups with --group)", s)
+	}
+	return nil
+}
+
+// checkResource checks the REPOSITORY of auth check: namespace/name,
+// namespace/* or */*.
+func checkResource(repo string) error {
+	ns, name, ok := strings.Cut(repo, "/")
+	if !ok || ns == "" || name == "" || strings.Contains(name, "/") || (ns == "*" && name != "*") {
+		return fmt.Errorf("REPOSITORY %q: want namespace/name, namespace/* or */*", repo)
+	}
+	return nil
+}
+
+// identity is the identity of subject as berth would establish it: a user's
+// groups from the configuration, an oidc subject's from groups, a robot from
+// the robot store.
+func identity(ctx context.Context, cfg *config.Auth, subject string, groups []string) (auth.Identity, error) {
+	id := auth.Identity{Subject: subject}
+	kind, name, _ := strings.Cut(subject, ":")
+	switch kind {
+	case "user":
+		for g, users := range cfg.Groups {
+			if slices.Contains(users, name) {
+				id.Groups = append(id.Groups, g)
+			}
+		}
+		slices.Sort(id.Groups)
+	case "oidc":
+		id.Groups = groups
+	case "robot":
+		robot, err := lookupRobot(ctx, cfg.Robots.Database, name)
+		if err != nil {
+			return id, err
+		}
+		id.Robot = robot
+	}
+	return id, nil
+}
+
+// lookupRobot returns the robot NAMESPACE+NAME from the robot store in file.
+func lookupRobot(ctx context.Context, file, name string) (*auth.Robot, error) {
+	if openRobots == nil {
+		return nil, errors.New("robot subjects cannot be checked: this build of berth has no robot store")
+	}
+	namespace, robotName, _ := strings.Cut(name, "+")
+	store, err := openRobots(ctx, file)
+	if err != nil {
+		return nil, fmt.Errorf("auth.robots.database: %w", err)
+	}
+	defer store.Close()
+	robot, err := store.Get(ctx, namespace, robotName)
+	if err != nil {
+		return nil, fmt.Errorf("robot %s/%s: %w", namespace, robotName, err)
+	}
+	return robot, nil
+}

@@ -399,6 +399,7 @@ require (
 
 tool (
 	github.com/distribution/distribution/v3/cmd/registry
+	github.com/google/go-containerregistry/cmd/crane
 	github.com/sigstore/cosign/v2/cmd/cosign
 	helm.sh/helm/v3/cmd/helm
 	oras.land/oras/cmd/oras

@@ -1,5 +1,5 @@
-// Package e2e drives a real `berth serve` process with the real oras, helm and
-// cosign CLIs and the berth binary, the way users do.
+// Package e2e drives a real `berth serve` process with the real oras, helm,
+// cosign and crane CLIs and the berth binary, the way users do.
 package e2e
 
 import (
@@ -24,7 +24,7 @@ import (
 )
 
 // Paths of the binaries under test, set by TestMain.
-var berthBin, orasBin, registryBin, helmBin, cosignBin string
+var berthBin, orasBin, registryBin, helmBin, cosignBin, craneBin string
 
 // fixtures is the shared folder of real operator packages (absolute, since
 // commands run in other directories).
@@ -54,7 +54,7 @@ func runMain(m *testing.M) int {
 	for _, tool := range []struct {
 		name string
 		path *string
-	}{{"oras", &orasBin}, {"registry", &registryBin}, {"helm", &helmBin}, {"cosign", &cosignBin}} {
+	}{{"oras", &orasBin}, {"registry", &registryBin}, {"helm", &helmBin}, {"cosign", &cosignBin}, {"crane", &craneBin}} {
 		out, err := exec.Command("go", "tool", "-n", tool.name).Output()
 		if err != nil {
 			if testenv.CI() {

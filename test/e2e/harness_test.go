@@ -198,10 +198,27 @@ type result struct {
 
 func run(t *testing.T, dir, bin string, args ...string) result {
 	t.Helper()
+	return runWith(t, command{dir: dir}, bin, args...)
+}
+
+// command is how a command runs: in dir, with env added to the test's
+// environment, and stdin as its standard input.
+type command struct {
+	dir   string
+	env   []string
+	stdin string
+}
+
+func runWith(t *testing.T, c command, bin string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Dir = dir
+	cmd.Dir = c.dir
+	if c.env != nil {
+		cmd.Env = append(os.Environ(), c.env...)
+	}
+	cmd.Stdin = strings.NewReader(c.stdin)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

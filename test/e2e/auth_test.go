@@ -44,15 +44,15 @@ func TestAuthOrasLoginPushPull(t *testing.T) {
 
 	bob.login(t, orasBin, "login", "--plain-http")
 	sameAsNeverPushed(t, bob, "cowsay", "zowsay", orasBin, "pull", "--plain-http", ref, "-o", "pulled")
-	bob.refused(t, orasBin, orasPush(s.addr+"/a/cowsay:0.2.1", filepath.Join(alice.home, file))...)
+	bob.refused(t, orasBin, orasPush(s.addr+"/a/cowsay:0.2.1", packageTarball(t, bob.home, "cowsay", "0.2.0"))...)
 	sameAsNeverPushed(t, anonymous, "cowsay", "zowsay", orasBin, "pull", "--plain-http", ref, "-o", "pulled")
 
 	admin.login(t, berthBin, "login")
 	admin.pushFixture(t, "redis", "5.0.1-0.2.0", "pub/redis")
 	anonymous.must(t, orasBin, "pull", "--plain-http", s.addr+"/pub/redis:5.0.1_0.2.0", "-o", "public")
 	readFile(t, filepath.Join(anonymous.home, "public", "redis-5.0.1_0.2.0.tgz"))
-	anonymous.refused(t, orasBin, orasPush(s.addr+"/pub/cowsay:0.2.0", filepath.Join(alice.home, file))...)
-	bob.refused(t, orasBin, orasPush(s.addr+"/pub/cowsay:0.2.0", filepath.Join(alice.home, file))...)
+	anonymous.refused(t, orasBin, orasPush(s.addr+"/pub/cowsay:0.2.0", packageTarball(t, anonymous.home, "cowsay", "0.2.0"))...)
+	bob.refused(t, orasBin, orasPush(s.addr+"/pub/cowsay:0.2.0", packageTarball(t, bob.home, "cowsay", "0.2.0"))...)
 }
 
 // sameAsNeverPushed runs a command that a must be refused, and the same
@@ -84,6 +84,11 @@ func TestAuthHelmRegistryLoginPushPull(t *testing.T) {
 	alice.must(t, helmBin, "package", "webapp")
 	tgz := filepath.Join(alice.home, "webapp-0.1.0.tgz")
 	alice.login(t, helmBin, "registry", "login", "--plain-http")
+	for _, a := range []*account{alice, bob} {
+		if err := os.MkdirAll(filepath.Join(a.home, "pulled"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	alice.must(t, helmBin, "push", tgz, "oci://"+s.addr+"/a", "--plain-http")
 	alice.must(t, helmBin, "pull", "oci://"+s.addr+"/a/webapp", "--version", "0.1.0", "--plain-http", "-d", "pulled")
 	if !bytes.Equal(readFile(t, filepath.Join(alice.home, "pulled", "webapp-0.1.0.tgz")), readFile(t, tgz)) {

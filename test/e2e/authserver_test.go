@@ -306,17 +306,27 @@ func (s *authServer) token(t *testing.T, c creds, realm, service string, scopes 
 	if e.status != http.StatusOK {
 		return e, ""
 	}
+	token := tokenIn(e.body)
+	if token == "" {
+		t.Fatalf("token endpoint: no token in %s", e)
+	}
+	return e, token
+}
+
+// tokenIn is the token of a token endpoint's answer (token, else
+// access_token); "" when body is no such answer.
+func tokenIn(body []byte) string {
 	var doc struct {
 		Token       string `json:"token"`
 		AccessToken string `json:"access_token"`
 	}
-	if err := json.Unmarshal(e.body, &doc); err != nil || (doc.Token == "" && doc.AccessToken == "") {
-		t.Fatalf("token endpoint: %v\n%s", err, e)
+	if json.Unmarshal(body, &doc) != nil {
+		return ""
 	}
 	if doc.Token == "" {
-		doc.Token = doc.AccessToken
+		return doc.AccessToken
 	}
-	return e, doc.Token
+	return doc.Token
 }
 
 var challengeParam = regexp.MustCompile(`(\w+)="([^"]*)"`)
@@ -395,7 +405,7 @@ var manifestAccept = http.Header{"Accept": {"application/vnd.oci.image.manifest.
 // package into dir and returns its file name there.
 func packageTarball(t *testing.T, dir, name, folder string) string {
 	t.Helper()
-	file := name + "-" + strings.Replace(folder, "-", "_", 1) + ".tgz"
+	file := name + "-" + kudoVersion(folder) + ".tgz"
 	berth(t, dir, "package", kudoFixture(t, name, folder), "-o", file)
 	return file
 }

@@ -9,7 +9,7 @@ GOFLAGS ?=
 TEST_TIMEOUT ?= 30m
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build run test tools bench bench-catalog bench-provenance bench-yaml lint conformance clean
+.PHONY: all build run test tools bench bench-catalog bench-provenance bench-yaml lint conformance conformance-auth clean
 
 all: build
 
@@ -62,6 +62,11 @@ bench-yaml:
 ## Needs a checkout of github.com/opencontainers/distribution-spec: make conformance CONFORMANCE_SRC=/path/to/distribution-spec
 conformance: build
 	./test/conformance/run.sh "$(CONFORMANCE_SRC)"
+
+## conformance-auth: the same suite against berth with auth on, logged in as a user granted
+## pull, push and delete on conformance/* (OCI_USERNAME/OCI_PASSWORD, through the token flow)
+conformance-auth: build
+	./test/conformance/run.sh --auth "$(CONFORMANCE_SRC)"
 
 clean:
 	rm -rf bin

@@ -133,6 +133,7 @@ func TestAuthHelmRegistryLoginPushPull(t *testing.T) {
 // sign in a/ but not push a version there. Bob may not sign what he cannot
 // see, and anonymous may not verify it. The signer's refused push is audited.
 func TestAuthCosignSignVerify(t *testing.T) {
+	requireOras(t)
 	kp := cosignKeyPair(t)
 	s := startAuthServer(t, authOptions{})
 	alice, bob, signer := s.users["alice"], s.users["bob"], s.users["signer"]

@@ -9,7 +9,7 @@ GOFLAGS ?=
 TEST_TIMEOUT ?= 30m
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build run test tools bench bench-catalog bench-provenance bench-yaml lint conformance clean
+.PHONY: all build run test tools bench bench-catalog bench-provenance bench-yaml lint conformance conformance-auth clean
 
 all: build
 
@@ -20,16 +20,17 @@ build:
 run: build
 	./$(BIN) serve
 
-## tools: build the pinned tools the end-to-end tests drive: the oras, helm and cosign CLIs,
+## tools: build the pinned tools the end-to-end tests drive: the oras, helm, cosign and crane CLIs,
 ## and distribution's registry (the upstream registry a split `berth serve catalog` follows)
 tools:
 	@$(GO) tool -n oras >/dev/null
 	@$(GO) tool -n helm >/dev/null
 	@$(GO) tool -n cosign >/dev/null
+	@$(GO) tool -n crane >/dev/null
 	@$(GO) tool -n registry >/dev/null
-	@echo "tools: oras $$($(GO) tool oras version | head -1); helm $$($(GO) tool helm version --short); cosign $$($(GO) tool cosign version --json 2>/dev/null | sed -n 's/.*"gitVersion": *"\([^"]*\)".*/\1/p'); registry $$($(GO) tool registry --version | cut -d' ' -f3)"
+	@echo "tools: oras $$($(GO) tool oras version | head -1); helm $$($(GO) tool helm version --short); cosign $$($(GO) tool cosign version --json 2>/dev/null | sed -n 's/.*"gitVersion": *"\([^"]*\)".*/\1/p'); crane $$($(GO) tool crane version); registry $$($(GO) tool registry --version | cut -d' ' -f3)"
 
-## test: vet, then every test (unit and end-to-end with the real oras, helm and cosign CLIs)
+## test: vet, then every test (unit and end-to-end with the real oras, helm, cosign and crane CLIs)
 test: tools lint
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
@@ -61,6 +62,11 @@ bench-yaml:
 ## Needs a checkout of github.com/opencontainers/distribution-spec: make conformance CONFORMANCE_SRC=/path/to/distribution-spec
 conformance: build
 	./test/conformance/run.sh "$(CONFORMANCE_SRC)"
+
+## conformance-auth: the same suite against berth with auth on, logged in as a user granted
+## pull, push and delete on conformance/* (OCI_USERNAME/OCI_PASSWORD, through the token flow)
+conformance-auth: build
+	./test/conformance/run.sh --auth "$(CONFORMANCE_SRC)"
 
 clean:
 	rm -rf bin

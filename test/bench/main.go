@@ -18,6 +18,13 @@
 //     then all pulled back, 4 at a time: resolve the tag, fetch the manifest,
 //     config and content, verify every digest. In packages/s.
 //
+// A second table compares berth with auth on (an htpasswd user granted pull
+// and push, a client that logs in through the token flow with oras-go's
+// token cache, as oras does) against berth without, on the package rows: the
+// ratio is berth+auth/berth, and the same 0.95x target reads "at most 5%
+// slower". Below it, the token endpoint's p50 and p99: GET /auth/token with
+// the user's Basic credentials, -token-requests times, one at a time.
+//
 // Content is fresh for every run, so nothing is deduplicated, and a run's
 // repositories are its own, so immutable tags never collide. Both servers
 // are warmed up first. Runs alternate between the servers, and which one goes
@@ -79,6 +86,7 @@ type options struct {
 	packages, repos       int
 	packageKiB            int
 	concurrency           int
+	tokenRequests         int
 	verbose               bool
 	catalog               catalogOptions
 	provenance            provenanceOptions
@@ -93,6 +101,7 @@ func parseFlags() (options, error) {
 	flag.IntVar(&o.repos, "repos", 50, "repositories the packages are spread over")
 	flag.IntVar(&o.packageKiB, "package-kib", 50, "size of each package's content layer, in KiB")
 	flag.IntVar(&o.concurrency, "concurrency", 4, "packages pushed or pulled at a time")
+	flag.IntVar(&o.tokenRequests, "token-requests", 500, "tokens issued, one at a time, to time the token endpoint")
 	flag.BoolVar(&o.verbose, "v", false, "print every sample of every row")
 	registerCatalogFlags(&o.catalog)
 	registerProvenanceFlags(&o.provenance)
@@ -109,6 +118,7 @@ func parseFlags() (options, error) {
 	}{
 		{"blob-runs", o.blobRuns}, {"package-runs", o.packageRuns}, {"blob-mib", o.blobMiB},
 		{"packages", o.packages}, {"repos", o.repos}, {"package-kib", o.packageKiB}, {"concurrency", o.concurrency},
+		{"token-requests", o.tokenRequests},
 	} {
 		if f.value < 1 {
 			return o, fmt.Errorf("-%s must be at least 1", f.name)
@@ -147,7 +157,7 @@ func run() error {
 		return err
 	}
 	defer os.RemoveAll(root)
-	for _, d := range []string{"bin", "berth", "upstream"} {
+	for _, d := range []string{"bin", "berth", "upstream", "berth-auth"} {
 		if err := os.Mkdir(filepath.Join(root, d), 0o755); err != nil {
 			return err
 		}
@@ -168,7 +178,12 @@ func run() error {
 		return err
 	}
 	defer stop(upstream)
-	logf("berth on %s, upstream on %s", berth.addr, upstream.addr)
+	authed, password, err := startBerthAuth(ctx, bins.berth, filepath.Join(root, "berth-auth"))
+	if err != nil {
+		return err
+	}
+	defer stop(authed)
+	logf("berth on %s, upstream on %s, berth with auth on %s", berth.addr, upstream.addr, authed.addr)
 	targets := [2]*target{newTarget(berth.name, berth.addr), newTarget(upstream.name, upstream.addr)}
 
 	rows, err := measureAll(ctx, o, targets)
@@ -178,6 +193,25 @@ func run() error {
 	header := fmt.Sprintf("machine: %d cores, %s/%s, %s; distribution %s (upstream registry built from the same module)",
 		runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, bins.goVersion, bins.distribution)
 	printTable(os.Stdout, header, targets, rows, o.verbose)
+
+	// Auth on against auth off: the same package rows, berth with auth on
+	// (the client logs in as a user through the token flow) against berth
+	// without, and the token endpoint's latency.
+	logf("auth on against auth off")
+	login := newLoginTarget(authed.name, authed.addr, benchUser, password)
+	authTargets := [2]*target{login, targets[0]}
+	authRows, err := measurePackages(ctx, o, authTargets, newRand(), "bench/auth")
+	if err != nil {
+		return err
+	}
+	p50, p99, err := tokenLatency(ctx, login, benchUser, password, o.tokenRequests)
+	if err != nil {
+		return err
+	}
+	fmt.Println()
+	printTable(os.Stdout, "auth on against auth off (berth+auth: htpasswd user, bcrypt cost 10, token flow with oras-go's token cache)", authTargets, authRows, o.verbose)
+	fmt.Printf("token issue (GET /auth/token, Basic, %d one at a time): p50 %s, p99 %s\n",
+		o.tokenRequests, formatDuration(p50), formatDuration(p99))
 	logf("done in %s", time.Since(began).Round(time.Second))
 	return nil
 }
@@ -201,26 +235,12 @@ type round func(ctx context.Context, t *target, rep int) (push, pull float64, er
 
 // measureAll warms both servers up, then measures the four rows.
 func measureAll(ctx context.Context, o options, targets [2]*target) ([]*row, error) {
-	var seed [32]byte
-	crand.Read(seed[:])
-	rnd := rand.NewChaCha8(seed)
-	packages := func(prefix string, count int) ([]pkg, error) {
-		return newPackages(rnd, packageSet{prefix: prefix, count: count, repos: min(o.repos, count), contentSize: o.packageKiB << 10})
-	}
-
+	rnd := newRand()
 	blobs := func(ctx context.Context, t *target, _ int) (float64, float64, error) {
 		data := make([]byte, o.blobMiB<<20)
 		rnd.Read(data)
 		settle()
 		return blobRound(ctx, t, data)
-	}
-	pkgs := func(ctx context.Context, t *target, rep int) (float64, float64, error) {
-		p, err := packages(fmt.Sprintf("bench/run-%d", rep+1), o.packages)
-		if err != nil {
-			return 0, 0, err
-		}
-		settle()
-		return packageRound(ctx, t, p, o.concurrency)
 	}
 
 	logf("warming up")
@@ -230,7 +250,41 @@ func measureAll(ctx context.Context, o options, targets [2]*target) ([]*row, err
 		if _, _, err := blobRound(ctx, t, data); err != nil {
 			return nil, err
 		}
-		p, err := packages("bench/warmup", 4*o.concurrency)
+	}
+	blobPush := &row{name: fmt.Sprintf("%d MiB blob push", o.blobMiB), unit: "MB/s"}
+	blobPull := &row{name: fmt.Sprintf("%d MiB blob pull", o.blobMiB), unit: "MB/s"}
+	if err := measure(ctx, targets, o.blobRuns, blobs, blobPush, blobPull); err != nil {
+		return nil, err
+	}
+	pkgRows, err := measurePackages(ctx, o, targets, rnd, "bench/run")
+	if err != nil {
+		return nil, err
+	}
+	return append([]*row{blobPush, blobPull}, pkgRows...), nil
+}
+
+func newRand() *rand.ChaCha8 {
+	var seed [32]byte
+	crand.Read(seed[:])
+	return rand.NewChaCha8(seed)
+}
+
+// measurePackages warms both targets up with a few packages, then measures
+// the package push and pull rows, in repositories under prefix-<run>.
+func measurePackages(ctx context.Context, o options, targets [2]*target, rnd io.Reader, prefix string) ([]*row, error) {
+	packages := func(prefix string, count int) ([]pkg, error) {
+		return newPackages(rnd, packageSet{prefix: prefix, count: count, repos: min(o.repos, count), contentSize: o.packageKiB << 10})
+	}
+	pkgs := func(ctx context.Context, t *target, rep int) (float64, float64, error) {
+		p, err := packages(fmt.Sprintf("%s-%d", prefix, rep+1), o.packages)
+		if err != nil {
+			return 0, 0, err
+		}
+		settle()
+		return packageRound(ctx, t, p, o.concurrency)
+	}
+	for _, t := range targets {
+		p, err := packages(prefix+"-warmup", 4*o.concurrency)
 		if err != nil {
 			return nil, err
 		}
@@ -238,18 +292,12 @@ func measureAll(ctx context.Context, o options, targets [2]*target) ([]*row, err
 			return nil, err
 		}
 	}
-
-	blobPush := &row{name: fmt.Sprintf("%d MiB blob push", o.blobMiB), unit: "MB/s"}
-	blobPull := &row{name: fmt.Sprintf("%d MiB blob pull", o.blobMiB), unit: "MB/s"}
-	if err := measure(ctx, targets, o.blobRuns, blobs, blobPush, blobPull); err != nil {
-		return nil, err
-	}
 	pkgPush := &row{name: fmt.Sprintf("%d packages push (c=%d)", o.packages, o.concurrency), unit: "packages/s"}
 	pkgPull := &row{name: fmt.Sprintf("%d packages pull (c=%d)", o.packages, o.concurrency), unit: "packages/s"}
 	if err := measure(ctx, targets, o.packageRuns, pkgs, pkgPush, pkgPull); err != nil {
 		return nil, err
 	}
-	return []*row{blobPush, blobPull, pkgPush, pkgPull}, nil
+	return []*row{pkgPush, pkgPull}, nil
 }
 
 // measure runs r runs times on each target, alternating which goes first,

@@ -16,6 +16,7 @@ import (
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/registry"
 	"oras.land/oras-go/v2/registry/remote"
+	"oras.land/oras-go/v2/registry/remote/auth"
 
 	"github.com/berth-registry/berth/pkgformat"
 )
@@ -26,6 +27,9 @@ type target struct {
 	name   string
 	addr   string
 	client *http.Client
+	// login, when set, is the registry API's client instead of client: it
+	// logs in through the token flow.
+	login *auth.Client
 }
 
 func newTarget(name, addr string) *target {
@@ -34,8 +38,12 @@ func newTarget(name, addr string) *target {
 
 // repository is an oras-go client for one repository of t, over plain HTTP.
 func (t *target) repository(name string) *remote.Repository {
+	var client remote.Client = t.client
+	if t.login != nil {
+		client = t.login
+	}
 	return &remote.Repository{
-		Client:    t.client,
+		Client:    client,
 		Reference: registry.Reference{Registry: t.addr, Repository: name},
 		PlainHTTP: true,
 	}

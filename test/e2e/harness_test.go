@@ -1,5 +1,5 @@
-// Package e2e drives a real `berth serve` process with the real oras, helm and
-// cosign CLIs and the berth binary, the way users do.
+// Package e2e drives a real `berth serve` process with the real oras, helm,
+// cosign and crane CLIs and the berth binary, the way users do.
 package e2e
 
 import (
@@ -24,7 +24,7 @@ import (
 )
 
 // Paths of the binaries under test, set by TestMain.
-var berthBin, orasBin, registryBin, helmBin, cosignBin string
+var berthBin, orasBin, registryBin, helmBin, cosignBin, craneBin string
 
 // fixtures is the shared folder of real operator packages (absolute, since
 // commands run in other directories).
@@ -54,7 +54,7 @@ func runMain(m *testing.M) int {
 	for _, tool := range []struct {
 		name string
 		path *string
-	}{{"oras", &orasBin}, {"registry", &registryBin}, {"helm", &helmBin}, {"cosign", &cosignBin}} {
+	}{{"oras", &orasBin}, {"registry", &registryBin}, {"helm", &helmBin}, {"cosign", &cosignBin}, {"crane", &craneBin}} {
 		out, err := exec.Command("go", "tool", "-n", tool.name).Output()
 		if err != nil {
 			if testenv.CI() {
@@ -198,10 +198,27 @@ type result struct {
 
 func run(t *testing.T, dir, bin string, args ...string) result {
 	t.Helper()
+	return runWith(t, command{dir: dir}, bin, args...)
+}
+
+// command is how a command runs: in dir, with env added to the test's
+// environment, and stdin as its standard input.
+type command struct {
+	dir   string
+	env   []string
+	stdin string
+}
+
+func runWith(t *testing.T, c command, bin string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Dir = dir
+	cmd.Dir = c.dir
+	if c.env != nil {
+		cmd.Env = append(os.Environ(), c.env...)
+	}
+	cmd.Stdin = strings.NewReader(c.stdin)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+	"oras.land/oras-go/v2/registry/remote/auth"
+)
+
+// benchUser is the user the clients of berth with auth on log in as.
+const benchUser = "bench"
+
+// startBerthAuth runs `berth serve` with auth on, as startBerth does
+// otherwise: an htpasswd file with benchUser (bcrypt at the default cost,
+// as htpasswd -B -C 10 writes it) and one rule granting it pull and push on
+// every repository the workloads use. It returns the server and the user's
+// password.
+func startBerthAuth(ctx context.Context, bin, dir string) (*server, string, error) {
+	password := fmt.Sprintf("bench-%d", time.Now().UnixNano())
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
+	if err != nil {
+		return nil, "", err
+	}
+	htpasswd := filepath.Join(dir, "htpasswd")
+	if err := os.WriteFile(htpasswd, []byte(benchUser+":"+string(hash)+"\n"), 0o600); err != nil {
+		return nil, "", err
+	}
+	config := fmt.Sprintf(`auth:
+  htpasswd: %q
+  rules:
+    - subjects: ["user:%s"]
+      repositories: ["bench/*", "bench/*/*"]
+      actions: [pull, push]
+`, htpasswd, benchUser)
+	file := filepath.Join(dir, "berth.yaml")
+	if err := os.WriteFile(file, []byte(config), 0o644); err != nil {
+		return nil, "", err
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, "", err
+	}
+	s, err := start(ctx, "berth+auth", addr, dir, "/readyz", bin,
+		"serve", "--addr", addr, "--data", filepath.Join(dir, "data"), "--config", file)
+	return s, password, err
+}
+
+// newLoginTarget is a target whose registry client logs in as user through
+// the token flow, as oras does: oras-go's auth client, which fetches a token
+// for each scope with Basic credentials and caches it.
+func newLoginTarget(name, addr, user, password string) *target {
+	t := newTarget(name, addr)
+	t.login = &auth.Client{
+		Client:     t.client,
+		Credential: auth.StaticCredential(addr, auth.Credential{Username: user, Password: password}),
+		Cache:      auth.NewCache(),
+	}
+	return t
+}
+
+// tokenLatency asks berth's token endpoint n times, one at a time, for a
+// token for one repository with user's Basic credentials (GET /auth/token),
+// and returns the 50th and 99th percentiles of the time to the whole answer.
+func tokenLatency(ctx context.Context, t *target, user, password string, n int) (p50, p99 time.Duration, err error) {
+	q := url.Values{"service": {"berth"}, "scope": {"repository:bench/auth-1/pkg-0001:pull,push"}}
+	target := "http://" + t.addr + "/auth/token?" + q.Encode()
+	took := make([]time.Duration, 0, n)
+	for range n {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+		if err != nil {
+			return 0, 0, err
+		}
+		req.SetBasicAuth(user, password)
+		start := time.Now()
+		resp, err := t.client.Do(req)
+		if err != nil {
+			return 0, 0, fmt.Errorf("%s: token: %w", t.name, err)
+		}
+		_, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return 0, 0, fmt.Errorf("%s: token: %w", t.name, err)
+		}
+		if resp.StatusCode != http.StatusOK {
+			return 0, 0, fmt.Errorf("%s: GET /auth/token: %s", t.name, resp.Status)
+		}
+		took = append(took, time.Since(start))
+	}
+	return percentile(took, 0.50), percentile(took, 0.99), nil
+}

@@ -2,6 +2,7 @@ package auth
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -564,7 +565,7 @@ func TestRegistrySignOnlyAndAudit(t *testing.T) {
 		{"", e.image("a/app", nil), "has a subject"},
 	} {
 		b, _ := json.Marshal(tc.m)
-		ref := cmpOr(tc.ref, digest.FromBytes(b).String())
+		ref := cmp.Or(tc.ref, digest.FromBytes(b).String())
 		w := do(e.gate, signer, http.MethodPut, "/v2/a/app/manifests/"+ref, ocispec.MediaTypeImageManifest, b)
 		if w.Code != http.StatusForbidden || !strings.Contains(w.Body.String(), `"code":"DENIED"`) || !strings.Contains(w.Body.String(), tc.message) {
 			t.Errorf("signer: PUT a/app:%s = %d %s, want 403 DENIED saying %q", ref, w.Code, w.Body, tc.message)
@@ -595,11 +596,4 @@ func TestRegistrySignOnlyAndAudit(t *testing.T) {
 	if got := testutil.ToFloat64(e.metrics.decisions.WithLabelValues("pull", "denied")); got != 1 {
 		t.Errorf("pull decisions denied = %v, want 1", got)
 	}
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }

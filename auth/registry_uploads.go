@@ -94,8 +94,8 @@ type uploadOwner struct {
 	expires       time.Time
 }
 
-func newUploadOwners(max int, ttl time.Duration, now func() time.Time) *uploadOwners {
-	return &uploadOwners{max: max, ttl: ttl, now: now, lru: list.New(), byID: map[string]*list.Element{}}
+func newUploadOwners(limit int, ttl time.Duration, now func() time.Time) *uploadOwners {
+	return &uploadOwners{max: limit, ttl: ttl, now: now, lru: list.New(), byID: map[string]*list.Element{}}
 }
 
 // bind records that subject opened the upload uuid.

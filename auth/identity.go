@@ -71,15 +71,23 @@ func (id Identity) matches(s string) bool {
 // repo. A registry:catalog:* grant lets the holder list (pull) what the
 // policy lets it pull.
 func (id Identity) grants(repo string, action Action) bool {
+	if action == Pull && id.grantsCatalog() {
+		return true
+	}
 	for _, g := range id.Grants {
-		switch {
-		case g.Type == "registry" && g.Name == "catalog" && action == Pull && slices.Contains(g.Actions, "*"):
-			return true
-		case g.Type == "repository" && g.Name == repo && slices.Contains(g.Actions, string(action)):
+		if g.Type == "repository" && g.Name == repo && slices.Contains(g.Actions, string(action)) {
 			return true
 		}
 	}
 	return false
+}
+
+// grantsCatalog reports whether the token of a Limited identity grants
+// registry:catalog:*, the listing of /v2/_catalog.
+func (id Identity) grantsCatalog() bool {
+	return slices.ContainsFunc(id.Grants, func(g Grant) bool {
+		return g.Type == "registry" && g.Name == "catalog" && slices.Contains(g.Actions, "*")
+	})
 }
 
 type identityKey struct{}

@@ -96,8 +96,9 @@ type guardedManifests struct {
 }
 
 // Put refuses, with an OCI DENIED error, a manifest pushed by tag when the tag
-// already names a different package manifest, or when the admission hook
-// refuses a package pushed by tag. Once distribution has stored a manifest
+// already names a different package manifest, when the admission hook
+// refuses a package pushed by tag, or when a sign-only push (WithSignOnly)
+// is no signature or referrer. Once distribution has stored a manifest
 // with a subject, Put records it in the referrers index, reports it and
 // leaves the subject for the OCI-Subject response header.
 func (m *guardedManifests) Put(ctx context.Context, mf distribution.Manifest, options ...distribution.ManifestServiceOption) (digest.Digest, error) {
@@ -110,7 +111,13 @@ func (m *guardedManifests) Put(ctx context.Context, mf distribution.Manifest, op
 		return "", err
 	}
 	name := m.repo.Named().Name()
-	if tag := tagOption(options); tag != "" {
+	tag := tagOption(options)
+	if isSignOnly(ctx) {
+		if err := checkSignOnly(tag, mediaType, payload, ref != nil); err != nil {
+			return "", err
+		}
+	}
+	if tag != "" {
 		if err := m.checkTag(ctx, name, tag, mediaType, payload); err != nil {
 			return "", err
 		}

@@ -90,6 +90,17 @@ func (id Identity) grantsCatalog() bool {
 	})
 }
 
+// withoutCatalogGrant is id without a registry:catalog:* grant, which lets
+// a token list what the policy lets it pull but not pull it: requests on a
+// repository under /v2/ are decided on this.
+func (id Identity) withoutCatalogGrant() Identity {
+	if !id.Limited {
+		return id
+	}
+	id.Grants = slices.DeleteFunc(slices.Clone(id.Grants), func(g Grant) bool { return g.Type == "registry" })
+	return id
+}
+
 type identityKey struct{}
 
 // WithIdentity returns ctx carrying id.

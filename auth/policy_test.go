@@ -143,7 +143,9 @@ func TestAuthConfigValidate(t *testing.T) {
 			c.OIDC = []config.OIDCIssuer{{Issuer: "https://x", JWKSFile: "f", JWKSURL: "https://x/k", Audience: "b"}}
 		}, "exactly one"},
 		{"oidc no audience", func(c *config.Auth) { c.OIDC = []config.OIDCIssuer{{Issuer: "https://x", JWKSFile: "f"}} }, "auth.oidc[0].audience"},
-		{"oidc no subjects", func(c *config.Auth) { c.OIDC = []config.OIDCIssuer{{Issuer: "https://x", JWKSFile: "f", Audience: "b"}} }, "auth.oidc[0].subjects"},
+		{"oidc no subjects", func(c *config.Auth) {
+			c.OIDC = []config.OIDCIssuer{{Issuer: "https://x", JWKSFile: "f", Audience: "b"}}
+		}, "auth.oidc[0].subjects"},
 		{"oidc subject without claims", func(c *config.Auth) {
 			c.OIDC = []config.OIDCIssuer{{Issuer: "https://x", JWKSFile: "f", Audience: "b", Subjects: []config.OIDCSubject{{Name: "ci"}}}}
 		}, "auth.oidc[0].subjects[0].claims"},

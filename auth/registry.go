@@ -123,7 +123,7 @@ func (g *registryGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r = r.WithContext(WithIdentity(r.Context(), id))
 	switch route.Kind {
 	case registry.RouteUnknown, registry.RouteBase:
-		if id.IsAnonymous() {
+		if id.IsAnonymous() && !id.Limited {
 			g.challenge(w, r, "", false, "authentication required")
 			return
 		}
@@ -131,7 +131,7 @@ func (g *registryGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case registry.RouteCatalog:
 		g.serveCatalog(w, r, id)
 	default:
-		g.serveRepository(w, r, id, route)
+		g.serveRepository(w, r, id.withoutCatalogGrant(), route)
 	}
 }
 
@@ -163,10 +163,11 @@ func scopeOf(route registry.Route, method string) string {
 // catalogScope is the token scope of /v2/_catalog.
 const catalogScope = "registry:catalog:*"
 
-// serveCatalog lets a caller who logged in list the repositories it may
-// pull; a token must grant the catalog scope.
+// serveCatalog lets a caller list the repositories it may pull: with a
+// token, one that grants the catalog scope (anonymous callers get one too,
+// and see what anonymous may pull); without, only after logging in.
 func (g *registryGate) serveCatalog(w http.ResponseWriter, r *http.Request, id Identity) {
-	if id.IsAnonymous() || id.Limited && !id.grantsCatalog() {
+	if id.Limited && !id.grantsCatalog() || !id.Limited && id.IsAnonymous() {
 		reason := "listing the catalog needs a login"
 		if id.Limited {
 			reason = "the token does not grant " + catalogScope

@@ -78,6 +78,7 @@ var identities = fakeAuthenticator{
 	"alice-catalog-token": {Subject: "user:alice", Limited: true, Grants: []Grant{{Type: "registry", Name: "catalog", Actions: []string{"*"}}}},
 	"alice-b-token":       {Subject: "user:alice", Limited: true, Grants: []Grant{{Type: "repository", Name: "b/app", Actions: []string{"pull", "push"}}}},
 	"anonymous-token":     {Subject: Anonymous, Limited: true},
+	"anonymous-catalog":   {Subject: Anonymous, Limited: true, Grants: []Grant{{Type: "registry", Name: "catalog", Actions: []string{"*"}}}},
 }
 
 // may is what each subject may do, by namespace.
@@ -384,7 +385,10 @@ func TestRegistryBaseAndCatalog(t *testing.T) {
 		{admin, http.StatusOK, http.StatusOK, []string{"a/app", "a/two", "b/app", "b/three", "b/two"}},
 		{"alice-pull-token", http.StatusOK, http.StatusUnauthorized, nil},
 		{"alice-catalog-token", http.StatusOK, http.StatusOK, []string{"a/app", "a/two"}},
-		{"anonymous-token", http.StatusUnauthorized, http.StatusUnauthorized, nil},
+		// A token answers the ping, as distribution's token auth has it: the
+		// client that fetched one anonymously must not be challenged again.
+		{"anonymous-token", http.StatusOK, http.StatusUnauthorized, nil},
+		{"anonymous-catalog", http.StatusOK, http.StatusOK, nil},
 	} {
 		if w := do(e.gate, tc.who, http.MethodGet, "/v2/", "", nil); w.Code != tc.base {
 			t.Errorf("%q: GET /v2/ = %d, want %d", tc.who, w.Code, tc.base)
@@ -398,7 +402,7 @@ func TestRegistryBaseAndCatalog(t *testing.T) {
 		if tc.catalog == http.StatusUnauthorized && !strings.Contains(w.Header().Get("WWW-Authenticate"), `scope="registry:catalog:*"`) {
 			t.Errorf("%q: GET /v2/_catalog challenge %q lacks the catalog scope", tc.who, w.Header().Get("WWW-Authenticate"))
 		}
-		if tc.who != anonymous && !strings.HasPrefix(tc.who, "alice-") && tc.who != "anonymous-token" {
+		if tc.who != anonymous && !strings.HasPrefix(tc.who, "alice-") && !strings.HasPrefix(tc.who, "anonymous-") {
 			scan(t, tc.who, "", "GET /v2/_catalog", w)
 		}
 	}
@@ -418,6 +422,16 @@ func TestRegistryBaseAndCatalog(t *testing.T) {
 		if w.Code != http.StatusOK || w.Header().Get("Link") != tc.link || !slices.Equal(got.Repositories, tc.repos) {
 			t.Errorf("bob: GET /v2/_catalog%s = %d %q %s, want %q %v", tc.query, w.Code, w.Header().Get("Link"), w.Body, tc.link, tc.repos)
 		}
+	}
+}
+
+// A catalog token lists what its subject may pull, but pulls nothing: a
+// pull needs the repository's own grant.
+func TestRegistryCatalogTokenDoesNotPull(t *testing.T) {
+	e := newEnv(t)
+	w := do(e.gate, "alice-catalog-token", http.MethodGet, "/v2/a/app/manifests/1.0", "", nil)
+	if w.Code != http.StatusUnauthorized || !strings.Contains(w.Header().Get("WWW-Authenticate"), `scope="repository:a/app:pull"`) {
+		t.Fatalf("GET a/app manifest with a catalog token = %d %q, want a 401 challenge for its pull scope", w.Code, w.Header().Get("WWW-Authenticate"))
 	}
 }
 

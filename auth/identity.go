@@ -68,14 +68,16 @@ func (id Identity) matches(s string) bool {
 }
 
 // grants reports whether the token of a Limited identity grants action on
-// repo. A registry:catalog:* grant lets the holder list (pull) what the
-// policy lets it pull.
+// repo: a granted action covers it as it does in rules (push covers sign).
+// A registry:catalog:* grant lets the holder list (pull) what the policy
+// lets it pull.
 func (id Identity) grants(repo string, action Action) bool {
 	if action == Pull && id.grantsCatalog() {
 		return true
 	}
+	covers := func(s string) bool { return Action(s).Covers(action) }
 	for _, g := range id.Grants {
-		if g.Type == "repository" && g.Name == repo && slices.Contains(g.Actions, string(action)) {
+		if g.Type == "repository" && g.Name == repo && slices.ContainsFunc(g.Actions, covers) {
 			return true
 		}
 	}

@@ -117,11 +117,11 @@ type env struct {
 	audit   *bytes.Buffer
 	metrics *Metrics
 	// per repository: the blobs and the version every test manifest uses
-	blobs   map[string]fixture
+	blobs   map[string]repoFixture
 	counter int
 }
 
-type fixture struct {
+type repoFixture struct {
 	config, layer ocispec.Descriptor
 	version       ocispec.Descriptor // tagged 1.0, a berth package
 }
@@ -137,7 +137,7 @@ func newEnv(t testing.TB) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { reg.Close() })
-	e := &env{raw: reg, audit: &bytes.Buffer{}, metrics: NewMetrics(prometheus.NewRegistry()), blobs: map[string]fixture{}}
+	e := &env{raw: reg, audit: &bytes.Buffer{}, metrics: NewMetrics(prometheus.NewRegistry()), blobs: map[string]repoFixture{}}
 	e.gate = Registry(reg, RegistryOptions{
 		Authenticator: identities,
 		Policy:        testPolicy(t),
@@ -146,7 +146,7 @@ func newEnv(t testing.TB) *env {
 		Metrics:       e.metrics,
 	})
 	for _, repo := range []string{"a/app", "b/app"} {
-		f := fixture{
+		f := repoFixture{
 			config: e.putBlob(t, e.raw, "", repo, []byte(`{}`), ocispec.MediaTypeImageConfig),
 			layer:  e.putBlob(t, e.raw, "", repo, []byte("layer"), ocispec.MediaTypeImageLayer),
 		}

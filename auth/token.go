@@ -1,0 +1,221 @@
+package auth
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
+)
+
+// tokenLeeway is how far clocks may disagree when a token's exp, nbf and
+// iat are checked.
+const tokenLeeway = 30 * time.Second
+
+// refreshTTL is how long a refresh token lives.
+const refreshTTL = 24 * time.Hour
+
+// The kinds of token berth issues, in their berth_use claim. Neither is
+// ever accepted as the other.
+const (
+	useAccess  = "access"
+	useRefresh = "refresh"
+)
+
+// tokenClaims are the claims of a token berth issues.
+type tokenClaims struct {
+	jwt.Claims
+	// Access is the token spec's access claim; only access tokens have it.
+	Access []Grant `json:"access,omitzero"`
+	// Use is useAccess or useRefresh.
+	Use string `json:"berth_use"`
+}
+
+// signingKey is the key berth signs its tokens with.
+type signingKey struct {
+	private *ecdsa.PrivateKey
+	kid     string
+	signer  jose.Signer
+	// jwks is the JSON Web Key Set of the public key, as served.
+	jwks []byte
+}
+
+// loadSigningKey reads the ECDSA P-256 key of file, creating it first when
+// there is none.
+func loadSigningKey(file string) (*signingKey, error) {
+	key, err := readSigningKey(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		key, err = createSigningKey(file)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return newSigningKey(key)
+}
+
+func readSigningKey(file string) (*ecdsa.PrivateKey, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	block, _ := pem.Decode(data)
+	if block == nil {
+		return nil, fmt.Errorf("%s: no PEM block", file)
+	}
+	var parsed any
+	switch block.Type {
+	case "EC PRIVATE KEY":
+		parsed, err = x509.ParseECPrivateKey(block.Bytes)
+	case "PRIVATE KEY":
+		parsed, err = x509.ParsePKCS8PrivateKey(block.Bytes)
+	default:
+		return nil, fmt.Errorf("%s: want an EC PRIVATE KEY or PRIVATE KEY PEM block (got %q)", file, block.Type)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	key, ok := parsed.(*ecdsa.PrivateKey)
+	if !ok || key.Curve != elliptic.P256() {
+		return nil, fmt.Errorf("%s: want an ECDSA P-256 key", file)
+	}
+	return key, nil
+}
+
+// createSigningKey writes a new key to file (its directory mode 0700, the
+// file 0600). The key is written to a temporary file first and linked into
+// place, which fails when the file exists: when another process created the
+// key meanwhile, that key is read and used.
+func createSigningKey(file string) (*ecdsa.PrivateKey, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Dir(file)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	tmp, err := os.CreateTemp(dir, ".token-key-*")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(tmp.Name())
+	if err := pem.Encode(tmp, &pem.Block{Type: "PRIVATE KEY", Bytes: der}); err != nil {
+		tmp.Close()
+		return nil, err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return nil, err
+	}
+	if err := tmp.Close(); err != nil {
+		return nil, err
+	}
+	if err := os.Link(tmp.Name(), file); errors.Is(err, fs.ErrExist) {
+		return readSigningKey(file)
+	} else if err != nil {
+		return nil, err
+	}
+	return key, nil
+}
+
+func newSigningKey(key *ecdsa.PrivateKey) (*signingKey, error) {
+	pub := jose.JSONWebKey{Key: &key.PublicKey, Algorithm: string(jose.ES256), Use: "sig"}
+	thumb, err := pub.Thumbprint(crypto.SHA256)
+	if err != nil {
+		return nil, err
+	}
+	pub.KeyID = base64.RawURLEncoding.EncodeToString(thumb)
+	jwks, err := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{pub}})
+	if err != nil {
+		return nil, err
+	}
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: key},
+		(&jose.SignerOptions{}).WithType("JWT").WithHeader(jose.HeaderKey("kid"), pub.KeyID))
+	if err != nil {
+		return nil, err
+	}
+	return &signingKey{private: key, kid: pub.KeyID, signer: signer, jwks: jwks}, nil
+}
+
+// sign issues a token of use for subject, from now until exp, with an access
+// claim for access tokens.
+func (k *signingKey) sign(service, subject, use string, grants []Grant, now, exp time.Time) (string, error) {
+	jti := make([]byte, 16)
+	if _, err := rand.Read(jti); err != nil {
+		return "", err
+	}
+	c := tokenClaims{
+		Claims: jwt.Claims{
+			Issuer:    service,
+			Audience:  jwt.Audience{service},
+			Subject:   subject,
+			Expiry:    jwt.NewNumericDate(exp),
+			NotBefore: jwt.NewNumericDate(now),
+			IssuedAt:  jwt.NewNumericDate(now),
+			ID:        hex.EncodeToString(jti),
+		},
+		Use: use,
+	}
+	if use == useAccess {
+		c.Access = grants
+		if c.Access == nil {
+			c.Access = []Grant{}
+		}
+	}
+	return jwt.Signed(k.signer).Claims(c).Serialize()
+}
+
+// verify checks that raw is a token of use that k signed for service, valid
+// at now, and returns its claims. Its errors wrap ErrBadCredentials.
+func (k *signingKey) verify(raw, service, use string, now time.Time) (*tokenClaims, error) {
+	tok, err := jwt.ParseSigned(raw, []jose.SignatureAlgorithm{jose.ES256})
+	if err != nil {
+		return nil, fmt.Errorf("%w: malformed token", ErrBadCredentials)
+	}
+	var c tokenClaims
+	if err := tok.Claims(&k.private.PublicKey, &c); err != nil {
+		return nil, fmt.Errorf("%w: the token is not signed by this registry", ErrBadCredentials)
+	}
+	if c.Expiry == nil {
+		return nil, fmt.Errorf("%w: the token has no expiry", ErrBadCredentials)
+	}
+	if err := c.ValidateWithLeeway(jwt.Expected{Issuer: service, AnyAudience: jwt.Audience{service}, Time: now}, tokenLeeway); err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrBadCredentials, claimsProblem(err))
+	}
+	if c.Use != use {
+		return nil, fmt.Errorf("%w: the token is of kind %q, not %q", ErrBadCredentials, c.Use, use)
+	}
+	return &c, nil
+}
+
+// claimsProblem says in words what jwt.Claims.ValidateWithLeeway refused.
+func claimsProblem(err error) string {
+	switch {
+	case errors.Is(err, jwt.ErrExpired):
+		return "the token has expired"
+	case errors.Is(err, jwt.ErrNotValidYet), errors.Is(err, jwt.ErrIssuedInTheFuture):
+		return "the token is not valid yet"
+	case errors.Is(err, jwt.ErrInvalidIssuer):
+		return "the token is from another issuer"
+	case errors.Is(err, jwt.ErrInvalidAudience):
+		return "the token is for another audience"
+	}
+	return "the token's claims are invalid"
+}

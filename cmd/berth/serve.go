@@ -134,6 +134,11 @@ func serve(cmd *cobra.Command, cfg *config.Config) error {
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
+	access, closeAuth, err := startAuth(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer closeAuth()
 	// The catalog and the source are built after the registry they read; no
 	// event or push can come before the server starts, and by then both are set.
 	var (
@@ -162,8 +167,12 @@ func serve(cmd *cobra.Command, cfg *config.Config) error {
 	defer stop()
 
 	srv := server.New(server.Options{
-		Registry:        reg,
-		Catalog:         httpapi.New(httpapi.Options{Catalog: cat, Logger: log, RegistryURL: cfg.Catalog.PublicURL}),
+		Registry:        access.registry(reg),
+		Catalog:         httpapi.New(httpapi.Options{Catalog: cat, Authorizer: access.authorizer, Logger: log, RegistryURL: cfg.Catalog.PublicURL}),
+		Auth:            access.token,
+		Robots:          access.robots,
+		API:             access.api,
+		Metrics:         access.metrics,
 		Ready:           map[string]server.ReadyChecker{"storage": reg, "catalog": cat},
 		Logger:          log,
 		ShutdownTimeout: cfg.ShutdownTimeout,
@@ -190,6 +199,11 @@ func serveSplitCatalog(cmd *cobra.Command, cfg *config.Config) error {
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
+	access, closeAuth, err := startAuth(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer closeAuth()
 	cat, stop, err := startCatalog(ctx, cfg, source, policy, log)
 	if err != nil {
 		return err
@@ -200,7 +214,11 @@ func serveSplitCatalog(cmd *cobra.Command, cfg *config.Config) error {
 		public = cfg.Catalog.Registry
 	}
 	srv := server.New(server.Options{
-		Catalog:         httpapi.New(httpapi.Options{Catalog: cat, Logger: log, RegistryURL: public, Events: true}),
+		Catalog:         httpapi.New(httpapi.Options{Catalog: cat, Authorizer: access.authorizer, Logger: log, RegistryURL: public, Events: true}),
+		Auth:            access.token,
+		Robots:          access.robots,
+		API:             access.api,
+		Metrics:         access.metrics,
 		Ready:           map[string]server.ReadyChecker{"catalog": cat},
 		Logger:          log,
 		ShutdownTimeout: cfg.ShutdownTimeout,

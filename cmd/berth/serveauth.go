@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/berth-registry/berth/auth"
+	"github.com/berth-registry/berth/auth/robotdb"
+	"github.com/berth-registry/berth/catalog"
+	"github.com/berth-registry/berth/config"
+)
+
+// authParts are the pieces of berth serve's auth: every one of them is a
+// no-op, and berth is open, when the configuration has no auth section.
+type authParts struct {
+	authorizer catalog.Authorizer
+	registry   func(http.Handler) http.Handler
+	token      http.Handler
+	robots     http.Handler
+	api        func(http.Handler) http.Handler
+	metrics    func(http.Handler) http.Handler
+}
+
+// startAuth builds the auth of cfg. Without an auth section it warns that
+// berth is open. close releases the robot store and the audit log.
+func startAuth(ctx context.Context, cfg *config.Config, log *slog.Logger) (*authParts, func(), error) {
+	if cfg.Auth == nil {
+		log.Warn("auth is off: anyone who can reach berth may pull, push and delete anything; add an auth section to the configuration (docs/auth.md)")
+		return &authParts{
+			authorizer: catalog.AllowAll{},
+			registry:   func(h http.Handler) http.Handler { return h },
+		}, func() {}, nil
+	}
+	policy, err := auth.NewPolicy(cfg.Auth)
+	if err != nil {
+		return nil, nil, fmt.Errorf("config: %w", err)
+	}
+	audit, auditFile, err := auth.OpenAuditor(cfg.Auth.Audit)
+	if err != nil {
+		return nil, nil, fmt.Errorf("auth.audit: %w", err)
+	}
+	robots, err := robotdb.Open(ctx, cfg.Auth.Robots.Database)
+	if err != nil {
+		auditFile.Close()
+		return nil, nil, fmt.Errorf("auth.robots.database: %w", err)
+	}
+	closeAll := func() {
+		if err := robots.Close(); err != nil {
+			log.Error("auth: close the robot store", "err", err)
+		}
+		if err := auditFile.Close(); err != nil {
+			log.Error("auth: close the audit log", "err", err)
+		}
+	}
+	metrics := auth.NewMetrics(prometheus.DefaultRegisterer)
+	authn, err := auth.NewAuthn(cfg.Auth, auth.AuthnOptions{Policy: policy, Robots: robots, Audit: audit, Metrics: metrics})
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	parts := &authParts{
+		authorizer: auth.CatalogAuthorizer{Policy: policy, Audit: audit, Metrics: metrics},
+		registry: func(h http.Handler) http.Handler {
+			return auth.Registry(h, auth.RegistryOptions{Authenticator: authn, Policy: policy, Service: cfg.Auth.Service, Audit: audit, Metrics: metrics})
+		},
+		token:  authn.Handler(),
+		robots: auth.RobotsHandler(auth.RobotsOptions{Store: robots, Policy: policy, MaxExpiry: cfg.Auth.Robots.MaxExpiry, Audit: audit}),
+		api:    auth.API(auth.APIOptions{Authenticator: authn, Policy: policy, Metrics: metrics, Audit: audit}),
+	}
+	if cfg.Auth.Metrics == "admin" {
+		parts.metrics = auth.MetricsGate(policy)
+	}
+	log.Info("auth is on", "service", cfg.Auth.Service, "rules", len(cfg.Auth.Rules), "public", cfg.Auth.Public, "oidc issuers", len(cfg.Auth.OIDC), "audit", cfg.Auth.Audit)
+	return parts, closeAll, nil
+}

@@ -149,12 +149,12 @@ type Access struct {
 // Coverage is how much of a namespace an Access allows.
 type Coverage int8
 
-// Coverages of a namespace.
+// Coverages of a namespace, in increasing order.
 const (
-	// CoversSome: some packages of the namespace may be allowed; ask Pull.
-	CoversSome Coverage = iota
 	// CoversNone: no package of the namespace is allowed.
-	CoversNone
+	CoversNone Coverage = iota
+	// CoversSome: some packages of the namespace may be allowed; ask Pull.
+	CoversSome
 	// CoversAll: every package of the namespace is allowed.
 	CoversAll
 )

@@ -6,11 +6,13 @@ import "context"
 // rides in ctx. Every search result, listing and detail is filtered by
 // Pullable, so a caller never learns of packages it may not pull.
 type Authorizer interface {
-	// Pullable returns the namespaces the caller may pull.
+	// Pullable returns what the caller may pull.
 	Pullable(ctx context.Context) (Access, error)
-	// MayDelete returns nil when the caller may delete packages in
-	// namespace, else an error wrapping ErrDenied.
-	MayDelete(ctx context.Context, namespace string) error
+	// MayDelete returns nil when the caller may delete the package
+	// namespace/name. Otherwise it returns an error wrapping ErrNotFound
+	// when the caller may not pull the package either, so that it learns
+	// nothing of it, and one wrapping ErrDenied when it may.
+	MayDelete(ctx context.Context, namespace, name string) error
 }
 
 // AllowAll is the Authorizer of a registry without auth: everyone may pull
@@ -19,8 +21,8 @@ type AllowAll struct{}
 
 var _ Authorizer = AllowAll{}
 
-// Pullable allows every namespace.
+// Pullable allows every package.
 func (AllowAll) Pullable(context.Context) (Access, error) { return Access{All: true}, nil }
 
 // MayDelete allows every deletion.
-func (AllowAll) MayDelete(context.Context, string) error { return nil }
+func (AllowAll) MayDelete(context.Context, string, string) error { return nil }

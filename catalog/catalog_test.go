@@ -499,14 +499,17 @@ func TestAccessHidesPackages(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	e.pushPackage("private", load(t, "kudo/cowsay/0.2.0"))
 	e.waitFor("indexed", func() bool { return e.entry("private", "cowsay", "0.2.0") != nil })
-	only := catalog.Access{Namespaces: []string{"public"}}
+	only := catalog.NamespaceAccess("public")
 	// Hidden reads as missing: the same error as for a package that is not there.
-	const hidden = "package private/cowsay: not found"
+	const hidden, hiddenVersion = "package private/cowsay: not found", "package private/cowsay has no version 0.2.0: not found"
+	if _, err := e.cat.Version(e.ctx, all, "private", "cowsay-never", "0.2.0"); err == nil || strings.ReplaceAll(err.Error(), "cowsay-never", "cowsay") != hiddenVersion {
+		t.Errorf("Version of a package never pushed: %v, want it to read as %q", err, hiddenVersion)
+	}
 	if _, err := e.cat.Package(e.ctx, only, "private", "cowsay"); !errors.Is(err, catalog.ErrNotFound) || err.Error() != hidden {
 		t.Errorf("Package: %v, want %q", err, hidden)
 	}
-	if _, err := e.cat.Version(e.ctx, only, "private", "cowsay", "0.2.0"); !errors.Is(err, catalog.ErrNotFound) || err.Error() != hidden {
-		t.Errorf("Version: %v, want %q", err, hidden)
+	if _, err := e.cat.Version(e.ctx, only, "private", "cowsay", "0.2.0"); !errors.Is(err, catalog.ErrNotFound) || err.Error() != hiddenVersion {
+		t.Errorf("Version: %v, want %q", err, hiddenVersion)
 	}
 	res, err := e.cat.Search(e.ctx, catalog.Query{Text: "cowsay", Access: only})
 	if err != nil || res.Total != 0 {

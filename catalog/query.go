@@ -29,7 +29,7 @@ type pkg struct {
 // load reads a package the access allows; unknown and forbidden packages
 // are both ErrNotFound, so that callers learn nothing of what they may not pull.
 func (c *Catalog) load(ctx context.Context, access Access, ns, name string) (*pkg, error) {
-	if !access.Allows(ns) {
+	if !access.Allows(ns, name) {
 		return nil, errorf(ErrNotFound, "package %s/%s", ns, name)
 	}
 	entries, err := c.store.Entries(ctx, ns, name)
@@ -153,10 +153,11 @@ func (c *Catalog) Version(ctx context.Context, access Access, ns, name, version 
 }
 
 // version returns a readable version; a tag that is not one is ErrNotFound
-// with the reason.
+// with the reason. A package the access does not allow is answered as one
+// without the version.
 func (c *Catalog) version(ctx context.Context, access Access, ns, name, version string) (*Entry, error) {
-	if !access.Allows(ns) {
-		return nil, errorf(ErrNotFound, "package %s/%s", ns, name)
+	if !access.Allows(ns, name) {
+		return nil, errorf(ErrNotFound, "package %s/%s has no version %s", ns, name, version)
 	}
 	tag := pkgformat.Tag(version)
 	e, err := c.store.Entry(ctx, ns, name, tag)

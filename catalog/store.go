@@ -3,6 +3,9 @@ package catalog
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/berth-registry/berth/catalog/apiv1"
@@ -122,25 +125,82 @@ type TagDigest struct {
 	Namespace, Name, Tag, Digest string
 }
 
-// Access is what a caller may pull, as an Authorizer decides it.
+// Access is what a caller may pull, as an Authorizer decides it: a
+// predicate over packages, since access rules are globs over
+// namespace/name. The zero Access allows nothing.
 type Access struct {
-	// All is true when the caller may pull every namespace.
+	// All is true when the caller may pull every package; Namespace and
+	// Pull are then not asked.
 	All bool
-	// Namespaces the caller may pull when All is false.
-	Namespaces []string
+	// Namespace, when not nil, says of a whole namespace what Pull would
+	// say of each of its packages: CoversAll, CoversNone, or CoversSome
+	// when Pull must be asked package by package. It lets a search or a
+	// walk decide once per namespace rather than once per package.
+	Namespace func(namespace string) Coverage
+	// Pull reports whether the caller may pull the package namespace/name.
+	// Nil allows nothing.
+	Pull func(namespace, name string) bool
+	// Key identifies what the access allows, for caches: two accesses with
+	// the same non-empty Key allow the same packages. Responses that depend
+	// on an access with no Key (and not All) are not given an entity tag.
+	Key string
 }
 
-// Allows reports whether the access covers namespace.
-func (a Access) Allows(namespace string) bool {
-	if a.All {
+// Coverage is how much of a namespace an Access allows.
+type Coverage int8
+
+// Coverages of a namespace, in increasing order.
+const (
+	// CoversNone: no package of the namespace is allowed.
+	CoversNone Coverage = iota
+	// CoversSome: some packages of the namespace may be allowed; ask Pull.
+	CoversSome
+	// CoversAll: every package of the namespace is allowed.
+	CoversAll
+)
+
+// Covers says how much of namespace the access allows.
+func (a Access) Covers(namespace string) Coverage {
+	switch {
+	case a.All:
+		return CoversAll
+	case a.Pull == nil:
+		return CoversNone
+	case a.Namespace == nil:
+		return CoversSome
+	}
+	return a.Namespace(namespace)
+}
+
+// Allows reports whether the access allows the package namespace/name.
+func (a Access) Allows(namespace, name string) bool {
+	switch a.Covers(namespace) {
+	case CoversAll:
 		return true
+	case CoversNone:
+		return false
 	}
-	for _, ns := range a.Namespaces {
-		if ns == namespace {
-			return true
-		}
+	return a.Pull(namespace, name)
+}
+
+// NamespaceAccess is the Access to every package of the namespaces given,
+// and to nothing else.
+func NamespaceAccess(namespaces ...string) Access {
+	allowed := make(map[string]bool, len(namespaces))
+	for _, ns := range namespaces {
+		allowed[ns] = true
 	}
-	return false
+	keys := slices.Sorted(maps.Keys(allowed))
+	return Access{
+		Namespace: func(ns string) Coverage {
+			if allowed[ns] {
+				return CoversAll
+			}
+			return CoversNone
+		},
+		Pull: func(ns, _ string) bool { return allowed[ns] },
+		Key:  "namespaces:" + strings.Join(keys, ","),
+	}
 }
 
 // Sort orders search results.

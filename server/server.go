@@ -1,5 +1,6 @@
 // Package server assembles berth serve's HTTP surface on one port: the
-// registry under /v2/, /healthz, /readyz and /metrics, behind middleware that
+// registry under /v2/, the catalog, the token service under /auth/, the
+// robots API, /healthz, /readyz and /metrics, behind middleware that
 // assigns request IDs, writes the access log and records Prometheus metrics.
 // HEAD is answered wherever GET is, outside /v2/ (which answers it itself).
 // Run serves until its context ends, then shuts down cleanly.
@@ -36,6 +37,18 @@ type Options struct {
 	// Catalog serves the catalog: /api/v1/, /api/helm/, /index.yaml,
 	// /{namespace}/index.yaml and /events.
 	Catalog http.Handler
+	// Auth is the token service of the Docker token spec, mounted at
+	// /auth/token and /auth/jwks.json. It authenticates its own requests.
+	Auth http.Handler
+	// Robots serves the robots API at /api/v1/robots and /api/v1/robots/*.
+	Robots http.Handler
+	// API wraps the catalog's routes, the robots API and /metrics: it
+	// authenticates the request and puts its identity in the context
+	// (auth.API). Nil leaves them as they are.
+	API func(http.Handler) http.Handler
+	// Metrics wraps /metrics, inside API: auth.MetricsGate when only
+	// administrators may read the metrics. Nil leaves /metrics open.
+	Metrics func(http.Handler) http.Handler
 	// Ready names the checks /readyz runs (e.g. "storage").
 	Ready map[string]ReadyChecker
 	// Logger is the server's logger. Nil means slog.Default().
@@ -72,18 +85,36 @@ func New(opts Options) *Server {
 	r.MethodNotAllowed(methodNotAllowed)
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
-	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(prometheus.Gatherers{metrics.registry, prometheus.DefaultGatherer}, promhttp.HandlerOpts{}))
+	api := opts.API
+	if api == nil {
+		api = func(h http.Handler) http.Handler { return h }
+	}
+	var promHandler http.Handler = promhttp.HandlerFor(prometheus.Gatherers{metrics.registry, prometheus.DefaultGatherer}, promhttp.HandlerOpts{})
+	if opts.Metrics != nil {
+		promHandler = opts.Metrics(promHandler)
+	}
+	r.Method(http.MethodGet, "/metrics", api(promHandler))
 	if opts.Registry != nil {
 		r.Handle("/v2", opts.Registry)
 		r.Handle("/v2/*", opts.Registry)
 	}
+	if opts.Auth != nil {
+		r.Handle("/auth/token", opts.Auth)
+		r.Handle("/auth/jwks.json", opts.Auth)
+	}
 	if opts.Catalog != nil {
-		r.Handle("/api/v1", opts.Catalog)
-		r.Handle("/api/v1/*", opts.Catalog)
-		r.Handle("/api/helm/*", opts.Catalog)
-		r.Handle("/index.yaml", opts.Catalog)
-		r.Handle("/{namespace}/index.yaml", opts.Catalog)
+		cat := api(opts.Catalog)
+		r.Handle("/api/v1", cat)
+		r.Handle("/api/v1/*", cat)
+		r.Handle("/api/helm/*", cat)
+		r.Handle("/index.yaml", cat)
+		r.Handle("/{namespace}/index.yaml", cat)
 		r.Handle("/events", opts.Catalog)
+	}
+	if opts.Robots != nil {
+		robots := api(opts.Robots)
+		r.Handle("/api/v1/robots", robots)
+		r.Handle("/api/v1/robots/*", robots)
 	}
 	s.handler = r
 	return s

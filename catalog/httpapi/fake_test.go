@@ -100,7 +100,7 @@ func (f *fakeCatalog) Package(_ context.Context, access catalog.Access, ns, name
 	if err := f.record("Package", &access); err != nil {
 		return nil, err
 	}
-	if ns != "kudo" || name != "kafka" || !access.Allows(ns) {
+	if ns != "kudo" || name != "kafka" || !access.Allows(ns, name) {
 		return nil, notFound("package %s/%s", ns, name)
 	}
 	return &apiv1.Package{
@@ -218,7 +218,7 @@ func (f *fakeCatalog) Walk(ctx context.Context, access catalog.Access, ns string
 	}
 	i := 0
 	for _, e := range f.entries {
-		if !access.Allows(e.Namespace) || (ns != "" && e.Namespace != ns) {
+		if !access.Allows(e.Namespace, e.Name) || (ns != "" && e.Namespace != ns) {
 			continue
 		}
 		if err := ctx.Err(); err != nil {
@@ -257,7 +257,7 @@ type fakeAuth struct {
 
 func (a fakeAuth) Pullable(context.Context) (catalog.Access, error) { return a.access, a.pullErr }
 
-func (a fakeAuth) MayDelete(_ context.Context, ns string) error { return a.deleteErr }
+func (a fakeAuth) MayDelete(context.Context, string, string) error { return a.deleteErr }
 
 // response is what a test request got back.
 type response struct {

@@ -7,7 +7,7 @@ import (
 )
 
 // changes answers GET /api/v1/changes?since=&limit=: the change feed after
-// since, oldest first, without the changes of namespaces the caller may not
+// since, oldest first, without the changes of packages the caller may not
 // pull. Next is where the following request starts, also when every change
 // of the page was filtered out.
 func (h *handler) changes(w http.ResponseWriter, r *http.Request) error {
@@ -34,7 +34,7 @@ func (h *handler) changes(w http.ResponseWriter, r *http.Request) error {
 	if !access.All {
 		kept := c.Changes[:0:0]
 		for _, ch := range c.Changes {
-			if access.Allows(ch.Namespace) {
+			if access.Allows(ch.Namespace, ch.Name) {
 				kept = append(kept, ch)
 			}
 		}

@@ -186,7 +186,7 @@ func TestHelmNamespaceIndex(t *testing.T) {
 	if res := serve(t, h, "GET", "/api/helm/Bad_NS/index.yaml", nil); res.status != http.StatusBadRequest {
 		t.Errorf("bad namespace: status %d", res.status)
 	}
-	h = newHandler(f, fakeAuth{access: catalog.Access{Namespaces: []string{"stable"}}}, nil)
+	h = newHandler(f, fakeAuth{access: catalog.NamespaceAccess("stable")}, nil)
 	if idx := parseHelmIndex(t, serve(t, h, "GET", "/api/helm/index.yaml", nil).body); len(idx.Entries) != 2 || idx.Entries["webapp"] == nil {
 		t.Errorf("entries %v, want only stable's, webapp keyed by name", idx.Entries)
 	}
@@ -213,7 +213,7 @@ type chartCatalog struct{ *fakeCatalog }
 
 func (c chartCatalog) Version(_ context.Context, access catalog.Access, ns, name, version string) (*apiv1.Version, error) {
 	for _, e := range c.entries {
-		if access.Allows(ns) && e.Namespace == ns && e.Name == name && e.Tag == pkgformat.Tag(version) {
+		if access.Allows(ns, name) && e.Namespace == ns && e.Name == name && e.Tag == pkgformat.Tag(version) {
 			return &apiv1.Version{
 				Namespace: ns, Name: name, Version: e.Metadata.Version, Digest: e.Digest, Format: e.Metadata.Format,
 				PullReference: ns + "/" + name + "@" + e.Digest, Content: e.Content, Metadata: *e.Metadata, Indexed: e.Indexed,
@@ -250,7 +250,7 @@ func TestHelmChartDownload(t *testing.T) {
 			t.Errorf("%s: %d, Location %q; want %d, %q", tc.what, res.status, res.header.Get("Location"), tc.status, tc.location)
 		}
 	}
-	h := httpapi.New(httpapi.Options{Catalog: cat, Authorizer: fakeAuth{access: catalog.Access{Namespaces: []string{"stable"}}}})
+	h := httpapi.New(httpapi.Options{Catalog: cat, Authorizer: fakeAuth{access: catalog.NamespaceAccess("stable")}})
 	if res := serve(t, h, "GET", "/api/helm/charts/webapp/webapp-0.9.0.tgz", nil); res.status != http.StatusNotFound {
 		t.Errorf("a namespace the caller may not pull: %d", res.status)
 	}

@@ -250,7 +250,7 @@ func withRequestID(h http.Handler) http.Handler {
 }
 
 func TestAccess(t *testing.T) {
-	only := catalog.Access{Namespaces: []string{"kudo"}}
+	only := catalog.NamespaceAccess("kudo")
 	t.Run("passed down", func(t *testing.T) {
 		f := newFake()
 		h := newHandler(f, fakeAuth{access: only}, nil)
@@ -265,7 +265,7 @@ func TestAccess(t *testing.T) {
 			}
 		}
 		for _, a := range f.accesses {
-			if a.All || !slices.Equal(a.Namespaces, only.Namespaces) {
+			if a.All || a.Key != only.Key {
 				t.Errorf("access %+v passed down, want %+v (calls %v)", a, only, f.calls)
 			}
 		}

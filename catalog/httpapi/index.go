@@ -106,7 +106,7 @@ import (
 // versions at a time. It carries no generated time, so that its bytes depend
 // only on the catalog's state; its strong ETag is derived from the catalog's
 // last change sequence number, the path, the download base URL and the
-// caller's access.
+// caller's access (its Key; an access without one gets no ETag).
 
 // indexBufferSize is how much of the index is written at once.
 const indexBufferSize = 32 << 10
@@ -201,12 +201,13 @@ func (h *handler) serveIndex(w http.ResponseWriter, r *http.Request, d dialect) 
 		return err
 	}
 	base := h.downloadBase(r)
-	etag := indexETag(st.Seq, r.URL.Path, base, access)
-	w.Header().Set("ETag", etag)
 	w.Header().Set("Cache-Control", "no-cache")
-	if etagMatches(r.Header.Values("If-None-Match"), etag) {
-		w.WriteHeader(http.StatusNotModified)
-		return nil
+	if etag := indexETag(st.Seq, r.URL.Path, base, access); etag != "" {
+		w.Header().Set("ETag", etag)
+		if etagMatches(r.Header.Values("If-None-Match"), etag) {
+			w.WriteHeader(http.StatusNotModified)
+			return nil
+		}
 	}
 
 	var shared map[string]bool
@@ -291,13 +292,15 @@ func validHost(h string) bool {
 }
 
 // indexETag is the strong entity tag of an index: the same catalog state,
-// path, download base and access always render the same bytes.
+// path, download base and access always render the same bytes. An access
+// with no Key has none ("").
 func indexETag(seq int64, path, base string, access catalog.Access) string {
 	who := "*"
 	if !access.All {
-		ns := slices.Clone(access.Namespaces)
-		slices.Sort(ns)
-		who = strings.Join(ns, ",")
+		if access.Key == "" {
+			return ""
+		}
+		who = "key:" + access.Key
 	}
 	sum := sha256.Sum256([]byte(path + "\x00" + base + "\x00" + who))
 	return `"idx-` + strconv.FormatInt(seq, 10) + "-" + hex.EncodeToString(sum[:8]) + `"`

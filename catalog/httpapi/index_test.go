@@ -221,7 +221,7 @@ func TestNamespaceIndex(t *testing.T) {
 
 func TestIndexAccessAndEmpty(t *testing.T) {
 	f := indexFake()
-	h := newHandler(f, fakeAuth{access: catalog.Access{Namespaces: []string{"olm"}}}, nil)
+	h := newHandler(f, fakeAuth{access: catalog.NamespaceAccess("olm")}, nil)
 	idx := parseIndex(t, serve(t, h, "GET", "/index.yaml", nil).body)
 	if len(idx.Entries) != 2 || idx.Entries["etcd"] == nil || idx.Entries["weird"] == nil {
 		t.Errorf("entries %v, want only olm's", idx.Entries)
@@ -284,7 +284,7 @@ func TestIndexETag(t *testing.T) {
 	other := map[string]string{}
 	other["namespace"] = serve(t, h, "GET", "/kudo/index.yaml", nil).header.Get("ETag")
 	other["host"] = serve(t, h, "GET", "/index.yaml", nil, "X-Forwarded-Host", "mirror.example").header.Get("ETag")
-	other["access"] = serve(t, newHandler(f, fakeAuth{access: catalog.Access{Namespaces: []string{"kudo"}}}, nil), "GET", "/index.yaml", nil).header.Get("ETag")
+	other["access"] = serve(t, newHandler(f, fakeAuth{access: catalog.NamespaceAccess("kudo")}, nil), "GET", "/index.yaml", nil).header.Get("ETag")
 	f.seq++
 	other["change"] = serve(t, h, "GET", "/index.yaml", nil).header.Get("ETag")
 	for what, tag := range other {

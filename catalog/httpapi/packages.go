@@ -31,7 +31,8 @@ func (h *handler) getPackage(w http.ResponseWriter, r *http.Request) error {
 }
 
 // deletePackage answers DELETE /api/v1/packages/{namespace}/{name}: it deletes
-// every version, if the caller may delete in the namespace.
+// every version, if the caller may delete the package. A package the caller
+// may not pull is answered as one that does not exist.
 func (h *handler) deletePackage(w http.ResponseWriter, r *http.Request) error {
 	ns, name, err := packagePath(r)
 	if err != nil {
@@ -40,7 +41,7 @@ func (h *handler) deletePackage(w http.ResponseWriter, r *http.Request) error {
 	if err := onlyParams(r); err != nil {
 		return err
 	}
-	if err := h.auth.MayDelete(r.Context(), ns); err != nil {
+	if err := h.auth.MayDelete(r.Context(), ns, name); err != nil {
 		return err
 	}
 	versions, err := h.cat.DeletePackage(r.Context(), ns, name)

@@ -61,7 +61,7 @@ func randomQueries(r *rand.Rand) []catalog.Query {
 		case 2:
 			q.KubeVersion = "1"
 		case 3:
-			q.Access = catalog.Access{Namespaces: []string{"ns1"}}
+			q.Access = catalog.NamespaceAccess("ns1")
 		}
 		q.Sort = []catalog.Sort{catalog.SortRelevance, catalog.SortName, catalog.SortUpdated}[i%3]
 		qs = append(qs, q)

@@ -141,8 +141,11 @@ type filter struct {
 	namespace, format, channel, group, kind int32
 	verified                                int8 // -1, or 0 or 1
 	kube                                    string
-	// access says which namespace symbols may be seen; nil when all may.
-	access []bool
+	// access is what the caller may pull; nil when it may pull everything.
+	access *catalog.Access
+	// covers caches the access's coverage of each namespace symbol for the
+	// query, plus one: 0 until asked.
+	covers []int8
 }
 
 // filter compiles the filters of q.
@@ -175,23 +178,18 @@ func (ix *Index) filter(q catalog.Query) *filter {
 		}
 	}
 	if !q.Access.All {
-		f.access = make([]bool, len(ix.namespaces.names))
-		allowed := false
-		for _, ns := range q.Access.Namespaces {
-			if id := ix.namespaces.lookup(ns); id >= 0 {
-				f.access[id], allowed = true, true
-			}
-		}
-		f.none = f.none || !allowed
+		f.access = &q.Access
+		f.covers = make([]int8, len(ix.namespaces.names))
+		f.none = f.none || q.Access.Pull == nil
 	}
 	return f
 }
 
-// ok reports whether the document of h and d passes the filters.
+// ok reports whether the document of h and d passes the filters, the
+// caller's access last, as it may be the dearest to ask.
 func (f *filter) ok(h *hot, d *doc) bool {
 	switch {
-	case f.access != nil && !f.access[h.namespace],
-		f.namespace >= 0 && h.namespace != f.namespace,
+	case f.namespace >= 0 && h.namespace != f.namespace,
 		f.format >= 0 && h.format != f.format,
 		f.verified >= 0 && h.verified != (f.verified == 1),
 		f.channel >= 0 && !slices.Contains(d.channels, f.channel):
@@ -204,12 +202,33 @@ func (f *filter) ok(h *hot, d *doc) bool {
 			return false
 		}
 	}
-	if f.kube != "" {
-		return slices.ContainsFunc(d.kube, func(r KubeRange) bool {
-			return (r.Min == "" || r.Min <= f.kube) && (r.Max == "" || r.Max >= f.kube)
-		})
+	if f.kube != "" && !slices.ContainsFunc(d.kube, func(r KubeRange) bool {
+		return (r.Min == "" || r.Min <= f.kube) && (r.Max == "" || r.Max >= f.kube)
+	}) {
+		return false
 	}
-	return true
+	return f.allows(h, d)
+}
+
+// allows reports whether the caller may pull the package of h and d, asking
+// the access once per namespace and query, and per package only in the
+// namespaces it covers in part.
+func (f *filter) allows(h *hot, d *doc) bool {
+	if f.access == nil {
+		return true
+	}
+	c := f.covers[h.namespace]
+	if c == 0 {
+		c = int8(f.access.Covers(d.summary.Namespace)) + 1
+		f.covers[h.namespace] = c
+	}
+	switch catalog.Coverage(c - 1) {
+	case catalog.CoversAll:
+		return true
+	case catalog.CoversNone:
+		return false
+	}
+	return f.access.Pull(d.summary.Namespace, d.summary.Name)
 }
 
 // listByName counts the packages that pass f and returns the page of them,

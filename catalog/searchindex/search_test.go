@@ -48,7 +48,7 @@ func names(res *catalog.SearchResult) []string {
 // search runs q with access to everything unless q says otherwise.
 func search(t *testing.T, ix *Index, q catalog.Query) *catalog.SearchResult {
 	t.Helper()
-	if !q.Access.All && q.Access.Namespaces == nil {
+	if !q.Access.All && q.Access.Pull == nil {
 		q.Access = all
 	}
 	res, err := ix.Search(q)
@@ -194,9 +194,19 @@ func TestFilters(t *testing.T) {
 		{"kube below every minimum", catalog.Query{KubeVersion: kube("1.10")}, []string{"a/beta", "b/gamma"}},
 		{"verified", catalog.Query{Verified: &yes}, []string{"a/alpha"}},
 		{"unverified", catalog.Query{Verified: &no}, []string{"a/beta", "b/gamma"}},
-		{"access", catalog.Query{Access: catalog.Access{Namespaces: []string{"b", "zz"}}}, []string{"b/gamma"}},
-		{"no access", catalog.Query{Access: catalog.Access{Namespaces: []string{}}}, nil},
-		{"access and namespace", catalog.Query{Namespace: "a", Access: catalog.Access{Namespaces: []string{"b"}}}, nil},
+		{"access", catalog.Query{Access: catalog.NamespaceAccess("b", "zz")}, []string{"b/gamma"}},
+		{"no access", catalog.Query{Access: catalog.NamespaceAccess()}, nil},
+		{"access and namespace", catalog.Query{Namespace: "a", Access: catalog.NamespaceAccess("b")}, nil},
+		{"access per package", catalog.Query{Access: catalog.Access{Pull: func(_, name string) bool { return name != "alpha" }}}, []string{"a/beta", "b/gamma"}},
+		{"access per package and namespace", catalog.Query{Access: catalog.Access{
+			Namespace: func(ns string) catalog.Coverage {
+				if ns == "a" {
+					return catalog.CoversSome
+				}
+				return catalog.CoversNone
+			},
+			Pull: func(_, name string) bool { return name == "alpha" },
+		}}, []string{"a/alpha"}},
 		{"text and filters", catalog.Query{Text: "alpha", Channel: "stable", Format: pkgformat.Helm}, []string{"a/alpha"}},
 	} {
 		res := search(t, ix, tc.q)

@@ -139,33 +139,50 @@ func (s *Store) Changes(ctx context.Context, since int64, limit int) ([]apiv1.Ch
 }
 
 // Unindexed returns the entries whose status is not indexed and whose
-// namespace access allows, ordered by namespace, name and tag, starting after
-// offset. A limit <= 0 means catalog.DefaultLimit, and it is capped at
+// package access allows, ordered by namespace, name and tag, starting after
+// offset of them. A limit <= 0 means catalog.DefaultLimit, and it is capped at
 // catalog.MaxLimit; a negative offset is an error wrapping catalog.ErrInvalid.
+// The access is asked in Go, once per package, so the rows of the packages it
+// hides are read and skipped.
 func (s *Store) Unindexed(ctx context.Context, access catalog.Access, limit, offset int) ([]apiv1.Artifact, error) {
 	if offset < 0 {
 		return nil, fmt.Errorf("catalog: unindexed: %w: negative offset %d", catalog.ErrInvalid, offset)
 	}
-	var args []any
-	where := accessClause("namespace", access, &args)
-	args = append(args, catalog.PageSize(limit), offset)
-	rows, err := s.reader.QueryContext(ctx, `SELECT namespace, name, tag, digest, status, reason, indexed
-	FROM entries WHERE status <> 'indexed' AND `+where+` ORDER BY namespace, name, tag LIMIT ? OFFSET ?`, args...)
-	if err != nil {
-		return nil, fmt.Errorf("catalog: unindexed: %w", err)
+	if !access.All && access.Pull == nil {
+		return []apiv1.Artifact{}, nil
 	}
-	defer rows.Close()
+	sqlText := `SELECT namespace, name, tag, digest, status, reason, indexed
+	FROM entries WHERE status <> 'indexed' ORDER BY namespace, name, tag`
+	var args []any
+	if access.All {
+		sqlText += ` LIMIT ? OFFSET ?`
+		args = append(args, catalog.PageSize(limit), offset)
+	}
 	out := []apiv1.Artifact{}
-	for rows.Next() {
+	allows := allower(access)
+	skip, size := offset, catalog.PageSize(limit)
+	errFull := errors.New("page full")
+	err := query(ctx, s.reader, sqlText, args, func(rows *sql.Rows) error {
 		var a apiv1.Artifact
 		var t int64
 		if err := rows.Scan(&a.Namespace, &a.Name, &a.Tag, &a.Digest, &a.Status, &a.Reason, &t); err != nil {
-			return nil, fmt.Errorf("catalog: unindexed: %w", err)
+			return err
+		}
+		switch {
+		case !allows(a.Namespace, a.Name):
+			return nil
+		case !access.All && skip > 0:
+			skip--
+			return nil
 		}
 		a.Indexed = decodeTime(t)
 		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil {
+		if len(out) == size {
+			return errFull
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errFull) {
 		return nil, fmt.Errorf("catalog: unindexed: %w", err)
 	}
 	return out, nil
@@ -182,8 +199,11 @@ const walkBatch = 256
 // may not be seen; each is seen at most once. fn's error stops the walk and is
 // returned as it is.
 func (s *Store) Walk(ctx context.Context, access catalog.Access, namespace string, fn func(*catalog.Entry) error) error {
+	if !access.All && access.Pull == nil {
+		return nil
+	}
 	var filter []any
-	where := `status = 'indexed' AND ` + accessClause("namespace", access, &filter)
+	where := `status = 'indexed'`
 	if namespace != "" {
 		where += ` AND namespace = ?`
 		filter = append(filter, namespace)
@@ -192,6 +212,7 @@ func (s *Store) Walk(ctx context.Context, access catalog.Access, namespace strin
 		` AND (namespace, name, tag) > (?, ?, ?) ORDER BY namespace, name, tag LIMIT ?`
 	var last [3]string
 	batch := make([]*catalog.Entry, 0, walkBatch)
+	allows := allower(access)
 	for {
 		args := append(append([]any{}, filter...), last[0], last[1], last[2], walkBatch)
 		batch = batch[:0]
@@ -206,6 +227,9 @@ func (s *Store) Walk(ctx context.Context, access catalog.Access, namespace strin
 			return fmt.Errorf("catalog: walk: %w", err)
 		}
 		for _, e := range batch {
+			if !allows(e.Namespace, e.Name) {
+				continue
+			}
 			if err := fn(e); err != nil {
 				return err
 			}
@@ -254,16 +278,28 @@ func query(ctx context.Context, db queryer, query string, args []any, fn func(*s
 	return rows.Err()
 }
 
-// accessClause returns an SQL condition on column that access allows, adding
-// its arguments to args.
-func accessClause(column string, access catalog.Access, args *[]any) string {
-	switch {
-	case access.All:
-		return "1"
-	case len(access.Namespaces) == 0:
-		return "0"
+// allower returns access.Allows for rows read in namespace and name order:
+// it asks the access once per namespace, and Pull once per package of a
+// namespace the access covers only in part.
+func allower(access catalog.Access) func(namespace, name string) bool {
+	if access.All {
+		return func(string, string) bool { return true }
 	}
-	b, _ := json.Marshal(access.Namespaces) // a []string always encodes
-	*args = append(*args, string(b))
-	return column + ` IN (SELECT value FROM json_each(?))`
+	var ns, name string
+	cov, allowed, asked := catalog.CoversNone, false, false
+	return func(n, m string) bool {
+		if !asked || n != ns {
+			ns, cov, name, asked = n, access.Covers(n), "", true
+		}
+		switch cov {
+		case catalog.CoversAll:
+			return true
+		case catalog.CoversNone:
+			return false
+		}
+		if m != name || name == "" {
+			name, allowed = m, access.Pull(n, m)
+		}
+		return allowed
+	}
 }

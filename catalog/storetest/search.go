@@ -345,22 +345,36 @@ func testAccess(t *testing.T, h *harness) {
 	}{
 		{"all", all, []string{"a/alpha", "a/beta", "b/delta", "b/epsilon", "b/gamma", "c/zeta"},
 			[]string{"a/omega", "b/img", "c/img"}},
-		{"a and c", catalog.Access{Namespaces: []string{"c", "a"}}, []string{"a/alpha", "a/beta", "c/zeta"}, []string{"a/omega", "c/img"}},
-		{"unknown namespace", catalog.Access{Namespaces: []string{"zz"}}, nil, nil},
+		{"a and c", catalog.NamespaceAccess("c", "a"), []string{"a/alpha", "a/beta", "c/zeta"}, []string{"a/omega", "c/img"}},
+		{"unknown namespace", catalog.NamespaceAccess("zz"), nil, nil},
 		{"nothing", catalog.Access{}, nil, nil},
+		{"packages", catalog.Access{Pull: pullOnly("a/alpha", "b/gamma", "b/img", "c/none")},
+			[]string{"a/alpha", "b/gamma"}, []string{"b/img"}},
+		{"namespace a, packages of b", catalog.Access{
+			Namespace: func(ns string) catalog.Coverage {
+				switch ns {
+				case "a":
+					return catalog.CoversAll
+				case "b":
+					return catalog.CoversSome
+				}
+				return catalog.CoversNone
+			},
+			Pull: func(ns, name string) bool { return ns == "a" || ns+"/"+name == "b/delta" || ns+"/"+name == "b/img" },
+		}, []string{"a/alpha", "a/beta", "b/delta"}, []string{"a/omega", "b/img"}},
 	} {
 		res := h.search(catalog.Query{Access: tc.access, Limit: catalog.MaxLimit})
 		if got := names(res.Packages); !slices.Equal(got, tc.packages) || res.Total != len(tc.packages) {
 			t.Errorf("%s: Search = %v (total %d), want %v", tc.name, got, res.Total, tc.packages)
 		}
 		for ns, n := range res.Facets.Namespace {
-			if n > 0 && !tc.access.Allows(ns) {
+			if n > 0 && tc.access.Covers(ns) == catalog.CoversNone {
 				t.Errorf("%s: facets count %d packages in namespace %s", tc.name, n, ns)
 			}
 		}
 		text := h.search(catalog.Query{Text: "alpha", Access: tc.access})
 		for _, p := range text.Packages {
-			if !tc.access.Allows(p.Namespace) {
+			if !tc.access.Allows(p.Namespace, p.Name) {
 				t.Errorf("%s: text search found %s/%s", tc.name, p.Namespace, p.Name)
 			}
 		}
@@ -374,6 +388,19 @@ func testAccess(t *testing.T, h *harness) {
 		}
 		if !slices.Equal(gotUn, tc.unindexed) {
 			t.Errorf("%s: Unindexed = %v, want %v", tc.name, gotUn, tc.unindexed)
+		}
+		var paged []string
+		for offset := 0; offset <= len(tc.unindexed); offset++ {
+			page, err := h.store.Unindexed(h.ctx, tc.access, 1, offset)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, a := range page {
+				paged = append(paged, a.Namespace+"/"+a.Name)
+			}
+		}
+		if !slices.Equal(paged, tc.unindexed) {
+			t.Errorf("%s: Unindexed by pages of 1 = %v, want %v", tc.name, paged, tc.unindexed)
 		}
 		var walked []string
 		if err := h.store.Walk(h.ctx, tc.access, "", func(e *catalog.Entry) error {
@@ -389,14 +416,19 @@ func testAccess(t *testing.T, h *harness) {
 		}
 	}
 	// A namespace filter never widens access.
-	res := h.search(catalog.Query{Namespace: "b", Access: catalog.Access{Namespaces: []string{"a"}}})
+	res := h.search(catalog.Query{Namespace: "b", Access: catalog.NamespaceAccess("a")})
 	if res.Total != 0 {
 		t.Errorf("namespace b with access to a: %v", names(res.Packages))
 	}
 	n := 0
-	if err := h.store.Walk(h.ctx, catalog.Access{Namespaces: []string{"a"}}, "b", func(*catalog.Entry) error { n++; return nil }); err != nil || n != 0 {
+	if err := h.store.Walk(h.ctx, catalog.NamespaceAccess("a"), "b", func(*catalog.Entry) error { n++; return nil }); err != nil || n != 0 {
 		t.Errorf("Walk of namespace b with access to a: %d entries, %v", n, err)
 	}
+}
+
+// pullOnly is the Pull of an access to the packages named.
+func pullOnly(packages ...string) func(namespace, name string) bool {
+	return func(ns, name string) bool { return slices.Contains(packages, ns+"/"+name) }
 }
 
 func testHostileText(t *testing.T, h *harness) {

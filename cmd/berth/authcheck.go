@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,13 +10,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/berth-registry/berth/auth"
+	"github.com/berth-registry/berth/auth/robotdb"
 	"github.com/berth-registry/berth/config"
 )
-
-// openRobots opens the robot store kept in file (auth.robots.database), from
-// which berth auth check takes a robot subject's scopes. It is nil in a build
-// without a robot store; robot subjects then cannot be checked.
-var openRobots func(ctx context.Context, file string) (auth.RobotStore, error)
 
 // newAuthCmd returns `berth auth`, the commands about access rules.
 func newAuthCmd() *cobra.Command {
@@ -165,18 +160,15 @@ func identity(ctx context.Context, cfg *config.Auth, subject string, groups []st
 
 // lookupRobot returns the robot NAMESPACE+NAME from the robot store in file.
 func lookupRobot(ctx context.Context, file, name string) (*auth.Robot, error) {
-	if openRobots == nil {
-		return nil, errors.New("robot subjects cannot be checked: this build of berth has no robot store")
-	}
 	namespace, robotName, _ := strings.Cut(name, "+")
-	store, err := openRobots(ctx, file)
+	store, err := robotdb.Open(ctx, file)
 	if err != nil {
 		return nil, fmt.Errorf("auth.robots.database: %w", err)
 	}
 	defer store.Close()
 	robot, err := store.Get(ctx, namespace, robotName)
 	if err != nil {
-		return nil, fmt.Errorf("robot %s/%s: %w", namespace, robotName, err)
+		return nil, err
 	}
 	return robot, nil
 }

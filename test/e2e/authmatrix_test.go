@@ -26,6 +26,11 @@ import (
 // the answer for a package that does not exist; A is 401 or 404 (an
 // anonymous delete of what it cannot see).
 //
+// A /v2/ client sends its credentials only when challenged, as docker and
+// oras do, and public reads are not challenged: so the revoked and expired
+// robots read pub's manifests, tags and referrers, having never presented
+// their credentials; everywhere they present them they get 401.
+//
 // Namespaces: a (alice's, the robots' and the signer's), b (bob's), pub
 // (public). The per-namespace rows read the namespace's fixture package:
 // a/kafka, b/elastic, pub/cowsay. push pushes a new plain package; the
@@ -60,9 +65,9 @@ b:upgrades          N         N     200  N          N          401           401
 b:ns-search         200       200   200  200        200        401           401           200    200
 b:ns-index          200       200   200  200        200        401           401           200    200
 b:ns-helm-index     200       200   200  200        200        401           401           200    200
-pub:manifest        200       200   200  200        200        401           401           200    200
-pub:tags            200       200   200  200        200        401           401           200    200
-pub:referrers       200       200   200  200        200        401           401           200    200
+pub:manifest        200       200   200  200        200        200           200           200    200
+pub:tags            200       200   200  200        200        200           200           200    200
+pub:referrers       200       200   200  200        200        200           200           200    200
 pub:show            200       200   200  200        200        401           401           200    200
 pub:version         200       200   200  200        200        401           401           200    200
 pub:files           200       200   200  200        200        401           401           200    200

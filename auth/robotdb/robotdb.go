@@ -15,14 +15,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
-	"os"
-	"path/filepath"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
-
 	"github.com/berth-registry/berth/auth"
+	"github.com/berth-registry/berth/internal/sqlitedb"
 )
 
 // Store is an auth.RobotStore in one SQLite file. It is safe for concurrent use.
@@ -53,77 +49,15 @@ var migrations = []string{
 	) WITHOUT ROWID`,
 }
 
-// busyTimeoutMillis is how long a connection waits for a lock another process holds.
-const busyTimeoutMillis = 10000
-
 // Open opens the robot store in the SQLite file at file, creating it and its
 // directory (mode 0700) when absent and bringing an older schema up to date.
+// The file is mode 0600.
 func Open(ctx context.Context, file string) (*Store, error) {
-	abs, err := filepath.Abs(file)
+	writer, reader, err := sqlitedb.Open(ctx, file, sqlitedb.Options{DirMode: 0o700, FileMode: 0o600, Migrations: migrations})
 	if err != nil {
 		return nil, fmt.Errorf("robots: open %s: %w", file, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
-		return nil, fmt.Errorf("robots: open %s: %w", file, err)
-	}
-	s := &Store{file: file}
-	if s.writer, err = sql.Open("sqlite", dsn(abs, false)); err != nil {
-		return nil, fmt.Errorf("robots: open %s: %w", file, err)
-	}
-	s.writer.SetMaxOpenConns(1)
-	if err := migrate(ctx, s.writer); err != nil {
-		s.writer.Close()
-		return nil, fmt.Errorf("robots: open %s: %w", file, err)
-	}
-	if err := os.Chmod(abs, 0o600); err != nil {
-		s.writer.Close()
-		return nil, fmt.Errorf("robots: open %s: %w", file, err)
-	}
-	if s.reader, err = sql.Open("sqlite", dsn(abs, true)); err != nil {
-		s.writer.Close()
-		return nil, fmt.Errorf("robots: open %s: %w", file, err)
-	}
-	return s, nil
-}
-
-// dsn is the data source name of the file at path (see catalog/sqlite).
-func dsn(path string, readOnly bool) string {
-	q := url.Values{}
-	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeoutMillis))
-	q.Add("_pragma", "synchronous(NORMAL)")
-	if readOnly {
-		q.Add("_pragma", "query_only(1)")
-	} else {
-		q.Add("_pragma", "journal_mode(WAL)")
-		q.Set("_txlock", "immediate")
-	}
-	u := url.URL{Scheme: "file", Path: path, RawQuery: q.Encode()}
-	return u.String()
-}
-
-// migrate applies the steps of migrations the file lacks, in one transaction.
-func migrate(ctx context.Context, db *sql.DB) error {
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback() // sql.ErrTxDone after Commit
-	var version int
-	if err := tx.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
-		return fmt.Errorf("not a robot database: %w", err)
-	}
-	if version > len(migrations) {
-		return fmt.Errorf("schema version %d is newer than this berth's (%d)", version, len(migrations))
-	}
-	for _, step := range migrations[version:] {
-		if _, err := tx.ExecContext(ctx, step); err != nil {
-			return fmt.Errorf("migrate schema from version %d: %w", version, err)
-		}
-	}
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, len(migrations))); err != nil {
-		return err
-	}
-	return tx.Commit()
+	return &Store{file: file, writer: writer, reader: reader}, nil
 }
 
 // Close closes the store's connections.
@@ -160,7 +94,7 @@ func (s *Store) Create(ctx context.Context, r *auth.Robot) error {
 	(namespace, name, description, scopes, created_by, created_at, expires_at, revoked_at, last_used, secret_hash)
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.Namespace, r.Name, r.Description, string(scopes), r.CreatedBy,
-		encodeTime(r.CreatedAt), encodeTime(r.ExpiresAt), encodeTime(r.RevokedAt), encodeTime(r.LastUsed), r.SecretHash); err != nil {
+		sqlitedb.EncodeTime(r.CreatedAt), sqlitedb.EncodeTime(r.ExpiresAt), sqlitedb.EncodeTime(r.RevokedAt), sqlitedb.EncodeTime(r.LastUsed), r.SecretHash); err != nil {
 		return fmt.Errorf("robots: create %s: %w", r.Username(), err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -207,7 +141,7 @@ func (s *Store) List(ctx context.Context, namespace string) ([]*auth.Robot, erro
 func (s *Store) Revoke(ctx context.Context, namespace, name string, at time.Time) error {
 	return s.update(ctx, "revoke", namespace, name,
 		`UPDATE robots SET revoked_at = CASE revoked_at WHEN 0 THEN ? ELSE revoked_at END WHERE namespace = ? AND name = ?`,
-		encodeTime(at), namespace, name)
+		sqlitedb.EncodeTime(at), namespace, name)
 }
 
 // Touch records that the robot authenticated at at (an earlier time than
@@ -215,7 +149,7 @@ func (s *Store) Revoke(ctx context.Context, namespace, name string, at time.Time
 func (s *Store) Touch(ctx context.Context, namespace, name string, at time.Time) error {
 	return s.update(ctx, "touch", namespace, name,
 		`UPDATE robots SET last_used = max(last_used, ?) WHERE namespace = ? AND name = ?`,
-		encodeTime(at), namespace, name)
+		sqlitedb.EncodeTime(at), namespace, name)
 }
 
 // update runs an UPDATE of one robot.
@@ -248,24 +182,8 @@ func scan(rows *sql.Rows) ([]*auth.Robot, error) {
 		if err := json.Unmarshal([]byte(scopes), &r.Scopes); err != nil {
 			return nil, fmt.Errorf("robot %s: scopes: %w", r.Username(), err)
 		}
-		r.CreatedAt, r.ExpiresAt, r.RevokedAt, r.LastUsed = decodeTime(created), decodeTime(expires), decodeTime(revoked), decodeTime(used)
+		r.CreatedAt, r.ExpiresAt, r.RevokedAt, r.LastUsed = sqlitedb.DecodeTime(created), sqlitedb.DecodeTime(expires), sqlitedb.DecodeTime(revoked), sqlitedb.DecodeTime(used)
 		out = append(out, r)
 	}
 	return out, rows.Err()
-}
-
-// encodeTime is t in Unix nanoseconds, 0 for the zero time.
-func encodeTime(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
-}
-
-// decodeTime reverses encodeTime, in UTC.
-func decodeTime(n int64) time.Time {
-	if n == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, n).UTC()
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/berth-registry/berth/catalog"
 	"github.com/berth-registry/berth/catalog/apiv1"
+	"github.com/berth-registry/berth/internal/sqlitedb"
 	"github.com/berth-registry/berth/pkgformat"
 )
 
@@ -35,7 +36,7 @@ func scanEntry(sc scanner, withFiles bool) (*catalog.Entry, error) {
 	if err := sc.Scan(dest...); err != nil {
 		return nil, err
 	}
-	e.Indexed = decodeTime(indexed)
+	e.Indexed = sqlitedb.DecodeTime(indexed)
 	if metadata != nil {
 		e.Metadata = new(pkgformat.Metadata)
 		if err := json.Unmarshal(metadata, e.Metadata); err != nil {
@@ -129,7 +130,7 @@ func (s *Store) Changes(ctx context.Context, since int64, limit int) ([]apiv1.Ch
 		if err := rows.Scan(&c.Seq, &c.Action, &c.Namespace, &c.Name, &c.Version, &c.Digest, &c.Status, &t); err != nil {
 			return nil, fmt.Errorf("catalog: changes since %d: %w", since, err)
 		}
-		c.Time = decodeTime(t)
+		c.Time = sqlitedb.DecodeTime(t)
 		out = append(out, c)
 	}
 	if err := rows.Err(); err != nil {
@@ -175,7 +176,7 @@ func (s *Store) Unindexed(ctx context.Context, access catalog.Access, limit, off
 			skip--
 			return nil
 		}
-		a.Indexed = decodeTime(t)
+		a.Indexed = sqlitedb.DecodeTime(t)
 		out = append(out, a)
 		if len(out) == size {
 			return errFull

@@ -1,11 +1,5 @@
 package sqlite
 
-import (
-	"context"
-	"database/sql"
-	"fmt"
-)
-
 // migrations are the schema, one step per version: migrations[i] takes a file
 // from PRAGMA user_version i to i+1. Steps are only ever appended; a released
 // step never changes, so that every file can be brought up to date.
@@ -167,34 +161,4 @@ CREATE TABLE signatures (
 CREATE INDEX signatures_digest ON signatures (namespace, name, digest);
 CREATE INDEX entries_digest ON entries (namespace, name, digest);
 `,
-}
-
-// migrate brings the schema of db up to date, in one
-// transaction. A file written by a newer berth (a user_version beyond the
-// known steps) is refused rather than guessed at.
-func migrate(ctx context.Context, db *sql.DB) error {
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback() // sql.ErrTxDone after Commit
-	var version int
-	if err := tx.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
-		return err
-	}
-	if version > len(migrations) {
-		return fmt.Errorf("schema version %d is newer than this berth knows (%d)", version, len(migrations))
-	}
-	for i := version; i < len(migrations); i++ {
-		if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
-			return fmt.Errorf("schema step %d: %w", i+1, err)
-		}
-	}
-	if version < len(migrations) {
-		// PRAGMA takes no parameters; the value is a constant of this program.
-		if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, len(migrations))); err != nil {
-			return err
-		}
-	}
-	return tx.Commit()
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/berth-registry/berth/catalog"
 	"github.com/berth-registry/berth/catalog/searchindex"
+	"github.com/berth-registry/berth/internal/sqlitedb"
 	"github.com/berth-registry/berth/pkgformat"
 )
 
@@ -85,10 +86,10 @@ func readDocs(ctx context.Context, q queryer, namespace, name string) ([]*search
 		}
 		p.Format = pkgformat.Format(format)
 		if created.Valid {
-			t := decodeTime(created.Int64)
+			t := sqlitedb.DecodeTime(created.Int64)
 			p.Created = &t
 		}
-		p.Updated = decodeTime(updated)
+		p.Updated = sqlitedb.DecodeTime(updated)
 		var apis, kube [][2]string
 		for _, col := range []struct {
 			name string

@@ -12,6 +12,7 @@ import (
 
 	"github.com/berth-registry/berth/catalog"
 	"github.com/berth-registry/berth/catalog/apiv1"
+	"github.com/berth-registry/berth/internal/sqlitedb"
 	"github.com/berth-registry/berth/pkgformat"
 )
 
@@ -165,7 +166,7 @@ func TestFailedWriteLeavesIndex(t *testing.T) {
 func TestMigrateFromVersion1(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "catalog.db")
-	db, err := sql.Open("sqlite", dsn(path, false))
+	db, err := sql.Open("sqlite", sqlitedb.DSN(path, false, options))
 	if err != nil {
 		t.Fatal(err)
 	}

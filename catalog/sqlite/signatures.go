@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/berth-registry/berth/catalog"
+	"github.com/berth-registry/berth/internal/sqlitedb"
 )
 
 // PutSignatures records the signature check c of a digest of a package,
@@ -23,7 +24,7 @@ func (s *Store) PutSignatures(ctx context.Context, c *catalog.SignatureCheck) (b
 		return false, fmt.Errorf("catalog: signatures of %s/%s@%s: %w", c.Namespace, c.Name, c.Digest, err)
 	}
 	verified := c.Verified()
-	checked := encodeTime(c.Checked)
+	checked := sqlitedb.EncodeTime(c.Checked)
 	changed := false
 	err := s.write(ctx, func(tx *sql.Tx) (*indexUpdate, error) {
 		var held bool
@@ -117,7 +118,7 @@ func (s *Store) signatures(ctx context.Context, namespace, name, digest string) 
 	if err != nil {
 		return nil, err
 	}
-	c.Checked = decodeTime(checked)
+	c.Checked = sqlitedb.DecodeTime(checked)
 	err = query(ctx, tx, `SELECT digest, layer, kind, predicate_type, key_id, verified, reason FROM signatures
 	WHERE namespace = ? AND name = ? AND subject = ? ORDER BY position`, []any{namespace, name, digest}, func(rows *sql.Rows) error {
 		var r catalog.SignatureRecord
@@ -172,7 +173,7 @@ func (s *Store) listChecks(ctx context.Context, where []string, args []any, tail
 		if err := rows.Scan(&c.Namespace, &c.Name, &c.Digest, &checked, &c.Policy, &c.Error); err != nil {
 			return err
 		}
-		c.Checked = decodeTime(checked)
+		c.Checked = sqlitedb.DecodeTime(checked)
 		out = append(out, c)
 		return nil
 	})

@@ -16,16 +16,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net/url"
-	"os"
-	"path/filepath"
 	"runtime"
 	"sync"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
-
 	"github.com/berth-registry/berth/catalog"
 	"github.com/berth-registry/berth/catalog/searchindex"
+	"github.com/berth-registry/berth/internal/sqlitedb"
 )
 
 // Store is a catalog.Store in one SQLite file. It is safe for concurrent use.
@@ -44,35 +40,27 @@ type Store struct {
 
 var _ catalog.Store = (*Store)(nil)
 
-// busyTimeoutMillis is how long a connection waits for a lock another process
-// holds (a backup tool, the sqlite3 shell) before failing with SQLITE_BUSY.
-const busyTimeoutMillis = 10000
+// options are the catalog file's settings. mmap_size=0 reads the file
+// through SQLite's page cache rather than mapping it: mapped pages count in
+// the process's resident memory, and a scan of the entries (the reconciler's
+// Tags, index.yaml's Walk) would map the whole file.
+var options = sqlitedb.Options{
+	DirMode:       0o750,
+	Migrations:    migrations,
+	Pragmas:       []string{"mmap_size(0)"},
+	WriterPragmas: []string{"foreign_keys(1)"},
+}
 
 // Open opens the catalog in the SQLite file at path, creating the file and its
 // directory when absent and bringing an older schema up to date, and builds
 // the search index from it. It fails, naming the file, when the file is not a
 // SQLite database, is damaged, or was written by a newer berth.
 func Open(ctx context.Context, path string) (*Store, error) {
-	abs, err := filepath.Abs(path)
+	writer, reader, err := sqlitedb.Open(ctx, path, options)
 	if err != nil {
 		return nil, fmt.Errorf("catalog: open %s: %w", path, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(abs), 0o750); err != nil {
-		return nil, fmt.Errorf("catalog: open %s: %w", path, err)
-	}
-	s := &Store{path: path}
-	if s.writer, err = sql.Open("sqlite", dsn(abs, false)); err != nil {
-		return nil, fmt.Errorf("catalog: open %s: %w", path, err)
-	}
-	s.writer.SetMaxOpenConns(1)
-	if err := migrate(ctx, s.writer); err != nil {
-		s.writer.Close()
-		return nil, fmt.Errorf("catalog: open %s: %w", path, err)
-	}
-	if s.reader, err = sql.Open("sqlite", dsn(abs, true)); err != nil {
-		s.writer.Close()
-		return nil, fmt.Errorf("catalog: open %s: %w", path, err)
-	}
+	s := &Store{path: path, writer: writer, reader: reader}
 	readers := max(4, 2*runtime.GOMAXPROCS(0))
 	s.reader.SetMaxOpenConns(readers)
 	s.reader.SetMaxIdleConns(readers)
@@ -81,30 +69,6 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("catalog: open %s: search index: %w", path, err)
 	}
 	return s, nil
-}
-
-// dsn is the modernc.org/sqlite data source name of the file at path.
-// synchronous=NORMAL in WAL mode syncs the WAL at every checkpoint rather than
-// at every commit: a committed transaction survives the process being killed
-// (it is in the WAL, in the OS page cache), and only a power loss or kernel
-// crash can lose the last commits, never corrupt the file. mmap_size=0 reads
-// the file through SQLite's page cache rather than mapping it: mapped pages
-// count in the process's resident memory, and a scan of the entries (the
-// reconciler's Tags, index.yaml's Walk) would map the whole file.
-func dsn(path string, readOnly bool) string {
-	q := url.Values{}
-	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeoutMillis))
-	q.Add("_pragma", "synchronous(NORMAL)")
-	q.Add("_pragma", "mmap_size(0)")
-	if readOnly {
-		q.Add("_pragma", "query_only(1)")
-	} else {
-		q.Add("_pragma", "journal_mode(WAL)")
-		q.Add("_pragma", "foreign_keys(1)")
-		q.Set("_txlock", "immediate")
-	}
-	u := url.URL{Scheme: "file", Path: path, RawQuery: q.Encode()}
-	return u.String()
 }
 
 // Close closes the store's connections. Calls in flight may fail.

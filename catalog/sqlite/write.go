@@ -11,6 +11,7 @@ import (
 
 	"github.com/berth-registry/berth/catalog"
 	"github.com/berth-registry/berth/catalog/apiv1"
+	"github.com/berth-registry/berth/internal/sqlitedb"
 	"github.com/berth-registry/berth/pkgformat"
 )
 
@@ -163,7 +164,7 @@ func insertEntry(ctx context.Context, tx *sql.Tx, e *catalog.Entry, row *entryRo
 	indexed, verified, kube_min, kube_max, content_digest, content_size, content_media_type, metadata, files)
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 		e.Namespace, e.Name, e.Tag, catalog.VersionKey(e.Tag), e.Digest, e.Status, e.Reason,
-		encodeTime(e.Indexed), row.verified, row.kubeMin, row.kubeMax,
+		sqlitedb.EncodeTime(e.Indexed), row.verified, row.kubeMin, row.kubeMax,
 		e.Content.Digest, e.Content.Size, e.Content.MediaType, row.metadata, row.files).Scan(&id)
 	if err != nil {
 		return err
@@ -222,7 +223,7 @@ func refreshPackage(ctx context.Context, tx *sql.Tx, namespace, name string) (*i
 	}
 	var created sql.NullInt64
 	if md.Created != nil {
-		created = sql.NullInt64{Int64: encodeTime(*md.Created), Valid: true}
+		created = sql.NullInt64{Int64: sqlitedb.EncodeTime(*md.Created), Valid: true}
 	}
 	maintainers := make([]string, len(md.Maintainers))
 	for i, m := range md.Maintainers {
@@ -277,22 +278,6 @@ const setPackageSets = `UPDATE packages SET
 
 func appendChange(ctx context.Context, tx *sql.Tx, action, namespace, name, tag, digest, status string) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO changes (action, namespace, name, tag, digest, status, time) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		action, namespace, name, tag, digest, status, encodeTime(time.Now()))
+		action, namespace, name, tag, digest, status, sqlitedb.EncodeTime(time.Now()))
 	return err
-}
-
-// encodeTime stores t as Unix nanoseconds; the zero time is stored as 0.
-func encodeTime(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
-}
-
-// decodeTime reads what encodeTime stored, in UTC.
-func decodeTime(n int64) time.Time {
-	if n == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, n).UTC()
 }

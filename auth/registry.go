@@ -288,8 +288,14 @@ func subjectOf(id Identity) string {
 	return id.Subject
 }
 
-// auditWrite records a successful manifest push, signature push or delete.
+// auditWrite records a successful manifest push, signature push or delete,
+// and a sign-only push the registry guard refused.
 func (g *registryGate) auditWrite(r *http.Request, id Identity, route registry.Route, sw *statusWriter, signOnly bool) {
+	if signOnly && sw.status == http.StatusForbidden {
+		g.opts.Audit.Record(r, Event{Subject: subjectOf(id), Action: string(Push), Resource: route.Repository + ":" + route.Reference, Result: ResultDenied,
+			Reason: "allowed to sign, not to push: only signatures and referrers, never a package version or another tag"})
+		return
+	}
 	if sw.status < 200 || sw.status > 299 {
 		return
 	}

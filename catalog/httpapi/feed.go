@@ -1,8 +1,10 @@
 package httpapi
 
 import (
+	"fmt"
 	"net/http"
 
+	"github.com/berth-registry/berth/catalog"
 	"github.com/berth-registry/berth/catalog/apiv1"
 )
 
@@ -76,12 +78,15 @@ func (h *handler) artifacts(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, resp)
 }
 
-// status answers GET /api/v1/status. The counts cover the whole catalog;
-// the caller's access is still asked for, so that a caller the Authorizer
-// refuses is refused here too.
+// status answers GET /api/v1/status. Its counts cover the whole catalog,
+// hidden packages too, so only a caller who may pull everything gets them.
 func (h *handler) status(w http.ResponseWriter, r *http.Request) error {
-	if _, err := h.pullable(r); err != nil {
+	access, err := h.pullable(r)
+	if err != nil {
 		return err
+	}
+	if !access.All {
+		return fmt.Errorf("the status counts the whole catalog; it needs pull on every repository: %w", catalog.ErrDenied)
 	}
 	s, err := h.cat.Status(r.Context())
 	if err != nil {

@@ -286,6 +286,16 @@ func TestAccess(t *testing.T) {
 			}
 		}
 	})
+	t.Run("status needs everything", func(t *testing.T) {
+		f := newFake()
+		res := serve(t, newHandler(f, fakeAuth{access: only}, nil), "GET", "/api/v1/status", nil)
+		if res.status != 403 || res.apiError(t).Code != "DENIED" || strings.Contains(string(res.body), "seq") {
+			t.Errorf("status with access to kudo only: %d %s, want 403 DENIED without counts", res.status, res.body)
+		}
+		if len(f.called()) != 0 {
+			t.Errorf("catalog asked for counts it may not show: %v", f.called())
+		}
+	})
 	t.Run("refused", func(t *testing.T) {
 		f := newFake()
 		h := newHandler(f, fakeAuth{pullErr: fmt.Errorf("token expired: %w", catalog.ErrDenied)}, nil)

@@ -5,6 +5,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
@@ -15,6 +16,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
@@ -51,7 +53,16 @@ type signingKey struct {
 	signer  jose.Signer
 	// jwks is the JSON Web Key Set of the public key, as served.
 	jwks []byte
+	// verified holds the claims of tokens whose signature was checked, by
+	// the token's SHA-256, so that a client's requests with one token cost
+	// one ECDSA verification, not one each. Bounded by maxVerified.
+	verifiedMu sync.Mutex
+	verified   map[[sha256.Size]byte]*tokenClaims
 }
+
+// maxVerified bounds the verified-token cache; a full cache drops the
+// tokens that expired, and all of them when none has.
+const maxVerified = 10000
 
 // loadSigningKey reads the ECDSA P-256 key of file, creating it first when
 // there is none.
@@ -185,13 +196,9 @@ func (k *signingKey) sign(service, subject, use string, grants []Grant, now, exp
 // verify checks that raw is a token of use that k signed for service, valid
 // at now, and returns its claims. Its errors wrap ErrBadCredentials.
 func (k *signingKey) verify(raw, service, use string, now time.Time) (*tokenClaims, error) {
-	tok, err := jwt.ParseSigned(raw, []jose.SignatureAlgorithm{jose.ES256})
+	c, err := k.signed(raw, now)
 	if err != nil {
-		return nil, fmt.Errorf("%w: malformed token", ErrBadCredentials)
-	}
-	var c tokenClaims
-	if err := tok.Claims(&k.private.PublicKey, &c); err != nil {
-		return nil, fmt.Errorf("%w: the token is not signed by this registry", ErrBadCredentials)
+		return nil, err
 	}
 	if c.Expiry == nil {
 		return nil, fmt.Errorf("%w: the token has no expiry", ErrBadCredentials)
@@ -202,7 +209,44 @@ func (k *signingKey) verify(raw, service, use string, now time.Time) (*tokenClai
 	if c.Use != use {
 		return nil, fmt.Errorf("%w: the token is of kind %q, not %q", ErrBadCredentials, c.Use, use)
 	}
-	return &c, nil
+	return c, nil
+}
+
+// signed returns the claims of raw once its signature is checked, from the
+// cache of verified tokens when raw was checked before.
+func (k *signingKey) signed(raw string, now time.Time) (*tokenClaims, error) {
+	sum := sha256.Sum256([]byte(raw))
+	k.verifiedMu.Lock()
+	c, ok := k.verified[sum]
+	k.verifiedMu.Unlock()
+	if ok {
+		return c, nil
+	}
+	tok, err := jwt.ParseSigned(raw, []jose.SignatureAlgorithm{jose.ES256})
+	if err != nil {
+		return nil, fmt.Errorf("%w: malformed token", ErrBadCredentials)
+	}
+	c = &tokenClaims{}
+	if err := tok.Claims(&k.private.PublicKey, c); err != nil {
+		return nil, fmt.Errorf("%w: the token is not signed by this registry", ErrBadCredentials)
+	}
+	k.verifiedMu.Lock()
+	defer k.verifiedMu.Unlock()
+	if k.verified == nil {
+		k.verified = map[[sha256.Size]byte]*tokenClaims{}
+	}
+	if len(k.verified) >= maxVerified {
+		for key, v := range k.verified {
+			if v.Expiry == nil || !v.Expiry.Time().After(now) {
+				delete(k.verified, key)
+			}
+		}
+		if len(k.verified) >= maxVerified {
+			clear(k.verified)
+		}
+	}
+	k.verified[sum] = c
+	return c, nil
 }
 
 // claimsProblem says in words what jwt.Claims.ValidateWithLeeway refused.

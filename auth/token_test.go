@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-jose/go-jose/v4"
 
@@ -175,5 +176,36 @@ func TestHtpasswdIsReloadedWhenItChanges(t *testing.T) {
 	f.clock.Advance(1)
 	if _, err := f.Authenticate(basicRequest("carol", "carol-pw")); err != nil {
 		t.Errorf("a file that no longer parses should leave the users as they were: %v", err)
+	}
+}
+
+// A token checked once is not checked again, but its claims still are: the
+// cache never lets an expired token through, nor one of another kind.
+func TestVerifiedTokensAreCachedNotTrustedForever(t *testing.T) {
+	k, err := loadSigningKey(filepath.Join(t.TempDir(), "key.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	raw, err := k.sign("berth", "user:alice", useAccess, nil, now, now.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := k.verify(raw, "berth", useAccess, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(k.verified) != 1 {
+		t.Fatalf("%d tokens cached, want 1", len(k.verified))
+	}
+	if _, err := k.verify(raw, "berth", useAccess, now.Add(time.Minute+tokenLeeway+time.Second)); err == nil || !strings.Contains(err.Error(), "expired") {
+		t.Fatalf("a cached token past its expiry: %v, want expired", err)
+	}
+	if _, err := k.verify(raw, "berth", useRefresh, now); err == nil {
+		t.Fatal("a cached access token was accepted as a refresh token")
+	}
+	if _, err := k.verify(raw[:len(raw)-2]+"xx", "berth", useAccess, now); err == nil {
+		t.Fatal("a tampered token was accepted")
 	}
 }

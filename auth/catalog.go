@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"path"
 	"slices"
 	"strings"
 
@@ -60,7 +59,7 @@ func (a CatalogAuthorizer) MayDelete(ctx context.Context, namespace, name string
 	if d.Allowed {
 		return nil
 	}
-	a.Audit.Record(requestFrom(ctx), Event{Subject: auditName(id), Action: string(Delete), Resource: repo, Result: ResultDenied, Reason: d.Reason})
+	a.Audit.Record(requestFrom(ctx), Event{Subject: id.Name(), Action: string(Delete), Resource: repo, Result: ResultDenied, Reason: d.Reason})
 	if !a.Policy.Allowed(id, repo, Pull) {
 		return fmt.Errorf("package %s: %w", repo, catalog.ErrNotFound)
 	}
@@ -156,7 +155,7 @@ func globCoverage(g, ns string) catalog.Coverage {
 		}
 		return catalog.CoversSome
 	}
-	if !matches(nsGlob, ns) {
+	if !globMatch(nsGlob, ns) {
 		return catalog.CoversNone
 	}
 	if nameGlob == "*" {
@@ -199,18 +198,4 @@ func withRequest(ctx context.Context, r *http.Request) context.Context {
 func requestFrom(ctx context.Context) *http.Request {
 	r, _ := ctx.Value(requestKey{}).(*http.Request)
 	return r
-}
-
-// matches reports whether the glob g matches s.
-func matches(g, s string) bool {
-	ok, _ := path.Match(g, s)
-	return ok
-}
-
-// auditName is the subject of id in audit events.
-func auditName(id Identity) string {
-	if id.IsAnonymous() {
-		return Anonymous
-	}
-	return id.Subject
 }

@@ -43,14 +43,13 @@ func AnonymousIdentity() Identity { return Identity{Subject: Anonymous} }
 // IsAnonymous reports whether the caller did not log in.
 func (id Identity) IsAnonymous() bool { return id.Subject == "" || id.Subject == Anonymous }
 
-// Kind is the part of Subject before the colon: user, robot, oidc, or
-// anonymous.
-func (id Identity) Kind() string {
+// Name is the subject of id as audit events and robot records name it:
+// Subject, or "anonymous".
+func (id Identity) Name() string {
 	if id.IsAnonymous() {
 		return Anonymous
 	}
-	kind, _, _ := strings.Cut(id.Subject, ":")
-	return kind
+	return id.Subject
 }
 
 // matches reports whether a rule's subject s names id.

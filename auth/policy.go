@@ -28,12 +28,15 @@ type rule struct {
 }
 
 func (r *rule) matchesResource(repo string) bool {
-	for _, g := range r.globs {
-		if ok, _ := path.Match(g, repo); ok {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(r.globs, func(g string) bool { return globMatch(g, repo) })
+}
+
+// globMatch reports whether the glob g (path.Match syntax, checked when the
+// configuration was) matches s: the one reading of globs that rules, robot
+// scopes and the catalog's namespace shortcut share.
+func globMatch(g, s string) bool {
+	ok, _ := path.Match(g, s)
+	return ok
 }
 
 func (r *rule) covers(action Action) bool {
@@ -134,15 +137,9 @@ func (p *Policy) Allowed(id Identity, repo string, action Action) bool {
 	return p.Decide(id, repo, action).Allowed
 }
 
-// Open reports whether p is berth without auth.
-func (p *Policy) Open() bool { return p == nil }
-
 func (id Identity) subject() string {
-	if id.IsAnonymous() {
-		return Anonymous
-	}
-	if len(id.Groups) == 0 {
-		return id.Subject
+	if id.IsAnonymous() || len(id.Groups) == 0 {
+		return id.Name()
 	}
 	return id.Subject + " (groups " + strings.Join(id.Groups, ", ") + ")"
 }

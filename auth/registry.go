@@ -173,7 +173,7 @@ func (g *registryGate) serveCatalog(w http.ResponseWriter, r *http.Request, id I
 			reason = "the token does not grant " + catalogScope
 		}
 		g.opts.Metrics.Decision(Pull, false)
-		g.opts.Audit.Record(r, Event{Subject: subjectOf(id), Action: string(Pull), Resource: catalogScope, Result: ResultDenied, Reason: reason})
+		g.opts.Audit.Record(r, Event{Subject: id.Name(), Action: string(Pull), Resource: catalogScope, Result: ResultDenied, Reason: reason})
 		g.challenge(w, r, catalogScope, id.Limited, reason)
 		return
 	}
@@ -191,7 +191,7 @@ func (g *registryGate) serveRepository(w http.ResponseWriter, r *http.Request, i
 	d, action := g.decide(id, route.Repository, n)
 	g.opts.Metrics.Decision(action, d.Allowed)
 	if !d.Allowed {
-		g.opts.Audit.Record(r, Event{Subject: subjectOf(id), Action: string(action), Resource: route.Repository, Result: ResultDenied, Reason: d.Reason})
+		g.opts.Audit.Record(r, Event{Subject: id.Name(), Action: string(action), Resource: route.Repository, Result: ResultDenied, Reason: d.Reason})
 		g.deny(w, r, id, route, n)
 		return
 	}
@@ -280,19 +280,11 @@ func serveError(w http.ResponseWriter, err error) {
 	_ = errcode.ServeJSON(w, err)
 }
 
-// subjectOf is id's subject as audit events name it.
-func subjectOf(id Identity) string {
-	if id.IsAnonymous() {
-		return Anonymous
-	}
-	return id.Subject
-}
-
 // auditWrite records a successful manifest push, signature push or delete,
 // and a sign-only push the registry guard refused.
 func (g *registryGate) auditWrite(r *http.Request, id Identity, route registry.Route, sw *statusWriter, signOnly bool) {
 	if signOnly && sw.status == http.StatusForbidden {
-		g.opts.Audit.Record(r, Event{Subject: subjectOf(id), Action: string(Push), Resource: route.Repository + ":" + route.Reference, Result: ResultDenied,
+		g.opts.Audit.Record(r, Event{Subject: id.Name(), Action: string(Push), Resource: route.Repository + ":" + route.Reference, Result: ResultDenied,
 			Reason: "allowed to sign, not to push: only signatures and referrers, never a package version or another tag"})
 		return
 	}
@@ -300,7 +292,7 @@ func (g *registryGate) auditWrite(r *http.Request, id Identity, route registry.R
 		return
 	}
 	ok := func(action, resource string) {
-		g.opts.Audit.Record(r, Event{Subject: subjectOf(id), Action: action, Resource: resource, Result: ResultOK})
+		g.opts.Audit.Record(r, Event{Subject: id.Name(), Action: action, Resource: resource, Result: ResultOK})
 	}
 	byDigest := strings.Contains(route.Reference, ":")
 	switch {

@@ -32,11 +32,11 @@ func (g *registryGate) serveUploadStart(w http.ResponseWriter, r *http.Request, 
 		d := g.opts.Policy.Decide(id, from, Pull)
 		g.opts.Metrics.Decision(Pull, d.Allowed)
 		if !d.Allowed {
-			g.opts.Audit.Record(r, Event{Subject: subjectOf(id), Action: string(Pull), Resource: from, Result: ResultDenied, Reason: d.Reason})
+			g.opts.Audit.Record(r, Event{Subject: id.Name(), Action: string(Pull), Resource: from, Result: ResultDenied, Reason: d.Reason})
 			dropMount(r)
 		}
 	}
-	subject := subjectOf(id)
+	subject := id.Name()
 	sw := &statusWriter{ResponseWriter: w, onStatus: func(status int, h http.Header) {
 		if uuid := h.Get("Docker-Upload-UUID"); status == http.StatusAccepted && uuid != "" {
 			g.uploads.bind(uuid, subject)
@@ -63,7 +63,7 @@ func dropMount(r *http.Request) {
 // other subject, and any request on a session whose subject is no longer
 // known, gets what a session that does not exist gets.
 func (g *registryGate) serveUpload(w http.ResponseWriter, r *http.Request, id Identity, route registry.Route) {
-	subject := subjectOf(id)
+	subject := id.Name()
 	if owner, ok := g.uploads.owner(route.Reference); !ok || owner != subject {
 		if ok {
 			g.opts.Audit.Record(r, Event{Subject: subject, Action: string(Push), Resource: route.Repository, Result: ResultDenied, Reason: "the upload session was opened by another subject"})

@@ -144,7 +144,7 @@ func (r *Robot) decide(repo string, action Action) (Decision, bool) {
 			continue
 		}
 		for _, g := range s.Repositories {
-			if ok, _ := path.Match(g, repo); ok {
+			if globMatch(g, repo) {
 				src := fmt.Sprintf("robot %s+%s scopes[%d]", r.Namespace, r.Name, i)
 				return Decision{Allowed: true, Rule: src, Reason: fmt.Sprintf("%s allows %s on %s", src, action, repo)}, true
 			}

@@ -156,7 +156,7 @@ func (h *robotsHandler) create(w http.ResponseWriter, r *http.Request) {
 	now := h.Now().UTC()
 	robot := &Robot{
 		Namespace: req.Namespace, Name: req.Name, Description: req.Description, Scopes: req.Scopes,
-		CreatedBy: auditName(id), CreatedAt: now,
+		CreatedBy: id.Name(), CreatedAt: now,
 	}
 	switch {
 	case req.ExpiresIn == "" && req.ExpiresAt == "":
@@ -206,7 +206,7 @@ func (h *robotsHandler) create(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, "INTERNAL", "internal error: the robot could not be stored")
 		return
 	}
-	h.Audit.Record(r, Event{Subject: auditName(id), Action: "robot.create", Resource: robot.Username(), Result: ResultOK})
+	h.Audit.Record(r, Event{Subject: id.Name(), Action: "robot.create", Resource: robot.Username(), Result: ResultOK})
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusCreated, RobotCreated{Robot: robot, Username: robot.Username(), Secret: secret})
 }
@@ -300,7 +300,7 @@ func (h *robotsHandler) revoke(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := IdentityFrom(r.Context())
-	h.Audit.Record(r, Event{Subject: auditName(id), Action: "robot.revoke", Resource: RobotUserPrefix + ns + "+" + name, Result: ResultOK})
+	h.Audit.Record(r, Event{Subject: id.Name(), Action: "robot.revoke", Resource: (&Robot{Namespace: ns, Name: name}).Username(), Result: ResultOK})
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -335,7 +335,7 @@ func (h *robotsHandler) administers(w http.ResponseWriter, r *http.Request, id I
 	if d.Allowed {
 		return true
 	}
-	h.Audit.Record(r, Event{Subject: auditName(id), Action: action, Resource: NamespaceResource(ns), Result: ResultDenied, Reason: d.Reason})
+	h.Audit.Record(r, Event{Subject: id.Name(), Action: action, Resource: NamespaceResource(ns), Result: ResultDenied, Reason: d.Reason})
 	switch {
 	case r.Method == http.MethodPost || h.Policy.coverage(id, ns) != catalog.CoversNone:
 		writeError(w, http.StatusForbidden, "DENIED", fmt.Sprintf("managing the robots of namespace %s needs admin on %s: %s", ns, NamespaceResource(ns), d.Reason))

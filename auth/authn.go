@@ -181,31 +181,40 @@ func (a *Authn) bearer(r *http.Request, cred string) (Identity, error) {
 			return a.login(r, user, secret)
 		}
 	}
+	now := a.now()
+	if a.key.verifiedBefore(cred) {
+		return a.tokenIdentity(r, cred, now)
+	}
 	tok, iss, err := parseJWT(cred)
 	if err != nil {
 		return Identity{}, a.failed(r, "", reasonBadToken, err)
 	}
-	ctx, now := r.Context(), a.now()
 	if iss == a.cfg.Service {
-		c, err := a.key.verify(cred, a.cfg.Service, useAccess, now)
-		if err != nil {
-			return Identity{}, a.failed(r, "", reasonBadToken, err)
-		}
-		id, err := a.resolve(ctx, c.Subject, now)
-		if err != nil {
-			return Identity{}, a.failed(r, c.Subject, reasonOf(err), err)
-		}
-		id.Limited, id.Grants = true, c.Access
-		return id, nil
+		return a.tokenIdentity(r, cred, now)
 	}
 	o, ok := a.issuers[iss]
 	if !ok {
 		return Identity{}, a.failed(r, "", reasonBadToken, fmt.Errorf("%w: the token is from an issuer this registry does not trust", ErrBadCredentials))
 	}
-	id, err := o.authenticate(ctx, tok, now)
+	id, err := o.authenticate(r.Context(), tok, now)
 	if err != nil {
 		return Identity{}, a.failed(r, "", reasonBadToken, err)
 	}
+	return id, nil
+}
+
+// tokenIdentity is the identity of an access token berth issued: its
+// subject as it stands now, limited to the token's grants.
+func (a *Authn) tokenIdentity(r *http.Request, raw string, now time.Time) (Identity, error) {
+	c, err := a.key.verify(raw, a.cfg.Service, useAccess, now)
+	if err != nil {
+		return Identity{}, a.failed(r, "", reasonBadToken, err)
+	}
+	id, err := a.resolve(r.Context(), c.Subject, now)
+	if err != nil {
+		return Identity{}, a.failed(r, c.Subject, reasonOf(err), err)
+	}
+	id.Limited, id.Grants = true, c.Access
 	return id, nil
 }
 

@@ -212,6 +212,16 @@ func (k *signingKey) verify(raw, service, use string, now time.Time) (*tokenClai
 	return c, nil
 }
 
+// verifiedBefore reports whether raw is a token whose signature k checked
+// before: a request bearing it needs no parsing to know its issuer.
+func (k *signingKey) verifiedBefore(raw string) bool {
+	sum := sha256.Sum256([]byte(raw))
+	k.verifiedMu.Lock()
+	defer k.verifiedMu.Unlock()
+	_, ok := k.verified[sum]
+	return ok
+}
+
 // signed returns the claims of raw once its signature is checked, from the
 // cache of verified tokens when raw was checked before.
 func (k *signingKey) signed(raw string, now time.Time) (*tokenClaims, error) {

@@ -191,10 +191,16 @@ func TestVerifiedTokensAreCachedNotTrustedForever(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if k.verifiedBefore(raw) {
+		t.Fatal("a token never checked counts as verified")
+	}
 	for range 2 {
 		if _, err := k.verify(raw, "berth", useAccess, now); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if !k.verifiedBefore(raw) {
+		t.Fatal("a checked token does not count as verified")
 	}
 	if len(k.verified) != 1 {
 		t.Fatalf("%d tokens cached, want 1", len(k.verified))

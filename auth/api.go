@@ -104,10 +104,8 @@ func loginFailure(r *http.Request, err error) Event {
 // writeError writes one error as an apiv1.Errors document, the format of
 // the catalog API's errors.
 func writeError(w http.ResponseWriter, status int, code, message string) {
-	w.Header().Set("Content-Type", apiv1.MediaTypeJSON)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(apiv1.Errors{Errors: []apiv1.Error{{Code: code, Message: message}}})
+	writeJSON(w, status, apiv1.Errors{Errors: []apiv1.Error{{Code: code, Message: message}}})
 }
 
 // writeJSON writes v as a JSON document with status.

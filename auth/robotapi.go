@@ -114,9 +114,7 @@ type fieldError struct {
 }
 
 func (e *fieldError) write(w http.ResponseWriter) {
-	w.Header().Set("Content-Type", apiv1.MediaTypeJSON)
-	w.WriteHeader(e.status)
-	_ = json.NewEncoder(w).Encode(apiv1.Errors{Errors: []apiv1.Error{{
+	writeJSON(w, e.status, apiv1.Errors{Errors: []apiv1.Error{{
 		Code: errorCode(e.status), Message: e.msg,
 		Detail: map[string]string{"field": e.field},
 	}}})

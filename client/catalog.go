@@ -266,6 +266,21 @@ func (c *Catalog) Upgrades(ctx context.Context, namespace, name, from, channel s
 	return &res, nil
 }
 
+// Changes returns one page of the change feed after sequence number since,
+// oldest first, at most limit changes (0 or less: the server's default);
+// Changes.Next is where the following page starts.
+func (c *Catalog) Changes(ctx context.Context, since int64, limit int) (*apiv1.Changes, error) {
+	q := url.Values{"since": {strconv.FormatInt(since, 10)}}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	var res apiv1.Changes
+	if err := c.get(ctx, "changes", "/changes", q, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
 // packagePath checks a namespace and name and returns them as the prefix of
 // errors, namespace/name, and as the API path of the package.
 func packagePath(namespace, name string) (op, path string, err error) {

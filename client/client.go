@@ -173,9 +173,25 @@ func isLoopback(hostport string) bool {
 
 // repository returns the oras-go repository that ref lives in.
 func (c *Client) repository(ref Reference) *remote.Repository {
+	return c.Repository(ref.Registry, ref.Repository())
+}
+
+// Repository returns the oras-go repository of the registry host[:port]
+// named repository, reached with the client's credentials and HTTP rules.
+func (c *Client) Repository(registryHost, repository string) *remote.Repository {
 	return &remote.Repository{
 		Client:    c.auth,
-		Reference: registry.Reference{Registry: ref.Registry, Repository: ref.Repository()},
-		PlainHTTP: c.PlainHTTP(ref.Registry),
+		Reference: registry.Reference{Registry: registryHost, Repository: repository},
+		PlainHTTP: c.PlainHTTP(registryHost),
 	}
+}
+
+// Registry returns the oras-go registry at host[:port], reached with the
+// client's credentials and HTTP rules: for listing its repositories.
+func (c *Client) Registry(registryHost string) *remote.Registry {
+	return &remote.Registry{RepositoryOptions: remote.RepositoryOptions{
+		Client:    c.auth,
+		Reference: registry.Reference{Registry: registryHost},
+		PlainHTTP: c.PlainHTTP(registryHost),
+	}}
 }

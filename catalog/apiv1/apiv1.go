@@ -6,6 +6,8 @@ package apiv1
 import (
 	"time"
 
+	"github.com/opencontainers/go-digest"
+
 	"github.com/berth-registry/berth/pkgformat"
 )
 
@@ -313,4 +315,22 @@ type Error struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	Detail  any    `json:"detail,omitempty"`
+}
+
+// InventoryMediaType is the media type of an Inventory document.
+const InventoryMediaType = "application/vnd.berth.mirror.inventory.v1+json"
+
+// Inventory is the answer of GET /api/v1/inventory, and the file berth
+// mirror inventory writes: what a registry holds, for each repository the
+// digests of the manifests and blobs it has. Under auth it covers only the
+// repositories the caller may pull.
+type Inventory struct {
+	MediaType string `json:"mediaType"`
+	// Registry is the registry inventoried, host[:port]; empty in the API's
+	// answer, which does not know the name clients reach it by.
+	Registry string `json:"registry,omitempty"`
+	// Taken is when the inventory was taken.
+	Taken time.Time `json:"taken"`
+	// Repositories maps namespace/name to the digests it holds, ordered.
+	Repositories map[string][]digest.Digest `json:"repositories"`
 }

@@ -52,7 +52,9 @@ type Selection struct {
 	// Formats, when set, keeps only packages of these formats.
 	Formats []string `json:"formats,omitempty"`
 	// VerifiedOnly keeps only versions the source verifies against its
-	// trust policy.
+	// trust policy. It applies after each rule has chosen, so a rule's
+	// Latest counts unverified versions too, and Resolve warns of what it
+	// drops.
 	VerifiedOnly bool `json:"verifiedOnly,omitempty"`
 }
 

@@ -22,9 +22,9 @@ import (
 	"github.com/berth-registry/berth/pkgformat"
 )
 
-// fakeCatalog is a CatalogReader over a few packages in memory. It records
+// resolveFakeCatalog is a CatalogReader over a few packages in memory. It records
 // the searches and package reads it answers.
-type fakeCatalog struct {
+type resolveFakeCatalog struct {
 	packages map[string]*apiv1.Package // by namespace/name
 	// upgrades are the answers of Upgrades, by "namespace/name channel from".
 	upgrades map[string]*apiv1.Upgrades
@@ -38,9 +38,9 @@ type fakeCatalog struct {
 	reads    map[string]int
 }
 
-var _ CatalogReader = (*fakeCatalog)(nil)
+var _ CatalogReader = (*resolveFakeCatalog)(nil)
 
-func (f *fakeCatalog) SearchAll(_ context.Context, opts client.SearchOptions) (*apiv1.SearchResponse, error) {
+func (f *resolveFakeCatalog) SearchAll(_ context.Context, opts client.SearchOptions) (*apiv1.SearchResponse, error) {
 	f.mu.Lock()
 	f.searches = append(f.searches, opts)
 	f.mu.Unlock()
@@ -65,7 +65,7 @@ func (f *fakeCatalog) SearchAll(_ context.Context, opts client.SearchOptions) (*
 	return res, nil
 }
 
-func (f *fakeCatalog) Package(_ context.Context, namespace, name string) (*apiv1.Package, error) {
+func (f *resolveFakeCatalog) Package(_ context.Context, namespace, name string) (*apiv1.Package, error) {
 	repo := namespace + "/" + name
 	f.mu.Lock()
 	if f.reads == nil {
@@ -80,7 +80,7 @@ func (f *fakeCatalog) Package(_ context.Context, namespace, name string) (*apiv1
 	return p, nil
 }
 
-func (f *fakeCatalog) Upgrades(_ context.Context, namespace, name, from, channel string) (*apiv1.Upgrades, error) {
+func (f *resolveFakeCatalog) Upgrades(_ context.Context, namespace, name, from, channel string) (*apiv1.Upgrades, error) {
 	repo := namespace + "/" + name
 	if u, ok := f.upgrades[repo+" "+channel+" "+from]; ok {
 		return u, nil
@@ -88,15 +88,15 @@ func (f *fakeCatalog) Upgrades(_ context.Context, namespace, name, from, channel
 	return nil, fmt.Errorf("%s: %w: version %s is not in channel %q", repo, client.ErrNotFound, from, channel)
 }
 
-// fakePackage builds a package; versions are "1.0.0" or "1.0.0!" for an
+// resolveFakePackage builds a package; versions are "1.0.0" or "1.0.0!" for an
 // unverified one, in any order; channels are "name=v1,v2".
-func fakePackage(repo string, format pkgformat.Format, versions []string, channels ...string) *apiv1.Package {
+func resolveFakePackage(repo string, format pkgformat.Format, versions []string, channels ...string) *apiv1.Package {
 	ns, name, _ := strings.Cut(repo, "/")
 	p := &apiv1.Package{Namespace: ns, Name: name, Format: format}
 	for _, v := range versions {
 		unverified := strings.HasSuffix(v, "!")
 		v = strings.TrimSuffix(v, "!")
-		p.Versions = append(p.Versions, apiv1.VersionSummary{Version: v, Digest: fakeDigest(repo, v).String(), Verified: !unverified})
+		p.Versions = append(p.Versions, apiv1.VersionSummary{Version: v, Digest: resolveFakeDigest(repo, v).String(), Verified: !unverified})
 	}
 	slices.SortFunc(p.Versions, func(a, b apiv1.VersionSummary) int {
 		return strings.Compare(pkgformat.VersionKey(b.Version), pkgformat.VersionKey(a.Version))
@@ -113,18 +113,20 @@ func fakePackage(repo string, format pkgformat.Format, versions []string, channe
 	return p
 }
 
-func fakeDigest(repo, version string) digest.Digest { return digest.FromString(repo + "@" + version) }
+func resolveFakeDigest(repo, version string) digest.Digest {
+	return digest.FromString(repo + "@" + version)
+}
 
-func newFakeCatalog() *fakeCatalog {
-	f := &fakeCatalog{packages: map[string]*apiv1.Package{}, upgrades: map[string]*apiv1.Upgrades{}}
+func resolveNewFake() *resolveFakeCatalog {
+	f := &resolveFakeCatalog{packages: map[string]*apiv1.Package{}, upgrades: map[string]*apiv1.Upgrades{}}
 	for _, p := range []*apiv1.Package{
-		fakePackage("kudo/kafka", pkgformat.KUDO, []string{"1.0.0", "1.1.0!", "2.0.0", "2.1.0-rc.1", "1.2.0!"}),
-		fakePackage("kudo/cassandra", pkgformat.KUDO, []string{"3.11.7_0.9.0", "3.11.7_1.0.0", "4.0.0_1.1.0"}),
-		fakePackage("olm/etcd", pkgformat.OLM, []string{"0.9.0", "0.9.2", "0.9.4", "1.0.0"},
+		resolveFakePackage("kudo/kafka", pkgformat.KUDO, []string{"1.0.0", "1.1.0!", "2.0.0", "2.1.0-rc.1", "1.2.0!"}),
+		resolveFakePackage("kudo/cassandra", pkgformat.KUDO, []string{"3.11.7_0.9.0", "3.11.7_1.0.0", "4.0.0_1.1.0"}),
+		resolveFakePackage("olm/etcd", pkgformat.OLM, []string{"0.9.0", "0.9.2", "0.9.4", "1.0.0"},
 			"alpha=0.9.4,0.9.2,0.9.0", "stable=1.0.0,0.9.4"),
-		fakePackage("olm/kafka", pkgformat.OLM, []string{"0.30.0", "0.31.0"}, "stable=0.31.0,0.30.0"),
-		fakePackage("charts/nginx", pkgformat.Helm, []string{"15.0.0", "15.1.0+build.1"}),
-		fakePackage("charts/empty", pkgformat.Helm, nil),
+		resolveFakePackage("olm/kafka", pkgformat.OLM, []string{"0.30.0", "0.31.0"}, "stable=0.31.0,0.30.0"),
+		resolveFakePackage("charts/nginx", pkgformat.Helm, []string{"15.0.0", "15.1.0+build.1"}),
+		resolveFakePackage("charts/empty", pkgformat.Helm, nil),
 	} {
 		f.packages[p.Namespace+"/"+p.Name] = p
 	}
@@ -135,8 +137,8 @@ func newFakeCatalog() *fakeCatalog {
 	return f
 }
 
-// resolved lists a resolution's versions as "namespace/name@version".
-func resolved(res *Resolution) []string {
+// resolveNames lists a resolution's versions as "namespace/name@version".
+func resolveNames(res *Resolution) []string {
 	out := make([]string, len(res.Versions))
 	for i, s := range res.Versions {
 		out[i] = s.Repository() + "@" + s.Version
@@ -260,12 +262,12 @@ func TestResolve(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cat := newFakeCatalog()
+			cat := resolveNewFake()
 			res, err := Resolve(context.Background(), cat, sel)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := resolved(res); !slices.Equal(got, tt.want) {
+			if got := resolveNames(res); !slices.Equal(got, tt.want) {
 				t.Errorf("versions:\n got %q\nwant %q", got, tt.want)
 			}
 			if !slices.Equal(res.Warnings, tt.warnings) {
@@ -291,13 +293,13 @@ func TestResolve(t *testing.T) {
 
 func TestResolveSelected(t *testing.T) {
 	sel := &Selection{Packages: []Rule{{Repository: "charts/nginx", Latest: 1}, {Repository: "kudo/kafka", Versions: "1.1.0"}}}
-	res, err := Resolve(context.Background(), newFakeCatalog(), sel)
+	res, err := Resolve(context.Background(), resolveNewFake(), sel)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []Selected{
-		{Namespace: "charts", Name: "nginx", Version: "15.1.0+build.1", Tag: "15.1.0_build.1", Digest: fakeDigest("charts/nginx", "15.1.0+build.1"), Format: "helm", Verified: true},
-		{Namespace: "kudo", Name: "kafka", Version: "1.1.0", Tag: "1.1.0", Digest: fakeDigest("kudo/kafka", "1.1.0"), Format: "kudo", Verified: false},
+		{Namespace: "charts", Name: "nginx", Version: "15.1.0+build.1", Tag: "15.1.0_build.1", Digest: resolveFakeDigest("charts/nginx", "15.1.0+build.1"), Format: "helm", Verified: true},
+		{Namespace: "kudo", Name: "kafka", Version: "1.1.0", Tag: "1.1.0", Digest: resolveFakeDigest("kudo/kafka", "1.1.0"), Format: "kudo", Verified: false},
 	}
 	if !slices.Equal(res.Versions, want) {
 		t.Errorf("Versions:\n got %+v\nwant %+v", res.Versions, want)
@@ -312,7 +314,7 @@ func TestResolveErrors(t *testing.T) {
 		name string
 		sel  *Selection
 		// edit changes the catalog.
-		edit func(*fakeCatalog)
+		edit func(*resolveFakeCatalog)
 		want string
 		is   error
 	}{
@@ -340,14 +342,14 @@ func TestResolveErrors(t *testing.T) {
 		{
 			name: "search fails",
 			sel:  &Selection{Packages: []Rule{{Namespace: "kudo"}}},
-			edit: func(f *fakeCatalog) { f.searchErr = fmt.Errorf("search: %w: go away", client.ErrDenied) },
+			edit: func(f *resolveFakeCatalog) { f.searchErr = fmt.Errorf("search: %w: go away", client.ErrDenied) },
 			want: `rule 1 (namespace "kudo"): search: denied: go away`,
 			is:   client.ErrDenied,
 		},
 		{
 			name: "package gone between search and read",
 			sel:  &Selection{Packages: []Rule{{Repository: "olm/*"}}},
-			edit: func(f *fakeCatalog) {
+			edit: func(f *resolveFakeCatalog) {
 				f.listed = []apiv1.PackageSummary{{Namespace: "olm", Name: "gone", Format: pkgformat.OLM}}
 			},
 			want: `rule 1 (repository "olm/*"): olm/gone: not found: no such package`,
@@ -356,19 +358,19 @@ func TestResolveErrors(t *testing.T) {
 		{
 			name: "bad digest",
 			sel:  &Selection{Packages: []Rule{{Repository: "kudo/kafka", Latest: 1}}},
-			edit: func(f *fakeCatalog) { f.packages["kudo/kafka"].Versions[0].Digest = "sha256:nope" },
+			edit: func(f *resolveFakeCatalog) { f.packages["kudo/kafka"].Versions[0].Digest = "sha256:nope" },
 			want: `rule 1 (repository "kudo/kafka"): kudo/kafka 2.1.0-rc.1: the catalog gave digest "sha256:nope": invalid checksum digest length`,
 			is:   digest.ErrDigestInvalidLength,
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			cat := newFakeCatalog()
+			cat := resolveNewFake()
 			if tt.edit != nil {
 				tt.edit(cat)
 			}
 			res, err := Resolve(context.Background(), cat, tt.sel)
 			if err == nil {
-				t.Fatalf("Resolve = %q, want an error", resolved(res))
+				t.Fatalf("Resolve = %q, want an error", resolveNames(res))
 			}
 			if err.Error() != tt.want {
 				t.Errorf("error:\n got %s\nwant %s", err, tt.want)
@@ -381,10 +383,10 @@ func TestResolveErrors(t *testing.T) {
 }
 
 // TestResolveOverHTTP resolves through client.Catalog against a server
-// that answers the catalog API from a fakeCatalog, one package a page, so
+// that answers the catalog API from a resolveFakeCatalog, one package a page, so
 // that the queries, cursors and documents are the wire's.
 func TestResolveOverHTTP(t *testing.T) {
-	fake := newFakeCatalog()
+	fake := resolveNewFake()
 	var mu sync.Mutex
 	var queries []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -458,7 +460,7 @@ verifiedOnly: true
 		t.Fatal(err)
 	}
 	want := []string{"charts/nginx@15.1.0+build.1", "charts/nginx@15.0.0", "kudo/kafka@2.1.0-rc.1", "olm/etcd@0.9.4", "olm/etcd@0.9.2", "olm/etcd@0.9.0", "olm/kafka@0.31.0"}
-	if got := resolved(res); !slices.Equal(got, want) {
+	if got := resolveNames(res); !slices.Equal(got, want) {
 		t.Errorf("versions:\n got %q\nwant %q", got, want)
 	}
 	if want := []string{`rule 3 (namespace "charts"): selects no version of charts/empty`}; !slices.Equal(res.Warnings, want) {

@@ -29,6 +29,8 @@ var (
 	ErrCorrupt = errors.New("corrupt content")
 	// ErrNotInArchive says the archive does not carry a blob.
 	ErrNotInArchive = errors.New("not in the archive")
+	// ErrNotPart says a tar is not a part of a split archive.
+	ErrNotPart = errors.New("not a part of a split archive")
 )
 
 // maxMetaSize caps the files an archive reader reads whole: index.json,
@@ -714,7 +716,7 @@ func VerifyPart(path string) (*PartListing, error) {
 	}
 	defer t.f.Close()
 	if t.listing == nil {
-		return nil, fmt.Errorf("%s is not a part of a split archive: it has no %s", path, PartFile)
+		return nil, fmt.Errorf("%s: %w: it has no %s", path, ErrNotPart, PartFile)
 	}
 	if t.listing.Last {
 		var a Archive

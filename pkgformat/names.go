@@ -65,6 +65,28 @@ func ValidVersion(version string) error {
 	return nil
 }
 
+// ValidTag reports whether tag is a valid OCI tag: the distribution
+// grammar, at most 128 characters. The error wraps ErrInvalid.
+func ValidTag(tag string) error {
+	if len(tag) > maxTagLength || !tagRE.MatchString(tag) {
+		return fmt.Errorf("%q is not a valid OCI tag: %w", tag, ErrInvalid)
+	}
+	return nil
+}
+
+// ValidRepository reports whether repository is a package repository,
+// namespace/name, each a valid component. The error wraps ErrInvalid.
+func ValidRepository(repository string) error {
+	ns, name, ok := strings.Cut(repository, "/")
+	if !ok {
+		return fmt.Errorf("repository %q is not namespace/name: %w", repository, ErrInvalid)
+	}
+	if err := ValidNamespace(ns); err != nil {
+		return err
+	}
+	return ValidName(name)
+}
+
 // ContentTitle is the file name of a package's content tarball,
 // "<name>-<version>.tgz"; the content layer carries it as
 // org.opencontainers.image.title so that `oras pull` writes a file of that name.

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/opencontainers/go-digest"
 	"oras.land/oras-go/v2/registry/remote/auth"
 	"oras.land/oras-go/v2/registry/remote/errcode"
 
@@ -28,6 +29,9 @@ const (
 	// a Version: its metadata (up to a 16 MiB file's worth of text) plus the
 	// file list and signatures.
 	maxCatalogResponse = 32 << 20
+	// maxInventoryResponse caps an inventory: some three million digests
+	// over all repositories.
+	maxInventoryResponse = 256 << 20
 	// maxErrorBody caps how much of an error response is read.
 	maxErrorBody = 64 << 10
 )
@@ -117,6 +121,17 @@ func NewCatalog(server string, opts Options) (*Catalog, error) {
 	if err != nil {
 		return nil, err
 	}
+	base, err := c.catalogURL(server)
+	if err != nil {
+		return nil, err
+	}
+	return &Catalog{base: base, client: c.auth}, nil
+}
+
+// Catalog returns a Catalog for the berth server at server, as NewCatalog
+// takes it, reached with the client's credentials and HTTP rules. It
+// returns an error wrapping ErrInvalid when server is malformed.
+func (c *Client) Catalog(server string) (*Catalog, error) {
 	base, err := c.catalogURL(server)
 	if err != nil {
 		return nil, err
@@ -281,6 +296,35 @@ func (c *Catalog) Changes(ctx context.Context, since int64, limit int) (*apiv1.C
 	return &res, nil
 }
 
+// Inventory returns what the server's registry holds: for each repository
+// the caller may pull, the digests of the manifests and blobs its storage
+// holds (GET /api/v1/inventory). Registry is left empty. A server that has
+// no inventory to give (it answers 404, 405 or 501: a registry that is not
+// berth, an older berth, or berth serve catalog, which has no storage)
+// gives an error that also wraps errors.ErrUnsupported. An answer that is
+// not an inventory document is an error wrapping ErrRegistry.
+func (c *Catalog) Inventory(ctx context.Context) (*apiv1.Inventory, error) {
+	const op = "inventory"
+	var inv apiv1.Inventory
+	err := c.send(ctx, op, http.MethodGet, "/inventory", nil, nil, http.StatusOK, maxInventoryResponse, &inv)
+	var oe *opError
+	switch {
+	case errors.As(err, &oe) && (oe.status == http.StatusNotFound || oe.status == http.StatusMethodNotAllowed || oe.status == http.StatusNotImplemented):
+		return nil, fmt.Errorf("%w: %w", err, errors.ErrUnsupported)
+	case err != nil:
+		return nil, err
+	case inv.MediaType != apiv1.InventoryMediaType:
+		return nil, &opError{
+			msg:  fmt.Sprintf("%s: %s: %s answered a document of media type %q, not an inventory (%s)", op, ErrRegistry, c.base+"/inventory", inv.MediaType, apiv1.InventoryMediaType),
+			kind: ErrRegistry,
+		}
+	}
+	if inv.Repositories == nil {
+		inv.Repositories = map[string][]digest.Digest{}
+	}
+	return &inv, nil
+}
+
 // packagePath checks a namespace and name and returns them as the prefix of
 // errors, namespace/name, and as the API path of the package.
 func packagePath(namespace, name string) (op, path string, err error) {
@@ -313,6 +357,11 @@ func (c *Catalog) get(ctx context.Context, op, path string, query url.Values, ou
 // JSON answer into out when it is not nil. An answer other than want is an
 // error; op starts every error.
 func (c *Catalog) do(ctx context.Context, op, method, path string, query url.Values, body any, want int, out any) error {
+	return c.send(ctx, op, method, path, query, body, want, maxCatalogResponse, out)
+}
+
+// send is do with a cap of limit bytes on the answer.
+func (c *Catalog) send(ctx context.Context, op, method, path string, query url.Values, body any, want int, limit int64, out any) error {
 	endpoint := c.base + path
 	target := endpoint
 	if len(query) > 0 {
@@ -348,12 +397,12 @@ func (c *Catalog) do(ctx context.Context, op, method, path string, query url.Val
 	if out == nil {
 		return nil
 	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxCatalogResponse+1))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
 		return fmt.Errorf("%s: read the answer of %s: %w", op, endpoint, err)
 	}
-	if len(data) > maxCatalogResponse {
-		return fmt.Errorf("%s: %w: the answer of %s is larger than %d MiB", op, ErrTooLarge, endpoint, maxCatalogResponse>>20)
+	if int64(len(data)) > limit {
+		return fmt.Errorf("%s: %w: the answer of %s is larger than %d MiB", op, ErrTooLarge, endpoint, limit>>20)
 	}
 	if err := json.Unmarshal(data, out); err != nil {
 		return &opError{
@@ -449,7 +498,7 @@ func (c *Catalog) responseError(op, endpoint string, resp *http.Response) error 
 	var doc apiv1.Errors
 	if json.Unmarshal(body, &doc) == nil && len(doc.Errors) > 0 {
 		kind := errorsKind(doc.Errors, resp.StatusCode)
-		return &opError{msg: op + ": " + kind.Error() + ": " + describeErrors(doc.Errors) + c.authHint(resp.StatusCode), kind: kind}
+		return &opError{msg: op + ": " + kind.Error() + ": " + describeErrors(doc.Errors) + c.authHint(resp.StatusCode), kind: kind, status: resp.StatusCode}
 	}
 	kind := statusKind(resp.StatusCode)
 	msg := fmt.Sprintf("%s answered %s with %s, not a berth API error", endpoint, resp.Status, bodyKind(resp))
@@ -462,7 +511,7 @@ func (c *Catalog) responseError(op, endpoint string, resp *http.Response) error 
 		kind = ErrRegistry
 		msg += " (does this server run the berth catalog API?)"
 	}
-	return &opError{msg: op + ": " + kind.Error() + ": " + msg + c.authHint(resp.StatusCode), kind: kind}
+	return &opError{msg: op + ": " + kind.Error() + ": " + msg + c.authHint(resp.StatusCode), kind: kind, status: resp.StatusCode}
 }
 
 // authHint says what to do about a 401 or 403 from the API; "" for any

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opencontainers/go-digest"
 	"oras.land/oras-go/v2/registry/remote/credentials"
 
 	"github.com/berth-registry/berth/catalog/apiv1"
@@ -383,5 +384,78 @@ func TestCatalogSearchAll(t *testing.T) {
 		if !errors.Is(err, ErrRegistry) || err.Error() != want {
 			t.Errorf("SearchAll from %q: %v, want %s", cursor, err, want)
 		}
+	}
+}
+
+func TestCatalogInventory(t *testing.T) {
+	d1, d2 := digest.FromString("one"), digest.FromString("two")
+	taken := time.Date(2026, 11, 23, 18, 45, 11, 0, time.UTC)
+	doc := func(v any) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/api/v1/inventory" || r.Method != http.MethodGet {
+				t.Errorf("%s %s", r.Method, r.URL.Path)
+			}
+			writeDoc(w, http.StatusOK, v)
+		}
+	}
+	for _, tc := range []struct {
+		name        string
+		handler     http.HandlerFunc
+		want        map[string][]digest.Digest
+		kind        error // the error wraps it; nil: no error
+		unsupported bool  // the error wraps errors.ErrUnsupported
+	}{
+		{"inventory", doc(apiv1.Inventory{MediaType: apiv1.InventoryMediaType, Taken: taken, Repositories: map[string][]digest.Digest{"a/b": {d1, d2}, "c/d": {}}}),
+			map[string][]digest.Digest{"a/b": {d1, d2}, "c/d": {}}, nil, false},
+		{"nothing pullable", doc(map[string]any{"mediaType": apiv1.InventoryMediaType, "taken": taken, "repositories": map[string]any{}}),
+			map[string][]digest.Digest{}, nil, false},
+		{"null repositories", doc(map[string]any{"mediaType": apiv1.InventoryMediaType, "taken": taken, "repositories": nil}),
+			map[string][]digest.Digest{}, nil, false},
+		{"plain registry", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusNotFound)
+			w.Write([]byte("404 page not found\n"))
+		}, nil, ErrRegistry, true},
+		{"berth without the endpoint", func(w http.ResponseWriter, _ *http.Request) {
+			writeDoc(w, http.StatusNotFound, apiv1.Errors{Errors: []apiv1.Error{{Code: "NOT_FOUND", Message: "no endpoint /api/v1/inventory: not found"}}})
+		}, nil, ErrNotFound, true},
+		{"split mode", func(w http.ResponseWriter, _ *http.Request) {
+			writeDoc(w, http.StatusNotImplemented, apiv1.Errors{Errors: []apiv1.Error{{Code: "NOT_IMPLEMENTED", Message: "berth serve catalog has no storage"}}})
+		}, nil, ErrRegistry, true},
+		{"denied", func(w http.ResponseWriter, _ *http.Request) {
+			writeDoc(w, http.StatusForbidden, apiv1.Errors{Errors: []apiv1.Error{{Code: "DENIED", Message: "token expired"}}})
+		}, nil, ErrDenied, false},
+		{"internal", func(w http.ResponseWriter, _ *http.Request) {
+			writeDoc(w, http.StatusInternalServerError, apiv1.Errors{Errors: []apiv1.Error{{Code: "INTERNAL", Message: "internal error"}}})
+		}, nil, ErrRegistry, false},
+		{"another document", doc(apiv1.Status{Packages: 3}), nil, ErrRegistry, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			server := catalogServer(t, tc.handler)
+			cl, err := New(Options{Credentials: credentials.NewMemoryStore(), HTTPClient: &http.Client{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := cl.Catalog(server)
+			if err != nil {
+				t.Fatal(err)
+			}
+			inv, err := c.Inventory(context.Background())
+			if tc.kind == nil {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if inv.MediaType != apiv1.InventoryMediaType || !inv.Taken.Equal(taken) || !reflect.DeepEqual(inv.Repositories, tc.want) {
+					t.Errorf("inventory %+v, want repositories %v", inv, tc.want)
+				}
+				return
+			}
+			if !errors.Is(err, tc.kind) || errors.Is(err, errors.ErrUnsupported) != tc.unsupported {
+				t.Errorf("error %v: wraps %v: %t, unsupported: %t; want %t, %t", err, tc.kind, errors.Is(err, tc.kind), errors.Is(err, errors.ErrUnsupported), true, tc.unsupported)
+			}
+			if err != nil && !strings.HasPrefix(err.Error(), "inventory: ") {
+				t.Errorf("error %q does not start with the operation", err)
+			}
+		})
 	}
 }

@@ -20,6 +20,9 @@ type opError struct {
 	msg   string
 	kind  error
 	cause error
+	// status is the HTTP status of an answer of the catalog API other than
+	// the one expected; 0 otherwise.
+	status int
 }
 
 func (e *opError) Error() string { return e.msg }

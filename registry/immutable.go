@@ -95,6 +95,21 @@ type guardedManifests struct {
 	repo *guardedRepository
 }
 
+var _ distribution.ManifestEnumerator = (*guardedManifests)(nil)
+
+// Enumerate lists the repository's manifest revisions as the manifest
+// service it wraps does (distribution's storage), which readers of the
+// whole storage (Registry.Inventory, distribution's garbage collector) find
+// by type assertion. Listing changes nothing, so the guard has no say in it.
+// It returns an error when the wrapped service cannot enumerate.
+func (m *guardedManifests) Enumerate(ctx context.Context, ingester func(digest.Digest) error) error {
+	e, ok := m.ManifestService.(distribution.ManifestEnumerator)
+	if !ok {
+		return fmt.Errorf("registry: the manifests of %s cannot be enumerated", m.repo.Named().Name())
+	}
+	return e.Enumerate(ctx, ingester)
+}
+
 // Put refuses, with an OCI DENIED error, a manifest pushed by tag when the tag
 // already names a different package manifest, when the admission hook
 // refuses a package pushed by tag, or when a sign-only push (WithSignOnly)

@@ -49,6 +49,7 @@ func TestAuthRoutes(t *testing.T) {
 		{"HEAD", "/api/v1/robots/a/ci", "robots", "yes", 200},
 		{"DELETE", "/api/v1/robots/a/ci", "robots", "yes", 200},
 		{"GET", "/api/v1/packages", "catalog", "yes", 200},
+		{"GET", "/api/v1/inventory", "catalog", "yes", 200},
 		{"GET", "/api/v1/robotsx", "catalog", "yes", 200},
 		{"GET", "/a/index.yaml", "catalog", "yes", 200},
 		{"GET", "/api/helm/index.yaml", "catalog", "yes", 200},

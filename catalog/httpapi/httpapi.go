@@ -62,6 +62,10 @@ type Options struct {
 	// Events mounts POST /events, the receiver of distribution's
 	// notification webhook (split mode).
 	Events bool
+	// Inventory answers GET /api/v1/inventory from the registry's storage.
+	// Nil (split mode, where the catalog has no storage of its own) answers
+	// it 501 NOT_IMPLEMENTED.
+	Inventory Inventory
 }
 
 //go:embed openapi.yaml
@@ -79,6 +83,7 @@ type handler struct {
 	auth        catalog.Authorizer
 	log         *slog.Logger
 	registryURL string
+	inv         Inventory
 	mux         *chi.Mux
 }
 
@@ -92,6 +97,7 @@ func New(opts Options) http.Handler {
 		auth:        opts.Authorizer,
 		log:         opts.Logger,
 		registryURL: trimSlash(opts.RegistryURL),
+		inv:         opts.Inventory,
 	}
 	if h.auth == nil {
 		h.auth = catalog.AllowAll{}
@@ -115,6 +121,7 @@ func New(opts Options) http.Handler {
 	r.Get("/api/v1/changes", h.handle(h.changes))
 	r.Get("/api/v1/artifacts", h.handle(h.artifacts))
 	r.Get("/api/v1/status", h.handle(h.status))
+	r.Get("/api/v1/inventory", h.handle(h.inventory))
 	r.Get("/api/v1/openapi.yaml", h.handle(h.openAPI))
 	r.Get("/index.yaml", h.handle(h.index))
 	r.Get("/{namespace}/index.yaml", h.handle(h.index))

@@ -37,6 +37,9 @@ func Start(wrap func(http.Handler) http.Handler) (host string, stop func()) {
 		},
 	}
 	config.HTTP.Secret = "registrytest"
+	// distribution's configuration parser defaults this to 1000; built in
+	// code it would be 0, and /v2/_catalog would list nothing.
+	config.Catalog.MaxEntries = 1000
 	ctx, cancel := context.WithCancel(context.Background())
 	var h http.Handler = handlers.NewApp(ctx, config)
 	if wrap != nil {

@@ -168,7 +168,7 @@ func serve(cmd *cobra.Command, cfg *config.Config) error {
 
 	srv := server.New(server.Options{
 		Registry:        access.registry(reg),
-		Catalog:         httpapi.New(httpapi.Options{Catalog: cat, Authorizer: access.authorizer, Logger: log, RegistryURL: cfg.Catalog.PublicURL}),
+		Catalog:         httpapi.New(httpapi.Options{Catalog: cat, Authorizer: access.authorizer, Logger: log, RegistryURL: cfg.Catalog.PublicURL, Inventory: reg}),
 		Auth:            access.token,
 		Robots:          access.robots,
 		API:             access.api,

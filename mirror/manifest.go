@@ -1,6 +1,10 @@
 package mirror
 
 import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
 	"time"
 
 	"github.com/opencontainers/go-digest"
@@ -144,3 +148,41 @@ type PartBlob struct {
 // export --inventory reads it; a berth server answers it at
 // GET /api/v1/inventory.
 type Inventory = apiv1.Inventory
+
+// maxManifestFile caps the archive manifest read by ReadManifest.
+const maxManifestFile = 256 << 20
+
+// ReadManifest reads an archive manifest file (berth-mirror.json), as
+// export --since takes it, and returns it with the sha256 digest of the
+// file's bytes.
+func ReadManifest(path string) (*Manifest, digest.Digest, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, "", err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxManifestFile+1))
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: %w", path, err)
+	}
+	if len(b) > maxManifestFile {
+		return nil, "", fmt.Errorf("%s: larger than %d bytes", path, maxManifestFile)
+	}
+	m, err := parseManifestFile(b)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: %w", path, err)
+	}
+	return m, digest.FromBytes(b), nil
+}
+
+// parseManifestFile decodes an archive manifest and checks its media type.
+func parseManifestFile(b []byte) (*Manifest, error) {
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("not an archive manifest (%s): %w", ManifestFile, err)
+	}
+	if m.MediaType != ManifestMediaType {
+		return nil, fmt.Errorf("media type %q: not an archive manifest (%s)", m.MediaType, ManifestMediaType)
+	}
+	return &m, nil
+}

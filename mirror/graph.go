@@ -1,0 +1,312 @@
+package mirror
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2/content"
+	"oras.land/oras-go/v2/errdef"
+	"oras.land/oras-go/v2/registry/remote"
+)
+
+// MaxManifestSize caps the manifests the mirror reads, from a registry or an
+// archive: 4 MiB, distribution's own limit.
+const MaxManifestSize = 4 << 20
+
+// maxGraphManifests caps the manifests one version's graph may hold (the
+// version, its signatures, attestations and their referrers), so that a
+// hostile registry cannot make a walk endless.
+const maxGraphManifests = 1024
+
+// cosignSuffixes are the tags cosign keeps next to a digest: sha256-<hex>
+// and one of these.
+var cosignSuffixes = []string{".sig", ".att", ".sbom"}
+
+// cosignTag is cosign's tag for d with suffix.
+func cosignTag(d digest.Digest, suffix string) string {
+	return d.Algorithm().String() + "-" + d.Encoded() + suffix
+}
+
+// node is a manifest or blob of a version's graph.
+type node struct {
+	desc ocispec.Descriptor
+	// For a manifest: its bytes, the manifests it lists (an index's
+	// entries), its blobs (config and layers) and its subject.
+	manifest bool
+	body     []byte
+	children []digest.Digest
+	subject  digest.Digest
+}
+
+// graph is everything one version needs in its repository: its manifest,
+// the manifests and blobs that manifest references, cosign's tags of it and
+// of its referrers, and its referrers, followed until there are none left.
+type graph struct {
+	version Version
+	nodes   map[digest.Digest]*node
+}
+
+// manifests returns the graph's manifests in push order: an index's
+// entries before the index, and a subject before the manifests that refer
+// to it.
+func (g *graph) manifests() []*node {
+	var (
+		order []*node
+		seen  = map[digest.Digest]bool{}
+		visit func(d digest.Digest)
+	)
+	// referrersOf lists the manifests whose subject is d, in digest order.
+	referrersOf := map[digest.Digest][]digest.Digest{}
+	for d, n := range g.nodes {
+		if n.manifest && n.subject != "" {
+			referrersOf[n.subject] = append(referrersOf[n.subject], d)
+		}
+	}
+	for _, refs := range referrersOf {
+		slices.Sort(refs)
+	}
+	visit = func(d digest.Digest) {
+		n, ok := g.nodes[d]
+		if !ok || !n.manifest || seen[d] {
+			return
+		}
+		seen[d] = true
+		for _, c := range n.children {
+			visit(c)
+		}
+		order = append(order, n)
+		for _, r := range referrersOf[d] {
+			visit(r)
+		}
+	}
+	visit(g.version.Digest)
+	for _, t := range g.version.Tags {
+		visit(t.Digest)
+	}
+	for _, r := range g.version.Referrers {
+		visit(r)
+	}
+	// Whatever is left (a referrer whose subject is not in the graph) goes
+	// last, in digest order.
+	rest := make([]digest.Digest, 0)
+	for d, n := range g.nodes {
+		if n.manifest && !seen[d] {
+			rest = append(rest, d)
+		}
+	}
+	slices.Sort(rest)
+	for _, d := range rest {
+		visit(d)
+	}
+	return order
+}
+
+// blobs returns the graph's blobs in digest order.
+func (g *graph) blobs() []*node {
+	var out []*node
+	for _, n := range g.nodes {
+		if !n.manifest {
+			out = append(out, n)
+		}
+	}
+	slices.SortFunc(out, func(a, b *node) int { return cmp.Compare(a.desc.Digest, b.desc.Digest) })
+	return out
+}
+
+// parseManifest reads what a manifest references: the manifests an index
+// lists, the config and layers of an image manifest, and its subject.
+func parseManifest(desc ocispec.Descriptor, body []byte) (children, blobs []ocispec.Descriptor, subject *ocispec.Descriptor, err error) {
+	var m struct {
+		MediaType string               `json:"mediaType"`
+		Config    *ocispec.Descriptor  `json:"config"`
+		Layers    []ocispec.Descriptor `json:"layers"`
+		Blobs     []ocispec.Descriptor `json:"blobs"`
+		Manifests []ocispec.Descriptor `json:"manifests"`
+		Subject   *ocispec.Descriptor  `json:"subject"`
+	}
+	if err := json.Unmarshal(body, &m); err != nil {
+		return nil, nil, nil, fmt.Errorf("manifest %s is not JSON: %w", desc.Digest, err)
+	}
+	if m.Config != nil {
+		blobs = append(blobs, *m.Config)
+	}
+	blobs = append(blobs, m.Layers...)
+	blobs = append(blobs, m.Blobs...)
+	for _, d := range append(append([]ocispec.Descriptor{}, blobs...), m.Manifests...) {
+		if err := d.Digest.Validate(); err != nil {
+			return nil, nil, nil, fmt.Errorf("manifest %s references %q: %w", desc.Digest, d.Digest, err)
+		}
+		if d.Size < 0 {
+			return nil, nil, nil, fmt.Errorf("manifest %s references %s with a negative size", desc.Digest, d.Digest)
+		}
+	}
+	return m.Manifests, blobs, m.Subject, nil
+}
+
+// isManifest reports whether mediaType is that of a manifest or index.
+func isManifest(mediaType string) bool {
+	switch mediaType {
+	case ocispec.MediaTypeImageManifest, ocispec.MediaTypeImageIndex,
+		"application/vnd.oci.artifact.manifest.v1+json",
+		"application/vnd.docker.distribution.manifest.v2+json",
+		"application/vnd.docker.distribution.manifest.list.v2+json":
+		return true
+	}
+	return false
+}
+
+// walker discovers the graphs of versions in the repositories of one
+// registry. It lists each repository's tags once, so that finding cosign's
+// tags costs no request per manifest.
+type walker struct {
+	repo func(name string) *remote.Repository
+
+	mu   sync.Mutex
+	tags map[string]*tagList
+}
+
+// tagList is the tags of one repository, listed once.
+type tagList struct {
+	once sync.Once
+	tags map[string]bool
+	err  error
+}
+
+func newWalker(repo func(name string) *remote.Repository) *walker {
+	return &walker{repo: repo, tags: map[string]*tagList{}}
+}
+
+// tagsOf returns the tags of repository name.
+func (w *walker) tagsOf(ctx context.Context, name string) (map[string]bool, error) {
+	w.mu.Lock()
+	l, ok := w.tags[name]
+	if !ok {
+		l = &tagList{}
+		w.tags[name] = l
+	}
+	w.mu.Unlock()
+	l.once.Do(func() {
+		l.tags = map[string]bool{}
+		l.err = w.repo(name).Tags(ctx, "", func(tags []string) error {
+			for _, t := range tags {
+				l.tags[t] = true
+			}
+			return nil
+		})
+		if l.err != nil {
+			l.err = fmt.Errorf("list the tags of %s: %w", name, l.err)
+		}
+	})
+	return l.tags, l.err
+}
+
+// walk discovers the graph of the version v names (Repository, Tag and
+// Digest set) in its repository.
+func (w *walker) walk(ctx context.Context, v Version) (*graph, error) {
+	repo := w.repo(v.Repository)
+	tags, err := w.tagsOf(ctx, v.Repository)
+	if err != nil {
+		return nil, err
+	}
+	root, err := repo.Resolve(ctx, v.Digest.String())
+	if err != nil {
+		return nil, fmt.Errorf("%s@%s: %w", v.Repository, v.Digest, err)
+	}
+	g := &graph{version: v, nodes: map[digest.Digest]*node{}}
+	g.version.Tags, g.version.Referrers, g.version.Needs = nil, nil, nil
+	queue := []ocispec.Descriptor{root}
+	referrers := map[digest.Digest]bool{}
+	for len(queue) > 0 {
+		desc := queue[0]
+		queue = queue[1:]
+		if _, ok := g.nodes[desc.Digest]; ok {
+			continue
+		}
+		if len(g.nodes) >= maxGraphManifests*4 {
+			return nil, fmt.Errorf("%s@%s: more than %d manifests and blobs refer to the version; refusing to follow more", v.Repository, v.Digest, maxGraphManifests*4)
+		}
+		n, err := fetchManifest(ctx, repo, desc)
+		if err != nil {
+			return nil, fmt.Errorf("%s@%s: %w", v.Repository, desc.Digest, err)
+		}
+		g.nodes[desc.Digest] = n
+		children, blobs, subject, err := parseManifest(desc, n.body)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", v.Repository, err)
+		}
+		if subject != nil {
+			n.subject = subject.Digest
+		}
+		for _, c := range children {
+			n.children = append(n.children, c.Digest)
+			queue = append(queue, c)
+		}
+		for _, b := range blobs {
+			if _, ok := g.nodes[b.Digest]; !ok {
+				g.nodes[b.Digest] = &node{desc: ocispec.Descriptor{MediaType: b.MediaType, Digest: b.Digest, Size: b.Size}}
+			}
+		}
+		for _, suffix := range cosignSuffixes {
+			tag := cosignTag(desc.Digest, suffix)
+			if !tags[tag] {
+				continue
+			}
+			td, err := repo.Resolve(ctx, tag)
+			if errors.Is(err, errdef.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("%s:%s: %w", v.Repository, tag, err)
+			}
+			g.version.Tags = append(g.version.Tags, Tag{Tag: tag, Digest: td.Digest})
+			queue = append(queue, td)
+		}
+		err = repo.Referrers(ctx, desc, "", func(refs []ocispec.Descriptor) error {
+			for _, r := range refs {
+				if !referrers[r.Digest] {
+					referrers[r.Digest] = true
+					queue = append(queue, ocispec.Descriptor{MediaType: r.MediaType, Digest: r.Digest, Size: r.Size})
+				}
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, errdef.ErrNotFound) && !errors.Is(err, errdef.ErrUnsupported) {
+			return nil, fmt.Errorf("the referrers of %s@%s: %w", v.Repository, desc.Digest, err)
+		}
+		if len(referrers) > maxGraphManifests {
+			return nil, fmt.Errorf("%s@%s: more than %d referrers; refusing to follow more", v.Repository, v.Digest, maxGraphManifests)
+		}
+	}
+	for d := range referrers {
+		g.version.Referrers = append(g.version.Referrers, d)
+	}
+	slices.Sort(g.version.Referrers)
+	slices.SortFunc(g.version.Tags, func(a, b Tag) int { return cmp.Compare(a.Tag, b.Tag) })
+	for d := range g.nodes {
+		g.version.Needs = append(g.version.Needs, d)
+	}
+	slices.Sort(g.version.Needs)
+	return g, nil
+}
+
+// fetchManifest reads a manifest, capped and verified against its digest.
+func fetchManifest(ctx context.Context, f content.Fetcher, desc ocispec.Descriptor) (*node, error) {
+	if desc.Size > MaxManifestSize {
+		return nil, fmt.Errorf("manifest of %d bytes; the limit is %d", desc.Size, MaxManifestSize)
+	}
+	if !isManifest(desc.MediaType) {
+		return nil, fmt.Errorf("media type %q is not a manifest's", desc.MediaType)
+	}
+	body, err := content.FetchAll(ctx, f, desc)
+	if err != nil {
+		return nil, err
+	}
+	return &node{desc: desc, manifest: true, body: body}, nil
+}

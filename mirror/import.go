@@ -1,0 +1,211 @@
+package mirror
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/berth-registry/berth/client"
+	"github.com/berth-registry/berth/pkgformat"
+	"github.com/berth-registry/berth/signing"
+)
+
+// ImportOptions say where Import writes and what it checks.
+type ImportOptions struct {
+	// Client writes to the target, with its credentials.
+	Client *client.Client
+	// Target is the registry imported into, host[:port]: berth, the
+	// upstream registry, zot or any OCI registry.
+	Target string
+	// ArchiveKey, when set, must have signed the archive manifest; it is
+	// checked before anything else is read.
+	ArchiveKey *signing.Key
+	// Policy, when set, is the trust policy a version's signatures must
+	// satisfy, for the repositories it covers, before the version is
+	// tagged; a version that fails is quarantined: imported by digest,
+	// left untagged and reported.
+	Policy *signing.Policy
+	// Concurrency is how many versions are imported at a time.
+	Concurrency int
+	// Progress, when set, is updated as the import goes.
+	Progress *Progress
+}
+
+// Import copies the versions of an archive into the target: for each
+// version its blobs and manifests by digest (skipping what the target has),
+// then cosign's tags, then, last, the version's tag, so that a version
+// half imported is never tagged. Every blob is checked against its digest
+// as it is read. A version that cannot be imported (a corrupt entry, a
+// refused push) is reported in Summary.Failed and left untagged; the others
+// are imported. Killed at any point, Import run again finishes the job,
+// sending only what the target still lacks.
+func Import(ctx context.Context, a *Archive, opts ImportOptions) (*Summary, error) {
+	start := time.Now()
+	if opts.Progress == nil {
+		opts.Progress = &Progress{}
+	}
+	if opts.ArchiveKey != nil {
+		if err := a.CheckSignature(*opts.ArchiveKey); err != nil {
+			return nil, err
+		}
+	}
+	m := a.Manifest()
+	entries, err := checkManifest(m)
+	if err != nil {
+		return nil, err
+	}
+	t := &target{c: opts.Client, host: opts.Target, policy: opts.Policy, counts: &counters{}, progress: opts.Progress}
+	opts.Progress.VersionsTotal.Store(int64(len(m.Versions)))
+	var total int64
+	for _, en := range entries {
+		if !en.Manifest {
+			total += en.Size
+		}
+	}
+	opts.Progress.BytesTotal.Store(total)
+	src := archiveSource{a: a, entries: entries}
+	mountFrom := func(d digest.Digest) string { return entries[d].At }
+	forEach(ctx, opts.Concurrency, m.Versions, func(v Version) {
+		defer opts.Progress.VersionsDone.Add(1)
+		g, err := archiveGraph(a, v, entries)
+		if err == nil {
+			_, err = t.put(ctx, g, src, mountFrom)
+		}
+		if err != nil {
+			t.counts.fail(v, err)
+		}
+	})
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return t.counts.summary(start), nil
+}
+
+// checkManifest checks that an archive manifest is whole: every version
+// names a valid repository, tag and digest, and every digest a version
+// needs has its entry. It returns the entries by digest.
+func checkManifest(m *Manifest) (map[digest.Digest]Entry, error) {
+	if m.MediaType != ManifestMediaType {
+		return nil, fmt.Errorf("%s: media type %q, not %q", ManifestFile, m.MediaType, ManifestMediaType)
+	}
+	entries := make(map[digest.Digest]Entry, len(m.Content))
+	for _, en := range m.Content {
+		if err := en.Digest.Validate(); err != nil {
+			return nil, fmt.Errorf("%s: content entry %q: %w", ManifestFile, en.Digest, err)
+		}
+		if en.Size < 0 {
+			return nil, fmt.Errorf("%s: content entry %s has a negative size", ManifestFile, en.Digest)
+		}
+		if en.Manifest && en.Size > MaxManifestSize {
+			return nil, fmt.Errorf("%s: manifest %s of %d bytes; the limit is %d", ManifestFile, en.Digest, en.Size, MaxManifestSize)
+		}
+		entries[en.Digest] = en
+	}
+	for i, v := range m.Versions {
+		what := fmt.Sprintf("%s: version %d (%s:%s)", ManifestFile, i+1, v.Repository, v.Tag)
+		if err := pkgformat.ValidRepository(v.Repository); err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		if err := v.Digest.Validate(); err != nil {
+			return nil, fmt.Errorf("%s: digest: %w", what, err)
+		}
+		tags := []string{v.Tag}
+		for _, t := range v.Tags {
+			tags = append(tags, t.Tag)
+		}
+		for _, tag := range tags {
+			if err := pkgformat.ValidTag(tag); err != nil {
+				return nil, fmt.Errorf("%s: %w", what, err)
+			}
+		}
+		needs := map[digest.Digest]bool{}
+		for _, d := range v.Needs {
+			if _, ok := entries[d]; !ok {
+				return nil, fmt.Errorf("%s needs %s, which the content list lacks", what, d)
+			}
+			needs[d] = true
+		}
+		for _, d := range append(append([]digest.Digest{v.Digest}, v.Referrers...), tagDigests(v.Tags)...) {
+			if !needs[d] || !entries[d].Manifest {
+				return nil, fmt.Errorf("%s: manifest %s is not among what it needs", what, d)
+			}
+		}
+	}
+	return entries, nil
+}
+
+func tagDigests(tags []Tag) []digest.Digest {
+	out := make([]digest.Digest, len(tags))
+	for i, t := range tags {
+		out[i] = t.Digest
+	}
+	return out
+}
+
+// archiveGraph is the graph of version v as the archive has it: the
+// manifests it carries are read (and checked against their digests) to
+// order them; what it does not carry the target holds already.
+func archiveGraph(a *Archive, v Version, entries map[digest.Digest]Entry) (*graph, error) {
+	g := &graph{version: v, nodes: make(map[digest.Digest]*node, len(v.Needs))}
+	for _, d := range v.Needs {
+		en := entries[d]
+		n := &node{desc: ocispec.Descriptor{MediaType: en.MediaType, Digest: en.Digest, Size: en.Size}, manifest: en.Manifest}
+		g.nodes[d] = n
+		if !en.Manifest || !en.Carried {
+			continue
+		}
+		body, err := readAll(a, d)
+		if err != nil {
+			return nil, err
+		}
+		children, _, subject, err := parseManifest(n.desc, body)
+		if err != nil {
+			return nil, err
+		}
+		n.body = body
+		for _, c := range children {
+			n.children = append(n.children, c.Digest)
+		}
+		if subject != nil {
+			n.subject = subject.Digest
+		}
+	}
+	return g, nil
+}
+
+// readAll reads a manifest of the archive, checked against its digest.
+func readAll(a *Archive, d digest.Digest) ([]byte, error) {
+	rc, err := a.Open(d)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	body, err := io.ReadAll(io.LimitReader(rc, MaxManifestSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(body) > MaxManifestSize {
+		return nil, fmt.Errorf("manifest %s: more than %d bytes", d, MaxManifestSize)
+	}
+	return body, nil
+}
+
+// archiveSource serves the blobs of an archive.
+type archiveSource struct {
+	a       *Archive
+	entries map[digest.Digest]Entry
+}
+
+func (s archiveSource) open(_ context.Context, _ string, desc ocispec.Descriptor) (io.ReadCloser, error) {
+	if !s.entries[desc.Digest].Carried {
+		return nil, fmt.Errorf("%s: %w", desc.Digest, ErrNotInArchive)
+	}
+	if !s.a.Has(desc.Digest) {
+		return nil, fmt.Errorf("%s: %w: the archive manifest says it carries %s, but no part holds it", ManifestFile, ErrCorrupt, desc.Digest)
+	}
+	return s.a.Open(desc.Digest)
+}

@@ -1,0 +1,291 @@
+package mirror
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2/errdef"
+	"oras.land/oras-go/v2/registry/remote"
+	"oras.land/oras-go/v2/registry/remote/errcode"
+
+	"github.com/berth-registry/berth/client"
+	"github.com/berth-registry/berth/signing"
+)
+
+// DefaultConcurrency is how many versions are copied at a time when an
+// operation's Concurrency is not set.
+const DefaultConcurrency = 8
+
+// Progress counts how far an operation has come. The operation updates it
+// as it goes; a caller may read it at any time to draw progress bars.
+type Progress struct {
+	VersionsTotal, VersionsDone atomic.Int64
+	BytesTotal, BytesDone       atomic.Int64
+}
+
+// Summary is what an export, import or sync did.
+type Summary struct {
+	// Versions counts the versions exported, or tagged in the target by
+	// this run (a version the target had already is not counted).
+	Versions int `json:"versions"`
+	// Blobs and Manifests count what was written to the archive or sent
+	// to the target.
+	Blobs     int `json:"blobs"`
+	Manifests int `json:"manifests"`
+	// Bytes counts the bytes written to the archive, or of blobs sent.
+	Bytes int64 `json:"bytes"`
+	// BytesSkipped counts the bytes of blobs the far side or the target
+	// had already, and so were neither written nor sent.
+	BytesSkipped int64 `json:"bytesSkipped"`
+	// Quarantined are versions imported but left untagged because their
+	// signatures do not satisfy the trust policy.
+	Quarantined []Problem `json:"quarantined"`
+	// Failed are versions that could not be exported or imported.
+	Failed []Problem `json:"failed"`
+	// Deleted are versions deleted upstream (sync): pruned in the target
+	// with Prune, else only reported.
+	Deleted []Problem `json:"deleted,omitempty"`
+	// Files are the archive's files (export).
+	Files []string `json:"files,omitempty"`
+	// Seconds is how long it took.
+	Seconds float64 `json:"seconds"`
+}
+
+// Problem names a version and what happened to it.
+type Problem struct {
+	Repository string        `json:"repository"`
+	Tag        string        `json:"tag"`
+	Digest     digest.Digest `json:"digest"`
+	Reason     string        `json:"reason"`
+}
+
+// counters are a Summary's counts, updated concurrently.
+type counters struct {
+	versions, blobs, manifests atomic.Int64
+	bytes, skipped             atomic.Int64
+
+	mu          sync.Mutex
+	quarantined []Problem
+	failed      []Problem
+}
+
+func (c *counters) fail(v Version, err error) {
+	c.mu.Lock()
+	c.failed = append(c.failed, Problem{Repository: v.Repository, Tag: v.Tag, Digest: v.Digest, Reason: err.Error()})
+	c.mu.Unlock()
+}
+
+func (c *counters) quarantine(v Version, reason string) {
+	c.mu.Lock()
+	c.quarantined = append(c.quarantined, Problem{Repository: v.Repository, Tag: v.Tag, Digest: v.Digest, Reason: reason})
+	c.mu.Unlock()
+}
+
+func (c *counters) summary(start time.Time) *Summary {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return &Summary{
+		Versions:     int(c.versions.Load()),
+		Blobs:        int(c.blobs.Load()),
+		Manifests:    int(c.manifests.Load()),
+		Bytes:        c.bytes.Load(),
+		BytesSkipped: c.skipped.Load(),
+		Quarantined:  append([]Problem{}, c.quarantined...),
+		Failed:       append([]Problem{}, c.failed...),
+		Seconds:      time.Since(start).Seconds(),
+	}
+}
+
+// blobSource opens the blobs a version needs: an archive's, or a source
+// registry's.
+type blobSource interface {
+	// open returns the blob, or an error wrapping ErrNotInArchive when the
+	// source does not carry it.
+	open(ctx context.Context, repository string, desc ocispec.Descriptor) (io.ReadCloser, error)
+}
+
+// target is the registry an import or sync writes to.
+type target struct {
+	c        *client.Client
+	host     string
+	policy   *signing.Policy
+	counts   *counters
+	progress *Progress
+}
+
+// put copies the version of g into the target: its blobs (skipping those the
+// target has, mounting those the far side holds in another repository),
+// then its manifests by digest, then cosign's tags, and last, when its
+// signatures satisfy the trust policy, the version's own tag. mountFrom
+// names a repository of the target holding a blob src does not carry. It
+// reports whether the version was tagged; a version the policy refuses is
+// quarantined: left untagged and reported.
+func (t *target) put(ctx context.Context, g *graph, src blobSource, mountFrom func(digest.Digest) string) (bool, error) {
+	v := g.version
+	repo := t.c.Repository(t.host, v.Repository)
+	for _, b := range g.blobs() {
+		if err := t.putBlob(ctx, repo, v.Repository, b.desc, src, mountFrom); err != nil {
+			return false, err
+		}
+	}
+	for _, m := range g.manifests() {
+		if err := t.putManifest(ctx, repo, v.Repository, m); err != nil {
+			return false, err
+		}
+	}
+	for _, tag := range v.Tags {
+		if _, err := t.tag(ctx, repo, g.nodes[tag.Digest], tag.Tag); err != nil {
+			return false, err
+		}
+	}
+	if t.policy != nil {
+		if _, covered := t.policy.For(v.Repository); covered {
+			report, err := signing.Check(ctx, t.c.Fetcher(t.host), t.policy, v.Repository, v.Digest.String())
+			if err != nil {
+				return false, fmt.Errorf("check the signatures of %s@%s: %w", v.Repository, v.Digest, err)
+			}
+			if !report.Verified() {
+				t.counts.quarantine(v, report.Reason())
+				return false, nil
+			}
+		}
+	}
+	tagged, err := t.tag(ctx, repo, g.nodes[v.Digest], v.Tag)
+	if err != nil {
+		var resp *errcode.ErrorResponse
+		if errors.As(err, &resp) && resp.StatusCode == 403 {
+			// The target's own policy refused the tag: a berth whose trust
+			// policy requires a verified signature.
+			t.counts.quarantine(v, "the target refused the tag: "+err.Error())
+			return false, nil
+		}
+		return false, err
+	}
+	if tagged {
+		t.counts.versions.Add(1)
+	}
+	return tagged, nil
+}
+
+// putBlob makes sure the target's repository has blob desc.
+func (t *target) putBlob(ctx context.Context, repo *remote.Repository, name string, desc ocispec.Descriptor, src blobSource, mountFrom func(digest.Digest) string) error {
+	have, err := repo.Blobs().Exists(ctx, desc)
+	if err != nil {
+		return fmt.Errorf("blob %s in %s: %w", desc.Digest, name, err)
+	}
+	if have {
+		t.counts.skipped.Add(desc.Size)
+		t.progress.BytesDone.Add(desc.Size)
+		return nil
+	}
+	rc, err := src.open(ctx, name, desc)
+	if errors.Is(err, ErrNotInArchive) {
+		from := ""
+		if mountFrom != nil {
+			from = mountFrom(desc.Digest)
+		}
+		if from == "" || from == name {
+			return fmt.Errorf("blob %s: the target's %s lacks it and the archive does not carry it; take a new inventory of the target and export again", desc.Digest, name)
+		}
+		if err := repo.Mount(ctx, desc, from, nil); err != nil {
+			return fmt.Errorf("blob %s: mount from %s into %s, as the archive expects the target to hold it there: %w", desc.Digest, from, name, err)
+		}
+		t.counts.skipped.Add(desc.Size)
+		t.progress.BytesDone.Add(desc.Size)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("blob %s: %w", desc.Digest, err)
+	}
+	defer rc.Close()
+	if err := repo.Blobs().Push(ctx, desc, &countingReader{r: rc, n: &t.progress.BytesDone}); err != nil {
+		return fmt.Errorf("push blob %s to %s: %w", desc.Digest, name, err)
+	}
+	t.counts.blobs.Add(1)
+	t.counts.bytes.Add(desc.Size)
+	return nil
+}
+
+// putManifest pushes manifest m by digest unless the target has it.
+func (t *target) putManifest(ctx context.Context, repo *remote.Repository, name string, m *node) error {
+	have, err := repo.Manifests().Exists(ctx, m.desc)
+	if err != nil {
+		return fmt.Errorf("manifest %s in %s: %w", m.desc.Digest, name, err)
+	}
+	if have {
+		return nil
+	}
+	if m.body == nil {
+		return fmt.Errorf("manifest %s: the target's %s lacks it and the archive does not carry it; take a new inventory of the target and export again", m.desc.Digest, name)
+	}
+	if err := repo.Manifests().Push(ctx, m.desc, bytes.NewReader(m.body)); err != nil {
+		return fmt.Errorf("push manifest %s to %s: %w", m.desc.Digest, name, err)
+	}
+	t.counts.manifests.Add(1)
+	return nil
+}
+
+// tag points tag at manifest m, unless it does already; it reports
+// whether it moved the tag.
+func (t *target) tag(ctx context.Context, repo *remote.Repository, m *node, tag string) (bool, error) {
+	have, err := repo.Resolve(ctx, tag)
+	switch {
+	case err == nil && have.Digest == m.desc.Digest:
+		return false, nil
+	case err != nil && !errors.Is(err, errdef.ErrNotFound):
+		return false, fmt.Errorf("resolve %s:%s: %w", repo.Reference.Repository, tag, err)
+	}
+	if m.body == nil {
+		err = repo.Tag(ctx, m.desc, tag)
+	} else {
+		err = repo.PushReference(ctx, m.desc, bytes.NewReader(m.body), tag)
+	}
+	if err != nil {
+		return false, fmt.Errorf("tag %s:%s: %w", repo.Reference.Repository, tag, err)
+	}
+	return true, nil
+}
+
+// countingReader adds what is read to n.
+type countingReader struct {
+	r io.Reader
+	n *atomic.Int64
+}
+
+func (c *countingReader) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// forEach runs fn for each of items, at most concurrency at a time, and
+// stops early when ctx ends.
+func forEach[T any](ctx context.Context, concurrency int, items []T, fn func(T)) {
+	if concurrency <= 0 {
+		concurrency = DefaultConcurrency
+	}
+	sem := make(chan struct{}, concurrency)
+	var wg sync.WaitGroup
+	for _, it := range items {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			wg.Wait()
+			return
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			fn(it)
+		}()
+	}
+	wg.Wait()
+}

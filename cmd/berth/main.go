@@ -73,6 +73,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newSignCmd(),
 		newVerifyCmd(),
 		newPromoteCmd(),
+		newMirrorCmd(),
 		newLoginCmd(),
 		newLogoutCmd(),
 		newRobotCmd(),

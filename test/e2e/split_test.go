@@ -56,33 +56,16 @@ func TestSplitCatalogFollowsUpstreamRegistry(t *testing.T) {
 // waits until the catalog's start-up reconciliation is done.
 func startSplit(t *testing.T, args ...string) (string, *server) {
 	t.Helper()
-	requireTool(t, "distribution's registry", registryBin)
-	regAddr, catAddr := freeAddr(t), freeAddr(t)
-	dir := t.TempDir()
-	cfg := fmt.Sprintf(`version: 0.1
-log: {level: warn}
-storage:
-  filesystem: {rootdirectory: %s}
-  delete: {enabled: true}
-http: {addr: %s, secret: test}
-notifications:
+	catAddr := freeAddr(t)
+	reg := startUpstreamRegistry(t, fmt.Sprintf(`notifications:
   endpoints:
     - name: berth
       url: http://%s/events
       timeout: 2s
       threshold: 10
       backoff: 100ms
-`, filepath.Join(dir, "registry"), regAddr, catAddr)
-	cfgFile := filepath.Join(dir, "registry.yml")
-	if err := os.WriteFile(cfgFile, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	reg := exec.Command(registryBin, "serve", cfgFile)
-	if err := reg.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { reg.Process.Kill(); reg.Wait() })
-	waitHTTP(t, "http://"+regAddr+"/v2/")
+`, catAddr))
+	regAddr, dir := reg.addr, reg.data
 
 	cat := startProcess(t, "", append([]string{"serve", "catalog", "--addr", catAddr, "--data", filepath.Join(dir, "catalog"),
 		"--registry", "http://" + regAddr}, args...)...)
@@ -129,6 +112,33 @@ func freeAddr(t *testing.T) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
+}
+
+// startUpstreamRegistry starts distribution's registry binary on a free
+// loopback port, with filesystem storage under a new temp dir (its data)
+// and extra appended to its configuration, and stops it when the test ends.
+func startUpstreamRegistry(t *testing.T, extra string) *server {
+	t.Helper()
+	requireTool(t, "distribution's registry", registryBin)
+	addr, dir := freeAddr(t), t.TempDir()
+	cfg := fmt.Sprintf(`version: 0.1
+log: {level: warn}
+storage:
+  filesystem: {rootdirectory: %s}
+  delete: {enabled: true}
+http: {addr: %s, secret: test}
+`, filepath.Join(dir, "registry"), addr) + extra
+	cfgFile := filepath.Join(dir, "registry.yml")
+	if err := os.WriteFile(cfgFile, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reg := exec.Command(registryBin, "serve", cfgFile)
+	if err := reg.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reg.Process.Kill(); reg.Wait() })
+	waitHTTP(t, "http://"+addr+"/v2/")
+	return &server{addr: addr, data: dir, done: make(chan struct{})}
 }
 
 // waitHTTP waits until url answers 200.

@@ -281,11 +281,6 @@ what TARGET still lacks.`,
 			if err != nil {
 				return err
 			}
-			a, err := mirror.OpenArchive(args[:len(args)-1]...)
-			if err != nil {
-				return err
-			}
-			defer a.Close()
 			opts := mirror.ImportOptions{Client: c, Target: tgt, Policy: policy, Concurrency: concurrency, Progress: &mirror.Progress{}}
 			if archiveKey != "" {
 				k, err := signing.LoadPublicKey(archiveKey)
@@ -294,6 +289,11 @@ what TARGET still lacks.`,
 				}
 				opts.ArchiveKey = &k
 			}
+			a, err := mirror.OpenArchive(args[:len(args)-1]...)
+			if err != nil {
+				return err
+			}
+			defer a.Close()
 			sum, err := runWithProgress(cmd, "import", opts.Progress, func(ctx context.Context) (*mirror.Summary, error) {
 				return mirror.Import(ctx, a, opts)
 			})

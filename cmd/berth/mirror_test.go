@@ -1,0 +1,80 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestMirrorBadInput: every refused command line names what is wrong, and
+// writes nothing.
+func TestMirrorBadInput(t *testing.T) {
+	dir := setup(t)
+	sel := filepath.Join(dir, "sel.yaml")
+	if err := os.WriteFile(sel, []byte("packages:\n  - namespace: kudo\n    colour: blue\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	notArchive := filepath.Join(dir, "empty")
+	if err := os.Mkdir(notArchive, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out.tar")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"export without source", []string{"mirror", "export", "--namespace", "kudo", "-o", out}, "--source"},
+		{"export with a repository as source", []string{"mirror", "export", "--source", "localhost:5000/kudo", "--namespace", "kudo", "-o", out}, "want a registry"},
+		{"export without output", []string{"mirror", "export", "--source", "localhost:5000", "--namespace", "kudo"}, "-o"},
+		{"export without selection", []string{"mirror", "export", "--source", "localhost:5000", "-o", out}, "say what to export"},
+		{"export with both selections", []string{"mirror", "export", "--source", "localhost:5000", "-o", out, "--selection", sel, "--namespace", "kudo"}, "not both"},
+		{"export with a bad selection file", []string{"mirror", "export", "--source", "localhost:5000", "-o", out, "--selection", sel}, "colour"},
+		{"export with a missing selection file", []string{"mirror", "export", "--source", "localhost:5000", "-o", out, "--selection", filepath.Join(dir, "nope.yaml")}, "nope.yaml"},
+		{"export with a bad range", []string{"mirror", "export", "--source", "localhost:5000", "-o", out, "--namespace", "kudo", "--versions", ">>1"}, "versions"},
+		{"export with from but no channel", []string{"mirror", "export", "--source", "localhost:5000", "-o", out, "--namespace", "kudo", "--from", "1.0.0"}, "channel"},
+		{"export with an unknown format", []string{"mirror", "export", "--source", "localhost:5000", "-o", out, "--namespace", "kudo", "--type", "rpm"}, "rpm"},
+		{"export with inventory and since", []string{"mirror", "export", "--source", "localhost:5000", "-o", out, "--namespace", "kudo", "--inventory", "a", "--since", "b"}, "not both"},
+		{"export with a bad max size", []string{"mirror", "export", "--source", "localhost:5000", "-o", out, "--namespace", "kudo", "--max-size", "lots"}, "4GiB"},
+		{"export with a missing inventory", []string{"mirror", "export", "--source", "localhost:5000", "-o", out, "--namespace", "kudo", "--inventory", filepath.Join(dir, "inv.json")}, "--inventory"},
+		{"import with one argument", []string{"mirror", "import", out}, "requires at least 2"},
+		{"import into a repository", []string{"mirror", "import", out, "localhost:5000/kudo"}, "want a registry"},
+		{"import of a missing archive", []string{"mirror", "import", filepath.Join(dir, "missing.tar"), "localhost:5000"}, "missing.tar"},
+		{"import of a directory that is no archive", []string{"mirror", "import", notArchive, "localhost:5000"}, "empty"},
+		{"import with a missing archive key", []string{"mirror", "import", notArchive, "localhost:5000", "--archive-key", filepath.Join(dir, "k.pub")}, "k.pub"},
+		{"inventory without output", []string{"mirror", "inventory", "localhost:5000"}, "-o"},
+		{"sync without state", []string{"mirror", "sync", "localhost:5000", "localhost:5001"}, "--state"},
+		{"sync with a narrowing flag alone", []string{"mirror", "sync", "localhost:5000", "localhost:5001", "--state", "s.json", "--latest", "2"}, "narrow a selection"},
+		{"sync with a zero interval", []string{"mirror", "sync", "localhost:5000", "localhost:5001", "--state", "s.json", "--follow", "--interval", "0s"}, "--interval"},
+		{"verify of a missing archive", []string{"mirror", "verify", filepath.Join(dir, "gone.tar")}, "gone.tar"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := berth(t, tc.args...)
+			if code == 0 {
+				t.Fatalf("exit 0, stdout %s", stdout)
+			}
+			if !strings.Contains(stderr, tc.want) {
+				t.Errorf("stderr %q does not name %q", stderr, tc.want)
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Errorf("%s was written", out)
+			}
+		})
+	}
+}
+
+func TestSizeFlag(t *testing.T) {
+	for in, want := range map[string]int64{"1": 1, "700MB": 700e6, "4GiB": 4 << 30, "512KiB": 512 << 10, "2 GB": 2e9, "10B": 10} {
+		var s sizeFlag
+		if err := s.Set(in); err != nil || int64(s) != want {
+			t.Errorf("Set(%q) = %d, %v; want %d", in, s, err, want)
+		}
+	}
+	for _, in := range []string{"", "0", "-1GB", "1.5GB", "GB", "1XB", "99999999999TiB"} {
+		var s sizeFlag
+		if err := s.Set(in); err == nil {
+			t.Errorf("Set(%q) = %d, want an error", in, s)
+		}
+	}
+}

@@ -56,7 +56,7 @@ bench-provenance:
 
 ## bench-mirror: copying 500 signed packages (about 2,500 versions) into an empty berth with `berth mirror`
 ## export + import and sync, against regctl and oras cp -r, 3 runs each (not part of `make test`;
-## about 25 minutes on an idle 2-core machine, nearly all of it regctl and oras)
+## about 20 minutes on a 2-core machine, nearly all of it regctl and oras)
 bench-mirror:
 	$(GO) run ./test/bench -mirror
 

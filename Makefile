@@ -9,7 +9,7 @@ GOFLAGS ?=
 TEST_TIMEOUT ?= 30m
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build run test tools bench bench-catalog bench-provenance bench-yaml lint conformance conformance-auth clean
+.PHONY: all build run test tools bench bench-catalog bench-provenance bench-mirror bench-yaml lint conformance conformance-auth clean
 
 all: build
 
@@ -53,6 +53,12 @@ bench-catalog:
 ## `cosign sign` exiting to search listing the package verified (not part of `make test`)
 bench-provenance:
 	$(GO) run ./test/bench -provenance
+
+## bench-mirror: copying 500 signed packages (about 2,500 versions) into an empty berth with `berth mirror`
+## export + import and sync, against regctl and oras cp -r, 3 runs each (not part of `make test`;
+## about 20 minutes on a 2-core machine, nearly all of it regctl and oras)
+bench-mirror:
+	$(GO) run ./test/bench -mirror
 
 ## bench-yaml: peak RSS, allocation and CPU time of reading hostile YAML shapes (not part of `make test`)
 bench-yaml:

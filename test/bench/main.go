@@ -49,6 +49,10 @@
 // berth serve alone with a trust policy, timed on the OCI referrers API and
 // from the real cosign CLI signing a package to the search listing it as
 // verified (provenance.go; docs/benchmarks.md describes the rows).
+// With -mirror (make bench-mirror) it runs the mirror benchmarks: a source
+// berth filled with signed packages copied into fresh empty berths by berth
+// mirror, regctl and oras, timed one after another (mirror.go;
+// docs/benchmarks.md describes the rows).
 //
 // The harness talks only to the servers it starts on 127.0.0.1, and points
 // cosign only at berth. It is Unix-only: it stops the servers with SIGTERM
@@ -90,6 +94,7 @@ type options struct {
 	verbose               bool
 	catalog               catalogOptions
 	provenance            provenanceOptions
+	mirror                mirrorOptions
 }
 
 func parseFlags() (options, error) {
@@ -105,12 +110,19 @@ func parseFlags() (options, error) {
 	flag.BoolVar(&o.verbose, "v", false, "print every sample of every row")
 	registerCatalogFlags(&o.catalog)
 	registerProvenanceFlags(&o.provenance)
+	registerMirrorFlags(&o.mirror)
 	flag.Parse()
 	if flag.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments %q", flag.Args())
 	}
-	if o.catalog.enabled && o.provenance.enabled {
-		return o, errors.New("-catalog and -provenance are separate runs; choose one")
+	modes := 0
+	for _, on := range []bool{o.catalog.enabled, o.provenance.enabled, o.mirror.enabled} {
+		if on {
+			modes++
+		}
+	}
+	if modes > 1 {
+		return o, errors.New("-catalog, -provenance and -mirror are separate runs; choose one")
 	}
 	for _, f := range []struct {
 		name  string
@@ -149,6 +161,9 @@ func run() error {
 	}
 	if o.provenance.enabled {
 		return runProvenance(ctx, o.provenance)
+	}
+	if o.mirror.enabled {
+		return runMirror(ctx, o.mirror)
 	}
 	began := time.Now()
 

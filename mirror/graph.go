@@ -215,13 +215,20 @@ func (w *walker) walk(ctx context.Context, v Version) (*graph, error) {
 	if err != nil {
 		return nil, err
 	}
-	root, err := repo.Resolve(ctx, v.Digest.String())
+	g := &graph{version: v, nodes: map[digest.Digest]*node{}}
+	g.version.Tags, g.version.Referrers, g.version.Needs = nil, nil, nil
+	// fetched are manifests read by reference (the version, cosign's tags),
+	// whose descriptor and bytes come in one request.
+	fetched := map[digest.Digest]*node{}
+	root, err := fetchReference(ctx, repo, v.Digest.String())
 	if err != nil {
 		return nil, fmt.Errorf("%s@%s: %w", v.Repository, v.Digest, err)
 	}
-	g := &graph{version: v, nodes: map[digest.Digest]*node{}}
-	g.version.Tags, g.version.Referrers, g.version.Needs = nil, nil, nil
-	queue := []ocispec.Descriptor{root}
+	if root.desc.Digest != v.Digest {
+		return nil, fmt.Errorf("%s@%s: the registry answered %s", v.Repository, v.Digest, root.desc.Digest)
+	}
+	fetched[root.desc.Digest] = root
+	queue := []ocispec.Descriptor{root.desc}
 	referrers := map[digest.Digest]bool{}
 	for len(queue) > 0 {
 		desc := queue[0]
@@ -232,9 +239,11 @@ func (w *walker) walk(ctx context.Context, v Version) (*graph, error) {
 		if len(g.nodes) >= maxGraphManifests*4 {
 			return nil, fmt.Errorf("%s@%s: more than %d manifests and blobs refer to the version; refusing to follow more", v.Repository, v.Digest, maxGraphManifests*4)
 		}
-		n, err := fetchManifest(ctx, repo, desc)
-		if err != nil {
-			return nil, fmt.Errorf("%s@%s: %w", v.Repository, desc.Digest, err)
+		n, ok := fetched[desc.Digest]
+		if !ok {
+			if n, err = fetchManifest(ctx, repo, desc); err != nil {
+				return nil, fmt.Errorf("%s@%s: %w", v.Repository, desc.Digest, err)
+			}
 		}
 		g.nodes[desc.Digest] = n
 		children, blobs, subject, err := parseManifest(desc, n.body)
@@ -258,15 +267,18 @@ func (w *walker) walk(ctx context.Context, v Version) (*graph, error) {
 			if !tags[tag] {
 				continue
 			}
-			td, err := repo.Resolve(ctx, tag)
+			tn, err := fetchReference(ctx, repo, tag)
 			if errors.Is(err, errdef.ErrNotFound) {
 				continue
 			}
 			if err != nil {
 				return nil, fmt.Errorf("%s:%s: %w", v.Repository, tag, err)
 			}
-			g.version.Tags = append(g.version.Tags, Tag{Tag: tag, Digest: td.Digest})
-			queue = append(queue, td)
+			if _, ok := fetched[tn.desc.Digest]; !ok {
+				fetched[tn.desc.Digest] = tn
+			}
+			g.version.Tags = append(g.version.Tags, Tag{Tag: tag, Digest: tn.desc.Digest})
+			queue = append(queue, tn.desc)
 		}
 		err = repo.Referrers(ctx, desc, "", func(refs []ocispec.Descriptor) error {
 			for _, r := range refs {
@@ -294,6 +306,27 @@ func (w *walker) walk(ctx context.Context, v Version) (*graph, error) {
 	}
 	slices.Sort(g.version.Needs)
 	return g, nil
+}
+
+// fetchReference reads the manifest a tag or digest names, in one request,
+// capped; the digest the registry gives is checked against the bytes.
+func fetchReference(ctx context.Context, repo *remote.Repository, ref string) (*node, error) {
+	desc, rc, err := repo.FetchReference(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	if desc.Size > MaxManifestSize {
+		return nil, fmt.Errorf("manifest of %d bytes; the limit is %d", desc.Size, MaxManifestSize)
+	}
+	if !isManifest(desc.MediaType) {
+		return nil, fmt.Errorf("media type %q is not a manifest's", desc.MediaType)
+	}
+	body, err := content.ReadAll(rc, desc)
+	if err != nil {
+		return nil, err
+	}
+	return &node{desc: desc, manifest: true, body: body}, nil
 }
 
 // fetchManifest reads a manifest, capped and verified against its digest.

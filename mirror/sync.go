@@ -86,13 +86,17 @@ func Sync(ctx context.Context, opts SyncOptions) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &target{c: opts.Client, host: opts.Target, counts: &counters{}, progress: opts.Progress}
 	if len(puts)+len(deletes) > 0 && opts.Selection != nil {
 		res, err := Resolve(ctx, opts.Catalog, opts.Selection)
 		if err != nil {
 			return nil, err
 		}
 		puts, deletes = selected(res, puts), selectedRepos(opts.Selection, res, deletes)
+	}
+	// A sync with nothing to copy asks the target nothing.
+	t := &target{c: opts.Client, host: opts.Target, counts: &counters{}, progress: opts.Progress}
+	if len(puts) > 0 {
+		t = newTarget(ctx, opts.Client, opts.Target, nil, opts.Progress)
 	}
 	w := newWalker(func(name string) *remote.Repository { return opts.Client.Repository(opts.Source, name) })
 	src := registrySource{repo: func(name string) *remote.Repository { return opts.Client.Repository(opts.Source, name) }}

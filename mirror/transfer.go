@@ -119,6 +119,35 @@ type target struct {
 	policy   *signing.Policy
 	counts   *counters
 	progress *Progress
+	// have, when known, is what the target held when the operation began
+	// (a berth target answers it in one request): what it lists is not
+	// sent again, and what it does not list is sent without asking first.
+	// When nil, each blob, manifest and tag is asked for.
+	have *holdings
+}
+
+// newTarget returns the target host, with what it holds when it is a
+// berth server that answers its inventory.
+func newTarget(ctx context.Context, c *client.Client, host string, policy *signing.Policy, progress *Progress) *target {
+	t := &target{c: c, host: host, policy: policy, counts: &counters{}, progress: progress}
+	if cat, err := c.Catalog(host); err == nil {
+		if inv, err := cat.Inventory(ctx); err == nil {
+			t.have = newHoldings(inv)
+		}
+	}
+	return t
+}
+
+// holds reports whether the target's repository name has digest d: from
+// what it held at the start when that is known, else by asking.
+func (t *target) holds(ctx context.Context, name string, desc ocispec.Descriptor, exists func(context.Context, ocispec.Descriptor) (bool, error)) (bool, error) {
+	if t.have != nil && !t.have.repos[name][desc.Digest] {
+		return false, nil
+	}
+	if t.have != nil {
+		return true, nil
+	}
+	return exists(ctx, desc)
 }
 
 // put copies the version of g into the target: its blobs (skipping those the
@@ -136,7 +165,26 @@ func (t *target) put(ctx context.Context, g *graph, src blobSource, mountFrom fu
 			return false, err
 		}
 	}
+	// A manifest that a cosign tag names is pushed under its tag, in one
+	// request; so is the version's, last, unless a trust policy is to check
+	// its signatures first (a quarantined version is left by digest).
+	byTag := map[digest.Digest]string{}
+	for _, tag := range v.Tags {
+		if _, ok := byTag[tag.Digest]; !ok {
+			byTag[tag.Digest] = tag.Tag
+		}
+	}
+	covered := false
+	if t.policy != nil {
+		_, covered = t.policy.For(v.Repository)
+	}
+	if !covered {
+		byTag[v.Digest] = v.Tag
+	}
 	for _, m := range g.manifests() {
+		if _, ok := byTag[m.desc.Digest]; ok && m.body != nil {
+			continue
+		}
 		if err := t.putManifest(ctx, repo, v.Repository, m); err != nil {
 			return false, err
 		}
@@ -146,16 +194,14 @@ func (t *target) put(ctx context.Context, g *graph, src blobSource, mountFrom fu
 			return false, err
 		}
 	}
-	if t.policy != nil {
-		if _, covered := t.policy.For(v.Repository); covered {
-			report, err := signing.Check(ctx, t.c.Fetcher(t.host), t.policy, v.Repository, v.Digest.String())
-			if err != nil {
-				return false, fmt.Errorf("check the signatures of %s@%s: %w", v.Repository, v.Digest, err)
-			}
-			if !report.Verified() {
-				t.counts.quarantine(v, report.Reason())
-				return false, nil
-			}
+	if covered {
+		report, err := signing.Check(ctx, t.c.Fetcher(t.host), t.policy, v.Repository, v.Digest.String())
+		if err != nil {
+			return false, fmt.Errorf("check the signatures of %s@%s: %w", v.Repository, v.Digest, err)
+		}
+		if !report.Verified() {
+			t.counts.quarantine(v, report.Reason())
+			return false, nil
 		}
 	}
 	tagged, err := t.tag(ctx, repo, g.nodes[v.Digest], v.Tag)
@@ -177,7 +223,7 @@ func (t *target) put(ctx context.Context, g *graph, src blobSource, mountFrom fu
 
 // putBlob makes sure the target's repository has blob desc.
 func (t *target) putBlob(ctx context.Context, repo *remote.Repository, name string, desc ocispec.Descriptor, src blobSource, mountFrom func(digest.Digest) string) error {
-	have, err := repo.Blobs().Exists(ctx, desc)
+	have, err := t.holds(ctx, name, desc, repo.Blobs().Exists)
 	if err != nil {
 		return fmt.Errorf("blob %s in %s: %w", desc.Digest, name, err)
 	}
@@ -216,7 +262,7 @@ func (t *target) putBlob(ctx context.Context, repo *remote.Repository, name stri
 
 // putManifest pushes manifest m by digest unless the target has it.
 func (t *target) putManifest(ctx context.Context, repo *remote.Repository, name string, m *node) error {
-	have, err := repo.Manifests().Exists(ctx, m.desc)
+	have, err := t.holds(ctx, name, m.desc, repo.Manifests().Exists)
 	if err != nil {
 		return fmt.Errorf("manifest %s in %s: %w", m.desc.Digest, name, err)
 	}
@@ -236,7 +282,14 @@ func (t *target) putManifest(ctx context.Context, repo *remote.Repository, name 
 // tag points tag at manifest m, unless it does already; it reports
 // whether it moved the tag.
 func (t *target) tag(ctx context.Context, repo *remote.Repository, m *node, tag string) (bool, error) {
-	have, err := repo.Resolve(ctx, tag)
+	var (
+		have ocispec.Descriptor
+		err  error = errdef.ErrNotFound
+	)
+	// A tag can name the manifest only if the target held it.
+	if t.have == nil || t.have.repos[repo.Reference.Repository][m.desc.Digest] {
+		have, err = repo.Resolve(ctx, tag)
+	}
 	switch {
 	case err == nil && have.Digest == m.desc.Digest:
 		return false, nil
@@ -250,6 +303,9 @@ func (t *target) tag(ctx context.Context, repo *remote.Repository, m *node, tag 
 	}
 	if err != nil {
 		return false, fmt.Errorf("tag %s:%s: %w", repo.Reference.Repository, tag, err)
+	}
+	if m.body != nil && (t.have == nil || !t.have.repos[repo.Reference.Repository][m.desc.Digest]) {
+		t.counts.manifests.Add(1)
 	}
 	return true, nil
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -22,6 +21,7 @@ import (
 	"oras.land/oras-go/v2/registry/remote/errcode"
 
 	"github.com/berth-registry/berth/client"
+	"github.com/berth-registry/berth/internal/atomicfile"
 )
 
 const (
@@ -114,7 +114,7 @@ func WriteInventory(path string, inv *Inventory) (digest.Digest, error) {
 		return "", fmt.Errorf("inventory %s: %w", path, err)
 	}
 	data = append(data, '\n')
-	if err := invWriteFile(path, data); err != nil {
+	if err := atomicfile.Write(path, data); err != nil {
 		return "", fmt.Errorf("inventory %s: %w", path, err)
 	}
 	return digest.FromBytes(data), nil
@@ -162,34 +162,6 @@ func invCheck(inv *Inventory) error {
 		inv.Repositories[repo] = slices.Compact(ds)
 	}
 	return nil
-}
-
-// invWriteFile writes data to path through a temporary file in the same
-// directory, synced and renamed over path.
-func invWriteFile(path string, data []byte) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if _, err := f.Write(data); err != nil {
-		return err
-	}
-	if err := f.Chmod(0o644); err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
 }
 
 // invWalk takes the inventory of a registry without berth's route by

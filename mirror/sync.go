@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/berth-registry/berth/catalog/apiv1"
 	"github.com/berth-registry/berth/client"
+	"github.com/berth-registry/berth/internal/atomicfile"
 	"github.com/berth-registry/berth/pkgformat"
 )
 
@@ -267,21 +267,5 @@ func writeState(path string, s *SyncState) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return atomicfile.Write(path, append(b, '\n'))
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/berth-registry/berth/internal/atomicfile"
 	"github.com/berth-registry/berth/pkgformat"
 )
 
@@ -148,28 +149,11 @@ func exactSize(n int64) string {
 	return fmt.Sprintf("%s (%d bytes)", humanSize(n), n)
 }
 
-// writeFileAtomic writes data to path through a temporary file in the same
-// directory, so that path never holds a partial file.
+// writeFileAtomic writes data to path, creating its directory, so that path
+// never holds a partial file (atomicfile.Write).
 func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(0o644); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+	return atomicfile.Write(path, data)
 }

@@ -248,14 +248,9 @@ func (a *Archive) readMeta(where string, read func(name string) ([]byte, error))
 	if a.raw, err = read(ManifestFile); err != nil {
 		return fmt.Errorf("%s: not a berth archive: %s: %w", where, ManifestFile, err)
 	}
-	var m Manifest
-	if err := json.Unmarshal(a.raw, &m); err != nil {
-		return fmt.Errorf("%s: %s is not valid JSON: %w", where, ManifestFile, err)
+	if a.manifest, err = parseManifestFile(a.raw); err != nil {
+		return fmt.Errorf("%s: %w", where, err)
 	}
-	if m.MediaType != ManifestMediaType {
-		return fmt.Errorf("%s: %s has mediaType %q, not %s", where, ManifestFile, m.MediaType, ManifestMediaType)
-	}
-	a.manifest = &m
 	a.sig, err = read(SignatureFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		a.sig, err = nil, nil

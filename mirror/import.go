@@ -85,13 +85,11 @@ func Import(ctx context.Context, a *Archive, opts ImportOptions) (*Summary, erro
 	return t.counts.summary(start), nil
 }
 
-// checkManifest checks that an archive manifest is whole: every version
+// checkManifest checks that an archive manifest (whose media type
+// OpenArchive checked) is whole: every version
 // names a valid repository, tag and digest, and every digest a version
 // needs has its entry. It returns the entries by digest.
 func checkManifest(m *Manifest) (map[digest.Digest]Entry, error) {
-	if m.MediaType != ManifestMediaType {
-		return nil, fmt.Errorf("%s: media type %q, not %q", ManifestFile, m.MediaType, ManifestMediaType)
-	}
 	entries := make(map[digest.Digest]Entry, len(m.Content))
 	for _, en := range m.Content {
 		if err := en.Digest.Validate(); err != nil {

@@ -179,10 +179,10 @@ func ReadManifest(path string) (*Manifest, digest.Digest, error) {
 func parseManifestFile(b []byte) (*Manifest, error) {
 	var m Manifest
 	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("not an archive manifest (%s): %w", ManifestFile, err)
+		return nil, fmt.Errorf("%s is not valid JSON: %w", ManifestFile, err)
 	}
 	if m.MediaType != ManifestMediaType {
-		return nil, fmt.Errorf("media type %q: not an archive manifest (%s)", m.MediaType, ManifestMediaType)
+		return nil, fmt.Errorf("%s has mediaType %q, not %s", ManifestFile, m.MediaType, ManifestMediaType)
 	}
 	return &m, nil
 }

@@ -24,12 +24,8 @@ import (
 	"github.com/berth-registry/berth/internal/atomicfile"
 )
 
-const (
-	// invConcurrency bounds the requests a walk of a registry has in flight.
-	invConcurrency = 8
-	// invMaxManifest caps the manifests a walk reads.
-	invMaxManifest = 4 << 20
-)
+// invConcurrency bounds the requests a walk of a registry has in flight.
+const invConcurrency = 8
 
 // TakeInventory returns what the registry at host[:port] holds; its
 // Registry is host. From a berth server it asks GET /api/v1/inventory,
@@ -300,8 +296,8 @@ func (w *invRepoWalk) tag(tag string) error {
 			return err
 		}
 		defer rc.Close()
-		if d.Size > invMaxManifest {
-			return fmt.Errorf("manifest %s: %w: %d bytes, more than %d", d.Digest, client.ErrTooLarge, d.Size, invMaxManifest)
+		if d.Size > MaxManifestSize {
+			return fmt.Errorf("manifest %s: %w: %d bytes, more than %d", d.Digest, client.ErrTooLarge, d.Size, MaxManifestSize)
 		}
 		desc = d
 		payload, err = content.ReadAll(rc, d)
@@ -325,8 +321,8 @@ func (w *invRepoWalk) fetch(desc ocispec.Descriptor) error {
 	if !w.claim(desc.Digest) {
 		return nil
 	}
-	if desc.Size > invMaxManifest {
-		return fmt.Errorf("manifest %s: %w: %d bytes, more than %d", desc.Digest, client.ErrTooLarge, desc.Size, invMaxManifest)
+	if desc.Size > MaxManifestSize {
+		return fmt.Errorf("manifest %s: %w: %d bytes, more than %d", desc.Digest, client.ErrTooLarge, desc.Size, MaxManifestSize)
 	}
 	var payload []byte
 	err := w.request(func() error {
@@ -347,32 +343,20 @@ func (w *invRepoWalk) fetch(desc ocispec.Descriptor) error {
 	return w.manifest(desc, payload)
 }
 
-// invManifest is what a walk reads of any manifest: an image or artifact
-// manifest's config, layers and blobs, an index's manifests.
-type invManifest struct {
-	Config    *ocispec.Descriptor  `json:"config"`
-	Layers    []ocispec.Descriptor `json:"layers"`
-	Blobs     []ocispec.Descriptor `json:"blobs"`
-	Manifests []ocispec.Descriptor `json:"manifests"`
-}
-
-// manifest records desc and the blobs its payload names, and walks the
-// manifests it names and its referrers.
+// manifest records desc and the blobs its payload names (but layers stored
+// elsewhere, at URLs), and walks the manifests it names and its referrers.
 func (w *invRepoWalk) manifest(desc ocispec.Descriptor, payload []byte) error {
-	var m invManifest
-	if err := json.Unmarshal(payload, &m); err != nil {
-		return fmt.Errorf("manifest %s: %w", desc.Digest, err)
+	children, blobs, _, err := parseManifest(desc, payload)
+	if err != nil {
+		return err
 	}
 	w.add(desc.Digest)
-	if m.Config != nil && m.Config.Digest != "" {
-		w.add(m.Config.Digest)
-	}
-	for _, b := range slices.Concat(m.Layers, m.Blobs) {
+	for _, b := range blobs {
 		if len(b.URLs) == 0 {
 			w.add(b.Digest)
 		}
 	}
-	for _, child := range m.Manifests {
+	for _, child := range children {
 		if err := w.spawn(func() error { return w.fetch(child) }); err != nil {
 			return err
 		}

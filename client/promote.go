@@ -47,10 +47,6 @@ type Promotion struct {
 	Signatures *signing.Report
 }
 
-// cosignTagSuffixes are the tags cosign keeps next to a digest:
-// sha256-<hex> and one of these.
-var cosignTagSuffixes = []string{".sig", ".att", ".sbom"}
-
 // Promote copies the version src names into dst's repository: the
 // manifest and its blobs by digest, then its cosign signatures,
 // attestations and SBOMs (the tag scheme, under the same tags), then every
@@ -125,8 +121,7 @@ func (c *Client) Promote(ctx context.Context, src, dst Reference) (*Promotion, e
 // tags. A tag dst already has with other content is kept as it is.
 func (c *Client) copyCosignTags(ctx context.Context, label string, source *trackedRepository, dstRepo *remote.Repository,
 	src, dst Reference, d digest.Digest, opts oras.CopyGraphOptions, p *Promotion) error {
-	for _, suffix := range cosignTagSuffixes {
-		tag := d.Algorithm().String() + "-" + d.Encoded() + suffix
+	for _, tag := range signing.CosignTags(d) {
 		desc, err := source.Resolve(ctx, tag)
 		if isNotFound(err) {
 			continue
@@ -168,8 +163,8 @@ func (c *Client) copyCosignTags(ctx context.Context, label string, source *track
 // with the same annotations, that manifest b of rb has.
 func layersInclude(ctx context.Context, ra content.Fetcher, a ocispec.Descriptor, rb content.Fetcher, b ocispec.Descriptor) (bool, error) {
 	layers := func(f content.Fetcher, desc ocispec.Descriptor) ([]ocispec.Descriptor, error) {
-		if desc.Size > maxManifestSize {
-			return nil, fmt.Errorf("manifest %s: %w: %d bytes, the limit is %d", desc.Digest, ErrTooLarge, desc.Size, maxManifestSize)
+		if desc.Size > MaxManifestSize {
+			return nil, fmt.Errorf("manifest %s: %w: %d bytes, the limit is %d", desc.Digest, ErrTooLarge, desc.Size, MaxManifestSize)
 		}
 		b, err := content.FetchAll(ctx, f, desc)
 		if err != nil {
@@ -208,7 +203,7 @@ func copyReferrers(ctx context.Context, source *trackedRepository, dstRepo *remo
 		found = map[digest.Digest]ocispec.Descriptor{}
 	)
 	record := func(_ context.Context, desc ocispec.Descriptor) error {
-		if desc.Digest != root.Digest && isManifestType(desc.MediaType) {
+		if desc.Digest != root.Digest && IsManifest(desc.MediaType) {
 			mu.Lock()
 			found[desc.Digest] = desc
 			mu.Unlock()
@@ -228,10 +223,13 @@ func copyReferrers(ctx context.Context, source *trackedRepository, dstRepo *remo
 	return refs, nil
 }
 
-// isManifestType reports whether mediaType is that of a manifest or index.
-func isManifestType(mediaType string) bool {
+// IsManifest reports whether mediaType is that of a manifest or index:
+// OCI's (with the artifact manifest of image-spec 1.1's release
+// candidates) or Docker's.
+func IsManifest(mediaType string) bool {
 	switch mediaType {
 	case ocispec.MediaTypeImageManifest, ocispec.MediaTypeImageIndex,
+		"application/vnd.oci.artifact.manifest.v1+json",
 		"application/vnd.docker.distribution.manifest.v2+json",
 		"application/vnd.docker.distribution.manifest.list.v2+json":
 		return true

@@ -90,8 +90,8 @@ func (f *fetcher) Manifest(ctx context.Context, repo, dgst string) (string, []by
 		return "", nil, f.error(repo, "@"+dgst, err)
 	}
 	defer rc.Close()
-	if desc.Size > maxManifestSize {
-		return "", nil, fmt.Errorf("%s@%s: manifest: %w: %d bytes, the limit is %d", repo, dgst, ErrTooLarge, desc.Size, maxManifestSize)
+	if desc.Size > MaxManifestSize {
+		return "", nil, fmt.Errorf("%s@%s: manifest: %w: %d bytes, the limit is %d", repo, dgst, ErrTooLarge, desc.Size, MaxManifestSize)
 	}
 	b, err := content.ReadAll(rc, desc)
 	if err != nil {

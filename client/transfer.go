@@ -15,10 +15,9 @@ import (
 	"github.com/berth-registry/berth/signing"
 )
 
-const (
-	// maxManifestSize caps a manifest, as oras-go and distribution do.
-	maxManifestSize = 4 << 20
-)
+// MaxManifestSize caps the manifests berth reads, 4 MiB, as oras-go and
+// distribution do.
+const MaxManifestSize = 4 << 20
 
 // Package is a package version as found in a registry.
 type Package struct {
@@ -254,8 +253,8 @@ func (c *Client) fetchManifest(ctx context.Context, repo *remote.Repository, ref
 		return nil, err
 	}
 	defer rc.Close()
-	if desc.Size > maxManifestSize {
-		return nil, fmt.Errorf("manifest: %w: %d bytes, the limit is %d", ErrTooLarge, desc.Size, maxManifestSize)
+	if desc.Size > MaxManifestSize {
+		return nil, fmt.Errorf("manifest: %w: %d bytes, the limit is %d", ErrTooLarge, desc.Size, MaxManifestSize)
 	}
 	data, err := content.ReadAll(rc, desc)
 	if err != nil {

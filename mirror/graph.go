@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"sync"
 
@@ -14,25 +15,15 @@ import (
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/errdef"
 	"oras.land/oras-go/v2/registry/remote"
-)
 
-// MaxManifestSize caps the manifests the mirror reads, from a registry or an
-// archive: 4 MiB, distribution's own limit.
-const MaxManifestSize = 4 << 20
+	"github.com/berth-registry/berth/client"
+	"github.com/berth-registry/berth/signing"
+)
 
 // maxGraphManifests caps the manifests one version's graph may hold (the
 // version, its signatures, attestations and their referrers), so that a
 // hostile registry cannot make a walk endless.
 const maxGraphManifests = 1024
-
-// cosignSuffixes are the tags cosign keeps next to a digest: sha256-<hex>
-// and one of these.
-var cosignSuffixes = []string{".sig", ".att", ".sbom"}
-
-// cosignTag is cosign's tag for d with suffix.
-func cosignTag(d digest.Digest, suffix string) string {
-	return d.Algorithm().String() + "-" + d.Encoded() + suffix
-}
 
 // node is a manifest or blob of a version's graph.
 type node struct {
@@ -150,18 +141,6 @@ func parseManifest(desc ocispec.Descriptor, body []byte) (children, blobs []ocis
 	return m.Manifests, blobs, m.Subject, nil
 }
 
-// isManifest reports whether mediaType is that of a manifest or index.
-func isManifest(mediaType string) bool {
-	switch mediaType {
-	case ocispec.MediaTypeImageManifest, ocispec.MediaTypeImageIndex,
-		"application/vnd.oci.artifact.manifest.v1+json",
-		"application/vnd.docker.distribution.manifest.v2+json",
-		"application/vnd.docker.distribution.manifest.list.v2+json":
-		return true
-	}
-	return false
-}
-
 // walker discovers the graphs of versions in the repositories of one
 // registry. It lists each repository's tags once, so that finding cosign's
 // tags costs no request per manifest.
@@ -262,8 +241,7 @@ func (w *walker) walk(ctx context.Context, v Version) (*graph, error) {
 				g.nodes[b.Digest] = &node{desc: ocispec.Descriptor{MediaType: b.MediaType, Digest: b.Digest, Size: b.Size}}
 			}
 		}
-		for _, suffix := range cosignSuffixes {
-			tag := cosignTag(desc.Digest, suffix)
+		for _, tag := range signing.CosignTags(desc.Digest) {
 			if !tags[tag] {
 				continue
 			}
@@ -316,30 +294,43 @@ func fetchReference(ctx context.Context, repo *remote.Repository, ref string) (*
 		return nil, err
 	}
 	defer rc.Close()
-	if desc.Size > MaxManifestSize {
-		return nil, fmt.Errorf("manifest of %d bytes; the limit is %d", desc.Size, MaxManifestSize)
+	if err := checkManifestDescriptor(desc); err != nil {
+		return nil, err
 	}
-	if !isManifest(desc.MediaType) {
-		return nil, fmt.Errorf("media type %q is not a manifest's", desc.MediaType)
+	return readManifest(desc, rc)
+}
+
+// fetchManifest reads a manifest, capped and verified against its digest.
+func fetchManifest(ctx context.Context, f content.Fetcher, desc ocispec.Descriptor) (*node, error) {
+	if err := checkManifestDescriptor(desc); err != nil {
+		return nil, err
 	}
-	body, err := content.ReadAll(rc, desc)
+	rc, err := f.Fetch(ctx, desc)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	return readManifest(desc, rc)
+}
+
+// readManifest reads the manifest desc describes from r, verified against
+// its digest and size.
+func readManifest(desc ocispec.Descriptor, r io.Reader) (*node, error) {
+	body, err := content.ReadAll(r, desc)
 	if err != nil {
 		return nil, err
 	}
 	return &node{desc: desc, manifest: true, body: body}, nil
 }
 
-// fetchManifest reads a manifest, capped and verified against its digest.
-func fetchManifest(ctx context.Context, f content.Fetcher, desc ocispec.Descriptor) (*node, error) {
-	if desc.Size > MaxManifestSize {
-		return nil, fmt.Errorf("manifest of %d bytes; the limit is %d", desc.Size, MaxManifestSize)
+// checkManifestDescriptor refuses a descriptor that is not a manifest's, or
+// of a manifest larger than client.MaxManifestSize.
+func checkManifestDescriptor(desc ocispec.Descriptor) error {
+	if desc.Size > client.MaxManifestSize {
+		return fmt.Errorf("manifest of %d bytes; the limit is %d", desc.Size, client.MaxManifestSize)
 	}
-	if !isManifest(desc.MediaType) {
-		return nil, fmt.Errorf("media type %q is not a manifest's", desc.MediaType)
+	if !client.IsManifest(desc.MediaType) {
+		return fmt.Errorf("media type %q is not a manifest's", desc.MediaType)
 	}
-	body, err := content.FetchAll(ctx, f, desc)
-	if err != nil {
-		return nil, err
-	}
-	return &node{desc: desc, manifest: true, body: body}, nil
+	return nil
 }

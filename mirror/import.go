@@ -98,8 +98,8 @@ func checkManifest(m *Manifest) (map[digest.Digest]Entry, error) {
 		if en.Size < 0 {
 			return nil, fmt.Errorf("%s: content entry %s has a negative size", ManifestFile, en.Digest)
 		}
-		if en.Manifest && en.Size > MaxManifestSize {
-			return nil, fmt.Errorf("%s: manifest %s of %d bytes; the limit is %d", ManifestFile, en.Digest, en.Size, MaxManifestSize)
+		if en.Manifest && en.Size > client.MaxManifestSize {
+			return nil, fmt.Errorf("%s: manifest %s of %d bytes; the limit is %d", ManifestFile, en.Digest, en.Size, client.MaxManifestSize)
 		}
 		entries[en.Digest] = en
 	}
@@ -182,12 +182,12 @@ func readAll(a *Archive, d digest.Digest) ([]byte, error) {
 		return nil, err
 	}
 	defer rc.Close()
-	body, err := io.ReadAll(io.LimitReader(rc, MaxManifestSize+1))
+	body, err := io.ReadAll(io.LimitReader(rc, client.MaxManifestSize+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(body) > MaxManifestSize {
-		return nil, fmt.Errorf("manifest %s: more than %d bytes", d, MaxManifestSize)
+	if len(body) > client.MaxManifestSize {
+		return nil, fmt.Errorf("manifest %s: more than %d bytes", d, client.MaxManifestSize)
 	}
 	return body, nil
 }

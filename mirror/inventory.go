@@ -296,8 +296,8 @@ func (w *invRepoWalk) tag(tag string) error {
 			return err
 		}
 		defer rc.Close()
-		if d.Size > MaxManifestSize {
-			return fmt.Errorf("manifest %s: %w: %d bytes, more than %d", d.Digest, client.ErrTooLarge, d.Size, MaxManifestSize)
+		if d.Size > client.MaxManifestSize {
+			return fmt.Errorf("manifest %s: %w: %d bytes, more than %d", d.Digest, client.ErrTooLarge, d.Size, client.MaxManifestSize)
 		}
 		desc = d
 		payload, err = content.ReadAll(rc, d)
@@ -321,8 +321,8 @@ func (w *invRepoWalk) fetch(desc ocispec.Descriptor) error {
 	if !w.claim(desc.Digest) {
 		return nil
 	}
-	if desc.Size > MaxManifestSize {
-		return fmt.Errorf("manifest %s: %w: %d bytes, more than %d", desc.Digest, client.ErrTooLarge, desc.Size, MaxManifestSize)
+	if desc.Size > client.MaxManifestSize {
+		return fmt.Errorf("manifest %s: %w: %d bytes, more than %d", desc.Digest, client.ErrTooLarge, desc.Size, client.MaxManifestSize)
 	}
 	var payload []byte
 	err := w.request(func() error {

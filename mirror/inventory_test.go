@@ -325,7 +325,7 @@ func TestTakeInventoryBoundsRequests(t *testing.T) {
 
 func TestTakeInventoryCapsManifests(t *testing.T) {
 	c := invClient(t)
-	huge := bytes.Repeat([]byte(" "), MaxManifestSize+1)
+	huge := bytes.Repeat([]byte(" "), client.MaxManifestSize+1)
 	huge[0] = '{'
 	huge[len(huge)-1] = '}'
 	_, bare := invBerth(t, func(next http.Handler) http.Handler {

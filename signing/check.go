@@ -210,6 +210,13 @@ func AttestationTag(d digest.Digest) string {
 	return d.Algorithm().String() + "-" + d.Encoded() + ".att"
 }
 
+// CosignTags are the tags cosign keeps next to a digest: its signatures
+// (.sig), attestations (.att) and SBOM (.sbom).
+func CosignTags(d digest.Digest) []string {
+	base := d.Algorithm().String() + "-" + d.Encoded()
+	return []string{base + ".sig", base + ".att", base + ".sbom"}
+}
+
 // discover lists the candidate manifests: the tag-scheme ones first, then
 // referrers ordered by digest.
 func discover(ctx context.Context, f Fetcher, repo string, d digest.Digest) ([]candidate, error) {

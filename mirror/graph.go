@@ -36,6 +36,23 @@ type node struct {
 	subject  digest.Digest
 }
 
+// parse reads what manifest n references: it records the manifests an
+// index lists and its subject in n, and returns those manifests and its
+// blobs (config and layers).
+func (n *node) parse() (children, blobs []ocispec.Descriptor, err error) {
+	children, blobs, subject, err := parseManifest(n.desc, n.body)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, c := range children {
+		n.children = append(n.children, c.Digest)
+	}
+	if subject != nil {
+		n.subject = subject.Digest
+	}
+	return children, blobs, nil
+}
+
 // graph is everything one version needs in its repository: its manifest,
 // the manifests and blobs that manifest references, cosign's tags of it and
 // of its referrers, and its referrers, followed until there are none left.
@@ -225,17 +242,11 @@ func (w *walker) walk(ctx context.Context, v Version) (*graph, error) {
 			}
 		}
 		g.nodes[desc.Digest] = n
-		children, blobs, subject, err := parseManifest(desc, n.body)
+		children, blobs, err := n.parse()
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", v.Repository, err)
 		}
-		if subject != nil {
-			n.subject = subject.Digest
-		}
-		for _, c := range children {
-			n.children = append(n.children, c.Digest)
-			queue = append(queue, c)
-		}
+		queue = append(queue, children...)
 		for _, b := range blobs {
 			if _, ok := g.nodes[b.Digest]; !ok {
 				g.nodes[b.Digest] = &node{desc: ocispec.Descriptor{MediaType: b.MediaType, Digest: b.Digest, Size: b.Size}}

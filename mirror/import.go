@@ -156,20 +156,12 @@ func archiveGraph(a *Archive, v Version, entries map[digest.Digest]Entry) (*grap
 		if !en.Manifest || !en.Carried {
 			continue
 		}
-		body, err := readAll(a, d)
-		if err != nil {
+		var err error
+		if n.body, err = readAll(a, d); err != nil {
 			return nil, err
 		}
-		children, _, subject, err := parseManifest(n.desc, body)
-		if err != nil {
+		if _, _, err := n.parse(); err != nil {
 			return nil, err
-		}
-		n.body = body
-		for _, c := range children {
-			n.children = append(n.children, c.Digest)
-		}
-		if subject != nil {
-			n.subject = subject.Digest
 		}
 	}
 	return g, nil

@@ -98,8 +98,8 @@ func Sync(ctx context.Context, opts SyncOptions) (*Summary, error) {
 	if len(puts) > 0 {
 		t = newTarget(ctx, opts.Client, opts.Target, nil, opts.Progress)
 	}
-	w := newWalker(func(name string) *remote.Repository { return opts.Client.Repository(opts.Source, name) })
-	src := registrySource{repo: func(name string) *remote.Repository { return opts.Client.Repository(opts.Source, name) }}
+	sourceRepo := func(name string) *remote.Repository { return opts.Client.Repository(opts.Source, name) }
+	w, src := newWalker(sourceRepo), registrySource{repo: sourceRepo}
 	opts.Progress.VersionsTotal.Store(int64(len(puts)))
 	forEach(ctx, opts.Concurrency, puts, func(v Version) {
 		defer opts.Progress.VersionsDone.Add(1)

@@ -141,11 +141,8 @@ func newTarget(ctx context.Context, c *client.Client, host string, policy *signi
 // holds reports whether the target's repository name has digest d: from
 // what it held at the start when that is known, else by asking.
 func (t *target) holds(ctx context.Context, name string, desc ocispec.Descriptor, exists func(context.Context, ocispec.Descriptor) (bool, error)) (bool, error) {
-	if t.have != nil && !t.have.repos[name][desc.Digest] {
-		return false, nil
-	}
 	if t.have != nil {
-		return true, nil
+		return t.have.repos[name][desc.Digest], nil
 	}
 	return exists(ctx, desc)
 }

@@ -107,21 +107,6 @@ func (f *selectionFlags) selection(required bool) (*mirror.Selection, error) {
 	return sel, nil
 }
 
-// mirrorClient returns the registry client of the mirror commands: no
-// per-blob progress bars (the mirror draws its own).
-func mirrorClient(cmd *cobra.Command, remote *remoteFlags) (*client.Client, client.Options, error) {
-	store, err := credentialStore(cmd)
-	if err != nil {
-		return nil, client.Options{}, err
-	}
-	opts := client.Options{Credentials: store}
-	if cmd.Flags().Changed("plain-http") {
-		opts.PlainHTTP = &remote.plainHTTP
-	}
-	c, err := client.New(opts)
-	return c, opts, err
-}
-
 // checkHost checks a registry argument, host[:port].
 func checkHost(what, arg string) error {
 	if _, err := client.ParseRepositoryPrefix(arg + "/x"); err != nil || strings.Contains(arg, "/") {
@@ -182,11 +167,11 @@ holds every other version.`,
 			if err != nil {
 				return err
 			}
-			c, copts, err := mirrorClient(cmd, &remote)
+			c, err := remote.client(cmd)
 			if err != nil {
 				return err
 			}
-			cat, err := client.NewCatalog(source, copts)
+			cat, err := c.Catalog(source)
 			if err != nil {
 				return err
 			}
@@ -277,7 +262,7 @@ what TARGET still lacks.`,
 			if err != nil {
 				return err
 			}
-			c, _, err := mirrorClient(cmd, &remote)
+			c, err := remote.client(cmd)
 			if err != nil {
 				return err
 			}
@@ -336,7 +321,7 @@ berth mirror export --inventory: only what TARGET lacks is packed.`,
 			if output == "" {
 				return errors.New("-o: give the inventory file to write")
 			}
-			c, _, err := mirrorClient(cmd, &remote)
+			c, err := remote.client(cmd)
 			if err != nil {
 				return err
 			}
@@ -459,11 +444,11 @@ Versions deleted in SRC are reported, and deleted in DST with --prune.
 			if err != nil {
 				return err
 			}
-			c, copts, err := mirrorClient(cmd, &remote)
+			c, err := remote.client(cmd)
 			if err != nil {
 				return err
 			}
-			cat, err := client.NewCatalog(args[0], copts)
+			cat, err := c.Catalog(args[0])
 			if err != nil {
 				return err
 			}
@@ -531,14 +516,9 @@ func runWithProgress(cmd *cobra.Command, label string, p *mirror.Progress, op fu
 }
 
 // renderMirrorProgress renders one line:
-// "import versions [=====>    ]  12/40  bytes 18.0 MiB / 40.0 MiB".
+// "import versions [=====>    ] 12/40  bytes 18.0 MiB / 40.0 MiB".
 func renderMirrorProgress(label string, p *mirror.Progress) string {
 	total, done := p.VersionsTotal.Load(), p.VersionsDone.Load()
-	bar := func(done, total int64) string {
-		total = max(total, 1)
-		filled := int(min(max(done, 0), total) * barWidth / total)
-		return "[" + strings.Repeat("=", filled) + strings.Repeat(" ", barWidth-filled) + "]"
-	}
 	line := fmt.Sprintf("%s versions %s %d/%d  ", label, bar(done, total), done, total)
 	if bt := p.BytesTotal.Load(); bt > 0 {
 		return line + fmt.Sprintf("bytes %s / %s", mebibytes(p.BytesDone.Load()), mebibytes(bt))

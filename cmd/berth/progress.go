@@ -73,13 +73,19 @@ func (b *progressBar) update(p client.Progress) {
 func renderBar(p client.Progress) string {
 	total := max(p.Descriptor.Size, 1)
 	done := min(max(p.Done, 0), total)
-	filled := int(done * barWidth / total)
-	bar := strings.Repeat("=", filled)
-	if filled < barWidth {
-		bar += ">" + strings.Repeat(" ", barWidth-filled-1)
-	}
-	return fmt.Sprintf("%s %s [%s] %3d%% %s / %s", p.Op, shortDigest(p.Descriptor.Digest.String()), bar,
+	return fmt.Sprintf("%s %s %s %3d%% %s / %s", p.Op, shortDigest(p.Descriptor.Digest.String()), bar(done, total),
 		done*100/total, mebibytes(done), mebibytes(total))
+}
+
+// bar draws done out of total as "[=======>      ]", barWidth cells wide.
+func bar(done, total int64) string {
+	total = max(total, 1)
+	filled := int(min(max(done, 0), total) * barWidth / total)
+	b := strings.Repeat("=", filled)
+	if filled < barWidth {
+		b += ">" + strings.Repeat(" ", barWidth-filled-1)
+	}
+	return "[" + b + "]"
 }
 
 // shortDigest shortens "sha256:<hex>" to "sha256:" and 12 hex digits.

@@ -58,7 +58,7 @@ func Import(ctx context.Context, a *Archive, opts ImportOptions) (*Summary, erro
 	if err != nil {
 		return nil, err
 	}
-	t := newTarget(ctx, opts.Client, opts.Target, opts.Policy, opts.Progress)
+	t := newTarget(ctx, opts.Client, opts.Target, opts.Policy, opts.Progress, len(m.Versions))
 	opts.Progress.VersionsTotal.Store(int64(len(m.Versions)))
 	var total int64
 	for _, en := range entries {

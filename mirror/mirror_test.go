@@ -2,13 +2,16 @@ package mirror_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/opencontainers/go-digest"
@@ -308,4 +311,58 @@ func mustRef(t *testing.T, s string) client.Reference {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// TestImportWithTargetInventory: into a target that answers its inventory,
+// import asks it once and sends only what the target lacks, without asking
+// per blob.
+func TestImportWithTargetInventory(t *testing.T) {
+	defer func(n int) { *mirror.InventoryFrom = n }(*mirror.InventoryFrom)
+	*mirror.InventoryFrom = 0
+	src := newSource(t)
+	dir := filepath.Join(t.TempDir(), "archive")
+	src.export(t, dir, nil)
+
+	var host string
+	var inventories, heads atomic.Int64
+	var walking atomic.Bool
+	host = registrytest.New(t, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch {
+			case r.URL.Path == "/api/v1/inventory" && walking.CompareAndSwap(false, true):
+				// Answered by walking the registry, during which this
+				// route says it has no inventory.
+				defer walking.Store(false)
+				inventories.Add(1)
+				inv, err := mirror.TakeInventory(r.Context(), src.c, host, nil)
+				if err != nil {
+					http.Error(w, err.Error(), http.StatusInternalServerError)
+					return
+				}
+				w.Header().Set("Content-Type", apiv1.MediaTypeJSON)
+				json.NewEncoder(w).Encode(inv)
+			case strings.HasPrefix(r.URL.Path, "/api/"):
+				http.NotFound(w, r)
+			default:
+				if r.Method == http.MethodHead && !walking.Load() {
+					heads.Add(1)
+				}
+				next.ServeHTTP(w, r)
+			}
+		})
+	})
+	first := importArchive(t, src.c, []string{dir}, host, nil)
+	if first.Versions != 3 || len(first.Failed) != 0 || inventories.Load() != 1 {
+		t.Fatalf("import: %+v, %d inventories", first, inventories.Load())
+	}
+	if heads.Load() != 0 {
+		t.Errorf("an import into an empty target that answered its inventory asked %d HEADs", heads.Load())
+	}
+	if got, want := tagsOf(t, src.c, host), tagsOf(t, src.c, src.host); !maps.Equal(got, want) {
+		t.Errorf("target tags %v, want %v", got, want)
+	}
+	again := importArchive(t, src.c, []string{dir}, host, nil)
+	if again.Blobs+again.Manifests != 0 || again.Versions != 0 || len(again.Failed) != 0 {
+		t.Errorf("a second import sent %+v", again)
+	}
 }

@@ -94,10 +94,7 @@ func Sync(ctx context.Context, opts SyncOptions) (*Summary, error) {
 		puts, deletes = selected(res, puts), selectedRepos(opts.Selection, res, deletes)
 	}
 	// A sync with nothing to copy asks the target nothing.
-	t := &target{c: opts.Client, host: opts.Target, counts: &counters{}, progress: opts.Progress}
-	if len(puts) > 0 {
-		t = newTarget(ctx, opts.Client, opts.Target, nil, opts.Progress)
-	}
+	t := newTarget(ctx, opts.Client, opts.Target, nil, opts.Progress, len(puts))
 	sourceRepo := func(name string) *remote.Repository { return opts.Client.Repository(opts.Source, name) }
 	w, src := newWalker(sourceRepo), registrySource{repo: sourceRepo}
 	opts.Progress.VersionsTotal.Store(int64(len(puts)))

@@ -126,10 +126,20 @@ type target struct {
 	have *holdings
 }
 
-// newTarget returns the target host, with what it holds when it is a
-// berth server that answers its inventory.
-func newTarget(ctx context.Context, c *client.Client, host string, policy *signing.Policy, progress *Progress) *target {
+// inventoryFrom is how many versions an operation must copy before it
+// takes the target's inventory: the inventory is one request, but its size
+// grows with the target, while asking per blob, manifest and tag grows only
+// with what is copied.
+var inventoryFrom = 64
+
+// newTarget returns the target host for copying n versions, with what it
+// holds when n is at least inventoryFrom and it is a berth server that
+// answers its inventory.
+func newTarget(ctx context.Context, c *client.Client, host string, policy *signing.Policy, progress *Progress, n int) *target {
 	t := &target{c: c, host: host, policy: policy, counts: &counters{}, progress: progress}
+	if n < inventoryFrom {
+		return t
+	}
 	if cat, err := c.Catalog(host); err == nil {
 		if inv, err := cat.Inventory(ctx); err == nil {
 			t.have = newHoldings(inv)

@@ -205,13 +205,20 @@ rules:
 	if got := plain.Metadata.Permissions; got == nil || len(got.Cluster) != 1 || got.Cluster[0].Verbs[0] != "*" {
 		t.Fatalf("the plain package's content asks for %+v, want the ClusterRole's */*/*", got)
 	}
-	res, err := e.cat.Search(e.ctx, catalog.Query{Provides: catalog.APIFilter{Group: "kafka.strimzi.io", Kind: "Kafka"}, Access: all})
-	if err != nil || res.Total != 0 {
-		t.Errorf("search by a claimed API: %+v, %v; want nothing", res, err)
-	}
-	res, err = e.cat.Search(e.ctx, catalog.Query{Namespace: "lies", Access: all})
-	if err != nil || res.Total != 2 {
-		t.Fatalf("search: %+v, %v", res, err)
+	// The search index follows the store: wait until it has both packages
+	// before asking it what they provide.
+	var res *catalog.SearchResult
+	e.waitFor("both packages searchable", func() bool {
+		var err error
+		res, err = e.cat.Search(e.ctx, catalog.Query{Namespace: "lies", Access: all})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Total == 2
+	})
+	claimed, err := e.cat.Search(e.ctx, catalog.Query{Provides: catalog.APIFilter{Group: "kafka.strimzi.io", Kind: "Kafka"}, Access: all})
+	if err != nil || claimed.Total != 0 {
+		t.Errorf("search by a claimed API: %+v, %v; want nothing", claimed, err)
 	}
 	if _, ok := res.Facets.Format["weird"]; ok || res.Facets.Format["plain"] != 1 || res.Facets.Format["kudo"] != 1 {
 		t.Errorf("format facets %v, want plain and kudo from the content", res.Facets.Format)

@@ -1,0 +1,639 @@
+package olm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// fakeSource is a Source of packages held in memory.
+type fakeSource struct {
+	mu       sync.Mutex
+	packages map[string]map[string][]Version // namespace -> name -> versions
+	fail     error                           // when set, every call fails
+}
+
+func newFakeSource() *fakeSource {
+	return &fakeSource{packages: map[string]map[string][]Version{}}
+}
+
+// set stores the versions of a package; none deletes it.
+func (s *fakeSource) set(ns, name string, versions ...Version) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.packages[ns] == nil {
+		s.packages[ns] = map[string][]Version{}
+	}
+	if len(versions) == 0 {
+		delete(s.packages[ns], name)
+		return
+	}
+	s.packages[ns][name] = versions
+}
+
+func (s *fakeSource) OLMPackages(context.Context) (map[string][]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fail != nil {
+		return nil, s.fail
+	}
+	out := map[string][]string{}
+	for ns, pkgs := range s.packages {
+		for name := range pkgs {
+			out[ns] = append(out[ns], name)
+		}
+	}
+	return out, nil
+}
+
+func (s *fakeSource) OLMVersions(_ context.Context, ns, name string) ([]Version, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fail != nil {
+		return nil, s.fail
+	}
+	return s.packages[ns][name], nil
+}
+
+// fakeRegistry is a Registry and Resolver held in memory that records pushes.
+type fakeRegistry struct {
+	mu        sync.Mutex
+	blobs     map[string][]byte             // repo@digest -> bytes
+	tags      map[string]ocispec.Descriptor // repo:tag -> manifest
+	manifests map[digest.Digest][]byte
+	pushed    []string // "blob <digest>" and "manifest <digest>", in order
+	asked     []string // digests BlobExists was asked about, in order
+	fail      error    // when set, every push fails
+}
+
+func newFakeRegistry() *fakeRegistry {
+	return &fakeRegistry{blobs: map[string][]byte{}, tags: map[string]ocispec.Descriptor{}, manifests: map[digest.Digest][]byte{}}
+}
+
+func (r *fakeRegistry) BlobExists(_ context.Context, repo string, d digest.Digest) (bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.asked = append(r.asked, d.String())
+	_, ok := r.blobs[repo+"@"+d.String()]
+	return ok, nil
+}
+
+func (r *fakeRegistry) PushBlob(_ context.Context, repo string, b Blob) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.fail != nil {
+		return r.fail
+	}
+	if digest.FromBytes(b.Data) != b.Descriptor.Digest || int64(len(b.Data)) != b.Descriptor.Size {
+		return fmt.Errorf("blob %s does not match its descriptor", b.Descriptor.Digest)
+	}
+	r.blobs[repo+"@"+b.Descriptor.Digest.String()] = bytes.Clone(b.Data)
+	r.pushed = append(r.pushed, "blob "+b.Descriptor.Digest.String())
+	return nil
+}
+
+func (r *fakeRegistry) PushManifest(_ context.Context, repo, tag string, desc ocispec.Descriptor, payload []byte) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.fail != nil {
+		return r.fail
+	}
+	var m ocispec.Manifest
+	if err := json.Unmarshal(payload, &m); err != nil {
+		return err
+	}
+	for _, d := range append([]ocispec.Descriptor{m.Config}, m.Layers...) {
+		if _, ok := r.blobs[repo+"@"+d.Digest.String()]; !ok {
+			return fmt.Errorf("manifest refers to blob %s, missing", d.Digest)
+		}
+	}
+	r.tags[repo+":"+tag] = desc
+	r.manifests[desc.Digest] = bytes.Clone(payload)
+	r.pushed = append(r.pushed, "manifest "+desc.Digest.String())
+	return nil
+}
+
+func (r *fakeRegistry) Blob(_ context.Context, repo string, d digest.Digest) (io.ReadCloser, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	b, ok := r.blobs[repo+"@"+d.String()]
+	if !ok {
+		return nil, fmt.Errorf("blob %s: not found", d)
+	}
+	return io.NopCloser(bytes.NewReader(b)), nil
+}
+
+func (r *fakeRegistry) Resolve(_ context.Context, repo, tag string) (ocispec.Descriptor, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d, ok := r.tags[repo+":"+tag]
+	if !ok {
+		return ocispec.Descriptor{}, fmt.Errorf("%s:%s: not found", repo, tag)
+	}
+	return d, nil
+}
+
+// takePushed returns the pushes since the last call.
+func (r *fakeRegistry) takePushed() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.pushed
+	r.pushed, r.asked = nil, nil
+	return out
+}
+
+// manifest returns the manifest the namespace's catalog tag points to.
+func (r *fakeRegistry) manifest(t *testing.T, ns string) ocispec.Manifest {
+	t.Helper()
+	d, err := r.Resolve(context.Background(), CatalogRepository(ns), CatalogTag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m ocispec.Manifest
+	if err := json.Unmarshal(r.manifests[d.Digest], &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// env is a Publisher on a fake Source and Registry.
+type env struct {
+	src *fakeSource
+	reg *fakeRegistry
+	pub *Publisher
+}
+
+// newEnv returns a Publisher, its Source holding etcd, jaeger and kong in
+// namespace ns.
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	e := &env{src: newFakeSource(), reg: newFakeRegistry()}
+	for _, name := range []string{"kong", "etcd", "jaeger"} {
+		e.src.set("ns", name, olmVersion(name, "1.0.0", ch("stable", "")))
+	}
+	e.pub = e.newPublisher(t, e.reg)
+	if err := e.pub.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e.reg.takePushed()
+	return e
+}
+
+func (e *env) newPublisher(t *testing.T, reg Registry) *Publisher {
+	t.Helper()
+	p, err := NewPublisher(PublisherOptions{Source: e.src, Registry: reg, Host: testHost})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// flush flushes the Publisher, failing the test on error.
+func (e *env) flush(t *testing.T) {
+	t.Helper()
+	if err := e.pub.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// layerDigests returns the layer digests of the catalog manifest of ns.
+func layerDigests(t *testing.T, r *fakeRegistry, ns string) []string {
+	t.Helper()
+	var out []string
+	for _, l := range r.manifest(t, ns).Layers {
+		out = append(out, l.Digest.String())
+	}
+	return out
+}
+
+// fbcOf returns the FBC of the packages, rendered one by one, concatenated.
+func fbcOf(t *testing.T, src *fakeSource, ns string, names ...string) string {
+	t.Helper()
+	var buf bytes.Buffer
+	for _, name := range names {
+		if err := RenderPackage(&buf, testHost, ns, name, src.packages[ns][name]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return buf.String()
+}
+
+// writeFBC returns the output of WriteFBC.
+func writeFBC(t *testing.T, p *Publisher, ns string, allow func(string) bool, keep func(string, string) bool) string {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := p.WriteFBC(context.Background(), &buf, ns, allow, keep); err != nil {
+		t.Fatal(err)
+	}
+	return buf.String()
+}
+
+func TestPublisherInitialPublish(t *testing.T) {
+	src, reg := newFakeSource(), newFakeRegistry()
+	for _, name := range []string{"kong", "etcd", "jaeger"} {
+		src.set("ns", name, olmVersion(name, "1.0.0", ch("stable", "")))
+	}
+	src.set("other", "etcd", olmVersion("etcd", "2.0.0", ch("stable", "")))
+	p, err := NewPublisher(PublisherOptions{Source: src, Registry: reg, Host: testHost})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	desc, ok := p.Catalog("ns")
+	if !ok || desc.MediaType != ocispec.MediaTypeImageManifest {
+		t.Fatalf("Catalog(ns) = %+v, %v; want a manifest", desc, ok)
+	}
+	if tagged, _ := reg.Resolve(context.Background(), "ns/olm/catalog", "latest"); tagged.Digest != desc.Digest {
+		t.Errorf("ns/olm/catalog:latest is %s, want %s", tagged.Digest, desc.Digest)
+	}
+	m := reg.manifest(t, "ns")
+	if len(m.Layers) != 3 {
+		t.Fatalf("%d layers, want one per package", len(m.Layers))
+	}
+	if got, want := writeFBC(t, p, "ns", nil, nil), fbcOf(t, src, "ns", "etcd", "jaeger", "kong"); got != want {
+		t.Errorf("FBC\n%s\nwant the packages' in name order\n%s", got, want)
+	}
+	stats, ok := p.LastPublish("ns")
+	size := m.Config.Size + desc.Size
+	for _, l := range m.Layers {
+		size += l.Size
+	}
+	if !ok || !stats.Pushed || stats.Digest != desc.Digest || stats.Layers != 3 || stats.LayersPushed != 3 || stats.BytesPushed != size {
+		t.Errorf("LastPublish = %+v, want 3 layers pushed, %d bytes, digest %s", stats, size, desc.Digest)
+	}
+	if _, ok := p.Catalog("other"); !ok {
+		t.Error("namespace other has no catalog")
+	}
+
+	// Another Publisher renders the same image.
+	again, err := NewPublisher(PublisherOptions{Source: src, Registry: newFakeRegistry(), Host: testHost})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := again.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := again.Catalog("ns"); d.Digest != desc.Digest {
+		t.Errorf("the same packages give catalog %s, then %s", desc.Digest, d.Digest)
+	}
+}
+
+func TestPublisherChangeRebuildsOneLayer(t *testing.T) {
+	e := newEnv(t)
+	before := layerDigests(t, e.reg, "ns")
+	e.src.set("ns", "jaeger", olmVersion("jaeger", "1.0.0", ch("stable", "")), olmVersion("jaeger", "1.1.0", ch("stable", "jaeger.v1.0.0")))
+	e.pub.Changed("ns", "jaeger")
+	e.flush(t)
+	after := layerDigests(t, e.reg, "ns")
+	if len(after) != 3 || after[0] != before[0] || after[2] != before[2] || after[1] == before[1] {
+		t.Fatalf("layers %v -> %v: want only jaeger's (the second) changed", before, after)
+	}
+	m := e.reg.manifest(t, "ns")
+	desc, _ := e.pub.Catalog("ns")
+	if asked := []string{after[1], m.Config.Digest.String()}; !slices.Equal(e.reg.asked, asked) {
+		t.Errorf("asked the registry about %q, want %q: the other layers are known", e.reg.asked, asked)
+	}
+	want := []string{"blob " + after[1], "blob " + m.Config.Digest.String(), "manifest " + desc.Digest.String()}
+	if got := e.reg.takePushed(); !slices.Equal(got, want) {
+		t.Errorf("pushed %q, want %q", got, want)
+	}
+	stats, _ := e.pub.LastPublish("ns")
+	if stats.LayersPushed != 1 || stats.BytesPushed != m.Layers[1].Size+m.Config.Size+desc.Size {
+		t.Errorf("LastPublish = %+v, want one layer pushed and its, the config's and the manifest's bytes", stats)
+	}
+	if !strings.Contains(writeFBC(t, e.pub, "ns", nil, nil), `"name":"jaeger.v1.1.0"`) {
+		t.Error("the FBC lacks the new version")
+	}
+}
+
+func TestPublisherDeleteAndEmpty(t *testing.T) {
+	e := newEnv(t)
+	e.src.set("ns", "jaeger")
+	e.pub.Changed("ns", "jaeger")
+	e.flush(t)
+	if got, want := writeFBC(t, e.pub, "ns", nil, nil), fbcOf(t, e.src, "ns", "etcd", "kong"); got != want {
+		t.Errorf("after deleting jaeger, FBC\n%s\nwant\n%s", got, want)
+	}
+	if n := len(e.reg.manifest(t, "ns").Layers); n != 2 {
+		t.Errorf("%d layers, want 2", n)
+	}
+	e.src.set("ns", "etcd")
+	e.src.set("ns", "kong")
+	e.pub.Changed("ns", "etcd")
+	e.pub.Changed("ns", "kong")
+	e.flush(t)
+	if n := len(e.reg.manifest(t, "ns").Layers); n != 0 {
+		t.Errorf("%d layers, want none once every package is deleted", n)
+	}
+	if _, ok := e.pub.Catalog("ns"); !ok {
+		t.Error("the emptied namespace has no catalog, want an empty one")
+	}
+	if got := writeFBC(t, e.pub, "ns", nil, nil); got != "" {
+		t.Errorf("empty catalog's FBC %q, want nothing", got)
+	}
+}
+
+func TestPublisherUnchanged(t *testing.T) {
+	e := newEnv(t)
+	desc, _ := e.pub.Catalog("ns")
+	e.pub.Changed("ns", "etcd")
+	e.pub.Changed("ns", "kong")
+	e.flush(t)
+	if len(e.reg.asked) != 0 {
+		t.Errorf("asked the registry about %q: unchanged layers are known", e.reg.asked)
+	}
+	if got := e.reg.takePushed(); len(got) != 0 {
+		t.Errorf("an unchanged catalog pushed %q", got)
+	}
+	if d, _ := e.pub.Catalog("ns"); d.Digest != desc.Digest {
+		t.Errorf("catalog %s -> %s, want unchanged", desc.Digest, d.Digest)
+	}
+	if stats, _ := e.pub.LastPublish("ns"); stats.Pushed || stats.BytesPushed != 0 {
+		t.Errorf("LastPublish = %+v, want nothing pushed", stats)
+	}
+}
+
+func TestPublisherBurst(t *testing.T) {
+	e := newEnv(t)
+	for i := range 5 {
+		v := fmt.Sprintf("1.0.%d", i+1)
+		e.src.set("ns", "etcd", olmVersion("etcd", v, ch("stable", "")))
+		e.src.set("ns", "kong", olmVersion("kong", v, ch("stable", "")))
+		e.pub.Changed("ns", "etcd")
+		e.pub.Changed("ns", "kong")
+	}
+	e.flush(t)
+	var manifests, blobs int
+	for _, p := range e.reg.takePushed() {
+		if strings.HasPrefix(p, "manifest ") {
+			manifests++
+		} else {
+			blobs++
+		}
+	}
+	if manifests != 1 || blobs != 3 {
+		t.Errorf("a burst pushed %d manifests and %d blobs, want 1 and 3 (two layers, the config)", manifests, blobs)
+	}
+}
+
+func TestPublisherRetriesFailures(t *testing.T) {
+	e := newEnv(t)
+	desc, _ := e.pub.Catalog("ns")
+	e.reg.fail = errors.New("registry down")
+	e.src.set("ns", "etcd", olmVersion("etcd", "1.0.1", ch("stable", "")))
+	e.pub.Changed("ns", "etcd")
+	if err := e.pub.Flush(context.Background()); err == nil || !strings.Contains(err.Error(), "registry down") || !strings.Contains(err.Error(), "ns") {
+		t.Fatalf("Flush error %v, want the registry's, naming the namespace", err)
+	}
+	if d, _ := e.pub.Catalog("ns"); d.Digest != desc.Digest {
+		t.Errorf("a failed publish changed the catalog to %s", d.Digest)
+	}
+	e.reg.fail = nil
+	e.flush(t) // no new change: the failed one is still pending
+	if d, _ := e.pub.Catalog("ns"); d.Digest == desc.Digest {
+		t.Error("the failed change was lost")
+	}
+	if !strings.Contains(writeFBC(t, e.pub, "ns", nil, nil), "etcd.v1.0.1") {
+		t.Error("the FBC lacks the change that failed at first")
+	}
+	e.reg.takePushed()
+
+	e.src.fail = errors.New("catalog down")
+	e.pub.Changed("ns", "kong")
+	if err := e.pub.Flush(context.Background()); err == nil || !strings.Contains(err.Error(), "catalog down") {
+		t.Fatalf("Flush error %v, want the source's", err)
+	}
+	e.src.fail = nil
+	e.flush(t)
+	if got := e.reg.takePushed(); len(got) != 0 {
+		t.Errorf("re-reading an unchanged kong pushed %q", got)
+	}
+}
+
+func TestPublisherWriteFBC(t *testing.T) {
+	e := newEnv(t)
+	onlyBundles := func(schema, pkg string) bool { return schema == SchemaBundle }
+	tests := []struct {
+		name  string
+		allow func(string) bool
+		keep  func(string, string) bool
+		want  []string // schema name
+	}{
+		{"all", nil, nil, []string{
+			"olm.package etcd", "olm.channel stable", "olm.bundle etcd.v1.0.0",
+			"olm.package jaeger", "olm.channel stable", "olm.bundle jaeger.v1.0.0",
+			"olm.package kong", "olm.channel stable", "olm.bundle kong.v1.0.0",
+		}},
+		{"allowed packages", func(name string) bool { return name != "jaeger" }, nil, []string{
+			"olm.package etcd", "olm.channel stable", "olm.bundle etcd.v1.0.0",
+			"olm.package kong", "olm.channel stable", "olm.bundle kong.v1.0.0",
+		}},
+		{"one schema", nil, onlyBundles, []string{"olm.bundle etcd.v1.0.0", "olm.bundle jaeger.v1.0.0", "olm.bundle kong.v1.0.0"}},
+		{"one package", nil, func(schema, pkg string) bool { return pkg == "kong" }, []string{
+			"olm.package kong", "olm.channel stable", "olm.bundle kong.v1.0.0",
+		}},
+		{"both", func(name string) bool { return name == "etcd" }, onlyBundles, []string{"olm.bundle etcd.v1.0.0"}},
+		{"none allowed", func(string) bool { return false }, nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := summary(parseFBC(t, []byte(writeFBC(t, e.pub, "ns", tt.allow, tt.keep))))
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("documents %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestPublisherNoCatalog(t *testing.T) {
+	e := newEnv(t)
+	// A package that is not OLM changes in a namespace with no catalog.
+	e.pub.Changed("empty", "helm-chart")
+	e.flush(t)
+	for _, ns := range []string{"empty", "unknown"} {
+		err := e.pub.WriteFBC(context.Background(), io.Discard, ns, nil, nil)
+		if !errors.Is(err, ErrNoCatalog) || !strings.Contains(err.Error(), ns) {
+			t.Errorf("WriteFBC(%s) error %v, want ErrNoCatalog naming the namespace", ns, err)
+		}
+		if _, ok := e.pub.Catalog(ns); ok {
+			t.Errorf("namespace %s has a catalog", ns)
+		}
+	}
+	if got := e.reg.takePushed(); len(got) != 0 {
+		t.Errorf("pushed %q for a namespace with no OLM package", got)
+	}
+}
+
+func TestPublisherIgnoresInvalidNames(t *testing.T) {
+	e := newEnv(t)
+	for _, c := range [][2]string{{"NS", "etcd"}, {"ns", "../etcd"}, {"", "etcd"}, {"ns/olm", "catalog"}} {
+		e.pub.Changed(c[0], c[1])
+	}
+	e.flush(t)
+	if got := e.reg.takePushed(); len(got) != 0 {
+		t.Errorf("invalid names pushed %q", got)
+	}
+	if _, ok := e.pub.Catalog("NS"); ok {
+		t.Error("an invalid namespace has a catalog")
+	}
+}
+
+// noResolve hides the Resolver of a Registry.
+type noResolve struct{ Registry }
+
+func TestPublisherRestart(t *testing.T) {
+	e := newEnv(t)
+	desc, _ := e.pub.Catalog("ns")
+	tests := []struct {
+		name string
+		reg  Registry
+		want []string // pushes
+	}{
+		{"resolver", e.reg, nil},
+		{"no resolver: the same manifest again", noResolve{e.reg}, []string{"manifest " + desc.Digest.String()}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := e.newPublisher(t, tt.reg)
+			if err := p.Refresh(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if got := e.reg.takePushed(); !slices.Equal(got, tt.want) {
+				t.Errorf("a restart with no change pushed %q, want %q", got, tt.want)
+			}
+			if d, _ := p.Catalog("ns"); d.Digest != desc.Digest {
+				t.Errorf("catalog %s after restart, want %s", d.Digest, desc.Digest)
+			}
+		})
+	}
+}
+
+func TestPublisherRefreshDropsUnlisted(t *testing.T) {
+	e := newEnv(t)
+	e.src.set("ns", "kong") // deleted with no Changed
+	if err := e.pub.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := writeFBC(t, e.pub, "ns", nil, nil), fbcOf(t, e.src, "ns", "etcd", "jaeger"); got != want {
+		t.Errorf("FBC after refresh\n%s\nwant\n%s", got, want)
+	}
+	e.src.fail = errors.New("catalog down")
+	if err := e.pub.Refresh(context.Background()); err == nil {
+		t.Error("Refresh succeeded with a failing source")
+	}
+}
+
+func TestPublisherMetrics(t *testing.T) {
+	src, reg := newFakeSource(), newFakeRegistry()
+	src.set("ns", "etcd", olmVersion("etcd", "1.0.0", ch("stable", "")))
+	src.set("ns", "kong", olmVersion("kong", "1.0.0", ch("stable", "")))
+	prom := prometheus.NewRegistry()
+	p, err := NewPublisher(PublisherOptions{Source: src, Registry: reg, Host: testHost, Metrics: prom})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	stats, _ := p.LastPublish("ns")
+	p.Changed("ns", "etcd") // unchanged
+	if err := p.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	reg.fail = errors.New("down")
+	src.set("ns", "etcd")
+	p.Changed("ns", "etcd")
+	if err := p.Flush(context.Background()); err == nil {
+		t.Fatal("Flush succeeded with a failing registry")
+	}
+	checks := []struct {
+		name string
+		got  float64
+		want float64
+	}{
+		{"published", testutil.ToFloat64(p.metrics.publishes.WithLabelValues(resultPublished)), 1},
+		{"unchanged", testutil.ToFloat64(p.metrics.publishes.WithLabelValues(resultUnchanged)), 1},
+		{"failed", testutil.ToFloat64(p.metrics.publishes.WithLabelValues(resultFailed)), 1},
+		{"bytes", testutil.ToFloat64(p.metrics.bytes), float64(stats.BytesPushed)},
+		{"packages", testutil.ToFloat64(p.metrics.packages), 2},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	if n := testutil.CollectAndCount(prom, "berth_olm_publish_duration_seconds"); n != 1 {
+		t.Errorf("%d duration histograms registered, want 1", n)
+	}
+}
+
+func TestNewPublisherErrors(t *testing.T) {
+	src, reg := newFakeSource(), newFakeRegistry()
+	tests := []struct {
+		name string
+		opts PublisherOptions
+		want string
+	}{
+		{"no source", PublisherOptions{Registry: reg, Host: testHost}, "no Source"},
+		{"no registry", PublisherOptions{Source: src, Host: testHost}, "no Registry"},
+		{"no host", PublisherOptions{Source: src, Registry: reg}, "no Host"},
+		{"negative debounce", PublisherOptions{Source: src, Registry: reg, Host: testHost, Debounce: -time.Second}, "negative Debounce -1s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := NewPublisher(tt.opts); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %v, want one saying %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestPublisherRun runs the Publisher: it publishes every namespace, then
+// follows changes. It waits for each outcome, however long it takes.
+func TestPublisherRun(t *testing.T) {
+	src, reg := newFakeSource(), newFakeRegistry()
+	src.set("ns", "etcd", olmVersion("etcd", "1.0.0", ch("stable", "")))
+	p, err := NewPublisher(PublisherOptions{Source: src, Registry: reg, Host: testHost, Debounce: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		p.Run(ctx)
+		close(done)
+	}()
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %s", what)
+			}
+		}
+	}
+	waitFor("initial catalog", func() bool { _, ok := p.Catalog("ns"); return ok })
+	first, _ := p.Catalog("ns")
+	src.set("ns", "kong", olmVersion("kong", "1.0.0", ch("stable", "")))
+	p.Changed("ns", "kong")
+	waitFor("catalog with kong", func() bool { d, _ := p.Catalog("ns"); return d.Digest != first.Digest })
+	if got, want := writeFBC(t, p, "ns", nil, nil), fbcOf(t, src, "ns", "etcd", "kong"); got != want {
+		t.Errorf("FBC\n%s\nwant\n%s", got, want)
+	}
+	cancel()
+	<-done
+}

@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/distribution/reference"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
@@ -40,14 +39,7 @@ func TestDanglingPackageTagCanBeRepointed(t *testing.T) {
 	// A crash between deleting the manifest and its tag, as distribution's own
 	// manifest DELETE orders them, leaves the tag: delete the manifest, then
 	// write the tag back.
-	named, err := reference.WithName(repo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := reg.Namespace().Repository(ctx, named)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := repository(t, reg, repo)
 	ms, err := r.Manifests(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -13,8 +13,9 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
-// tagService is the registry's tag service of repo, as in-process readers get it.
-func tagService(t *testing.T, reg *Registry, repo string) distribution.TagService {
+// repository is the registry's repository repo, as in-process readers and
+// writers get it.
+func repository(t *testing.T, reg *Registry, repo string) distribution.Repository {
 	t.Helper()
 	named, err := reference.WithName(repo)
 	if err != nil {
@@ -24,7 +25,13 @@ func tagService(t *testing.T, reg *Registry, repo string) distribution.TagServic
 	if err != nil {
 		t.Fatal(err)
 	}
-	return r.Tags(context.Background())
+	return r
+}
+
+// tagService is the registry's tag service of repo, as in-process readers get it.
+func tagService(t *testing.T, reg *Registry, repo string) distribution.TagService {
+	t.Helper()
+	return repository(t, reg, repo).Tags(context.Background())
 }
 
 // TestUntagDangling removes a tag that names a manifest that is gone, or that

@@ -134,18 +134,25 @@ func newApp(ctx context.Context, cfg *configuration.Configuration) (app *handler
 // ServeHTTP serves the OCI distribution API under /v2/, with the referrers
 // API. Manifest PUTs by tag are serialised per repository and tag, so that
 // the immutability check, the admission hook and the tag write that follows
-// them are one step. The pagination parameters of listings are checked
-// before distribution sees them, and server errors (5xx) reach the client
-// without their details, which can name paths of the server's filesystem.
+// them are one step. Writes into a namespace's OLM catalog, which only
+// berth writes, are refused (ReservedWrite). The pagination parameters of
+// listings are checked before distribution sees them, and server errors
+// (5xx) reach the client without their details, which can name paths of
+// the server's filesystem.
 func (r *Registry) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	sw := &serverErrorWriter{ResponseWriter: w}
 	r.serve(sw, req)
 	sw.finish(r.log, req)
 }
 
-// serve routes req to the referrers API or to distribution.
+// serve routes req to the referrers API or to distribution, after refusing
+// a client's write into a reserved repository (ReservedWrite).
 func (r *Registry) serve(w http.ResponseWriter, req *http.Request) {
-	if err := checkPagination(req); err != nil {
+	err := checkPagination(req)
+	if err == nil {
+		err = ReservedWrite(ParseRoute(req), req.Method)
+	}
+	if err != nil {
 		w.Header().Set("Docker-Distribution-API-Version", "registry/2.0")
 		_ = errcode.ServeJSON(w, err)
 		return

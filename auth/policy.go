@@ -6,7 +6,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/berth-registry/berth/catalog"
 	"github.com/berth-registry/berth/config"
+	"github.com/berth-registry/berth/olm"
 )
 
 // NamespaceResource is the resource of a namespace-wide action (managing its
@@ -92,14 +94,19 @@ type Decision struct {
 
 // Decide is the one access decision of berth: may id do action on repo (a
 // repository namespace/name, NamespaceResource(ns) or Everything)? A nil
-// policy (no auth section) allows everything.
+// policy (no auth section) allows everything but writing a namespace's OLM
+// catalog.
 //
-// A token (id.Limited) must grant the action on repo first. Then the first
-// deny rule matching the subject, the repository and the action denies.
-// Otherwise the first allow rule that matches allows; a robot is allowed
-// only by its own scopes and by the rules for anonymous. Otherwise the action
-// is denied.
+// A namespace's OLM catalog repository (olm.CatalogRepository) has its own
+// rule (decideOLMCatalog). Elsewhere, a token (id.Limited) must grant the
+// action on repo first. Then the first deny rule matching the subject, the
+// repository and the action denies. Otherwise the first allow rule that
+// matches allows; a robot is allowed only by its own scopes and by the rules
+// for anonymous. Otherwise the action is denied.
 func (p *Policy) Decide(id Identity, repo string, action Action) Decision {
+	if ns, ok := olm.CatalogNamespace(repo); ok {
+		return p.decideOLMCatalog(id, repo, ns, action)
+	}
 	if p == nil {
 		return Decision{Allowed: true, Reason: "auth is off: everything is allowed"}
 	}
@@ -130,6 +137,31 @@ func (p *Policy) Decide(id Identity, repo string, action Action) Decision {
 		}
 	}
 	return Decision{Reason: fmt.Sprintf("no rule allows %s %s on %s", id.subject(), action, repo)}
+}
+
+// decideOLMCatalog decides action on repo, the OLM catalog repository of
+// namespace ns. Its image names every package of ns, so pulling it needs
+// pull on every one of them: coverage of ns must be CoversAll for id (a
+// deny rule on any package of ns, or allows on some packages only, are
+// not), and a token must grant pull on repo itself. berth generates it, so
+// every other action is denied to everyone, with auth or without
+// (registry.ReservedWrite refuses the writes in the registry itself).
+func (p *Policy) decideOLMCatalog(id Identity, repo, ns string, action Action) Decision {
+	rule := fmt.Sprintf("%s is namespace %s's OLM catalog: pull needs pull on every package of %s", repo, ns, ns)
+	switch {
+	case action != Pull:
+		return Decision{Reason: fmt.Sprintf("%s; %s is denied to everyone, as berth generates it (docs/olm.md)", rule, action)}
+	case p == nil:
+		return Decision{Allowed: true, Reason: rule + "; auth is off: everyone may"}
+	case id.Limited && !id.grants(repo, Pull):
+		return Decision{Reason: fmt.Sprintf("%s; the token does not grant pull on %s", rule, repo)}
+	}
+	whole := id
+	whole.Limited, whole.Grants = false, nil
+	if p.coverage(whole, ns) == catalog.CoversAll {
+		return Decision{Allowed: true, Reason: fmt.Sprintf("%s; the rules let %s pull every package of %s", rule, id.subject(), ns)}
+	}
+	return Decision{Reason: fmt.Sprintf("%s; the rules do not let %s pull every package of %s", rule, id.subject(), ns)}
 }
 
 // Allowed is Decide's answer alone.

@@ -161,3 +161,99 @@ func TestAuthConfigValidate(t *testing.T) {
 		})
 	}
 }
+
+// TestDecideOLMCatalog decides on namespaces' OLM catalog repositories,
+// whose images name every package of their namespace: a pull needs pull on
+// every package (and a token's grant of the repository), and nothing else
+// is allowed to anyone.
+func TestDecideOLMCatalog(t *testing.T) {
+	p := mustPolicy(t, &config.Auth{
+		Public: []string{"pub", "pub2"},
+		Rules: []config.AuthRule{
+			{Subjects: []string{"group:all"}, Repositories: []string{"ns/*"}, Actions: []string{"pull"}},
+			{Subjects: []string{"user:one"}, Repositories: []string{"ns/a"}, Actions: []string{"pull", "push"}},
+			{Subjects: []string{"user:partial"}, Repositories: []string{"ns/*"}, Actions: []string{"pull"}},
+			{Subjects: []string{"user:partial"}, Repositories: []string{"ns/secret"}, Actions: []string{"pull"}, Effect: "deny"},
+			{Subjects: []string{"user:pusher"}, Repositories: []string{"ns/*"}, Actions: []string{"push", "delete"}},
+			{Subjects: []string{"anonymous"}, Repositories: []string{"pub2/private"}, Actions: []string{"pull"}, Effect: "deny"},
+			{Subjects: []string{"user:root"}, Repositories: []string{"*/*"}, Actions: []string{"admin"}},
+		},
+	})
+	all := auth.Identity{Subject: "user:all", Groups: []string{"all"}}
+	one := auth.Identity{Subject: "user:one"}
+	partial := auth.Identity{Subject: "user:partial"}
+	pusher := auth.Identity{Subject: "user:pusher"}
+	root := auth.Identity{Subject: "user:root"}
+	anon := auth.AnonymousIdentity()
+	robot := func(glob string, actions ...auth.Action) auth.Identity {
+		return auth.Identity{Subject: "robot:ns+ci", Robot: &auth.Robot{Namespace: "ns", Name: "ci",
+			Scopes: []auth.RobotScope{{Repositories: []string{glob}, Actions: actions}}}}
+	}
+	token := func(id auth.Identity, grants ...auth.Grant) auth.Identity {
+		id.Limited, id.Grants = true, grants
+		return id
+	}
+	catalogPull := auth.Grant{Type: "repository", Name: "ns/olm/catalog", Actions: []string{"pull"}}
+	listing := auth.Grant{Type: "registry", Name: "catalog", Actions: []string{"*"}}
+
+	for _, tc := range []struct {
+		name   string
+		p      *auth.Policy
+		id     auth.Identity
+		repo   string
+		action auth.Action
+		want   bool
+		reason string // the end of the reason, after the rule
+	}{
+		{"pull on every package", p, all, "ns/olm/catalog", auth.Pull, true, "the rules let user:all (groups all) pull every package of ns"},
+		{"pull on one package only", p, one, "ns/olm/catalog", auth.Pull, false, "the rules do not let user:one pull every package of ns"},
+		{"a deny on one package", p, partial, "ns/olm/catalog", auth.Pull, false, "the rules do not let user:partial pull every package of ns"},
+		{"push on every package is no pull", p, pusher, "ns/olm/catalog", auth.Pull, false, "the rules do not let user:pusher pull every package of ns"},
+		{"global admin pulls", p, root, "ns/olm/catalog", auth.Pull, true, "the rules let user:root pull every package of ns"},
+		{"another namespace", p, all, "pub/olm/catalog", auth.Pull, true, "the rules let user:all (groups all) pull every package of pub"},
+		{"no pull anywhere in it", p, one, "other/olm/catalog", auth.Pull, false, "the rules do not let user:one pull every package of other"},
+		{"robot scoped to the namespace", p, robot("ns/*", auth.Pull), "ns/olm/catalog", auth.Pull, true, "the rules let robot:ns+ci pull every package of ns"},
+		{"robot scoped to one package", p, robot("ns/a", auth.Pull), "ns/olm/catalog", auth.Pull, false, "the rules do not let robot:ns+ci pull every package of ns"},
+		{"robot pushing the namespace", p, robot("ns/*", auth.Push), "ns/olm/catalog", auth.Pull, false, "the rules do not let robot:ns+ci pull every package of ns"},
+		{"robot gets no user rules", p, robot("ns/a", auth.Pull), "pub/olm/catalog", auth.Pull, true, "the rules let robot:ns+ci pull every package of pub"},
+		{"robot pushes nothing", p, robot("ns/*", auth.Pull, auth.Push), "ns/olm/catalog", auth.Push, false, "push is denied to everyone, as berth generates it (docs/olm.md)"},
+		{"token granting it", p, token(all, catalogPull), "ns/olm/catalog", auth.Pull, true, "the rules let user:all (groups all) pull every package of ns"},
+		{"token without the grant", p, token(all, auth.Grant{Type: "repository", Name: "ns/a", Actions: []string{"pull"}}), "ns/olm/catalog", auth.Pull, false, "the token does not grant pull on ns/olm/catalog"},
+		{"token granting it to one who may not", p, token(one, catalogPull), "ns/olm/catalog", auth.Pull, false, "the rules do not let user:one pull every package of ns"},
+		{"catalog token lists it", p, token(all, listing), "ns/olm/catalog", auth.Pull, true, "the rules let user:all (groups all) pull every package of ns"},
+		{"catalog token still filtered", p, token(partial, listing), "ns/olm/catalog", auth.Pull, false, "the rules do not let user:partial pull every package of ns"},
+		{"public namespace", p, anon, "pub/olm/catalog", auth.Pull, true, "the rules let anonymous pull every package of pub"},
+		{"public namespace with a hidden package", p, anon, "pub2/olm/catalog", auth.Pull, false, "the rules do not let anonymous pull every package of pub2"},
+		{"anonymous denies bind users", p, root, "pub2/olm/catalog", auth.Pull, false, "the rules do not let user:root pull every package of pub2"},
+		{"anonymous elsewhere", p, anon, "ns/olm/catalog", auth.Pull, false, "the rules do not let anonymous pull every package of ns"},
+		{"admin may not push", p, root, "ns/olm/catalog", auth.Push, false, "push is denied to everyone, as berth generates it (docs/olm.md)"},
+		{"admin may not delete", p, root, "ns/olm/catalog", auth.Delete, false, "delete is denied to everyone, as berth generates it (docs/olm.md)"},
+		{"admin may not sign", p, root, "ns/olm/catalog", auth.Sign, false, "sign is denied to everyone, as berth generates it (docs/olm.md)"},
+		{"admin may not administer", p, root, "ns/olm/catalog", auth.Admin, false, "admin is denied to everyone, as berth generates it (docs/olm.md)"},
+		{"pusher may not push", p, pusher, "ns/olm/catalog", auth.Push, false, "push is denied to everyone, as berth generates it (docs/olm.md)"},
+		{"auth off: pull", nil, anon, "ns/olm/catalog", auth.Pull, true, "auth is off: everyone may"},
+		{"auth off: no push", nil, anon, "ns/olm/catalog", auth.Push, false, "push is denied to everyone, as berth generates it (docs/olm.md)"},
+		{"auth off: no delete", nil, root, "ns/olm/catalog", auth.Delete, false, "delete is denied to everyone, as berth generates it (docs/olm.md)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := tc.p.Decide(tc.id, tc.repo, tc.action)
+			ns, _, _ := strings.Cut(tc.repo, "/")
+			reason := tc.repo + " is namespace " + ns + "'s OLM catalog: pull needs pull on every package of " + ns + "; " + tc.reason
+			if d.Allowed != tc.want || d.Rule != "" || d.Reason != reason {
+				t.Fatalf("Decide(%s, %s, %s) = %+v, want allowed=%v, no rule, reason %q", tc.id.Subject, tc.repo, tc.action, d, tc.want, reason)
+			}
+		})
+	}
+	// Beside the catalog, the rules decide as ever.
+	for _, tc := range []struct {
+		id   auth.Identity
+		repo string
+		want bool
+	}{
+		{one, "ns/olm", false}, {all, "ns/olm", true}, {root, "ns/olm/catalogs", false}, {root, "ns/catalog", true},
+	} {
+		if d := p.Decide(tc.id, tc.repo, auth.Pull); d.Allowed != tc.want || strings.Contains(d.Reason, "OLM") {
+			t.Errorf("Decide(%s, %s, pull) = %+v, want allowed=%v by the rules", tc.id.Subject, tc.repo, d, tc.want)
+		}
+	}
+}

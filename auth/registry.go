@@ -51,7 +51,11 @@ type RegistryOptions struct {
 // the caller may not pull becomes a plain upload; an upload session answers
 // only the subject that opened it. A subject who may sign but not push a
 // repository may push only signatures and referrers there
-// (registry.WithSignOnly). Denials and successful writes are audited.
+// (registry.WithSignOnly). A namespace's OLM catalog, which berth
+// generates, can be pulled only by who may pull every package of the
+// namespace, and written by no one: 403 DENIED, even to an anonymous
+// caller (Policy.Decide, registry.ReservedWrite). Denials and successful
+// writes are audited.
 //
 // With a nil Policy (auth off) Registry returns next unchanged.
 func Registry(next http.Handler, opts RegistryOptions) http.Handler {
@@ -227,8 +231,14 @@ func (g *registryGate) decide(id Identity, repo string, n need) (Decision, Actio
 }
 
 // deny answers a denied request: a challenge when logging in or a new token
-// could help, else 403.
+// could help, else 403. A write into a namespace's OLM catalog, which no
+// login or token can help, gets the registry's own refusal
+// (registry.ReservedWrite).
 func (g *registryGate) deny(w http.ResponseWriter, r *http.Request, id Identity, route registry.Route, n need) {
+	if err := registry.ReservedWrite(route, r.Method); err != nil {
+		serveError(w, err)
+		return
+	}
 	scope := scopeOf(route, r.Method)
 	if id.IsAnonymous() {
 		g.challenge(w, r, scope, id.Limited, "authentication required")

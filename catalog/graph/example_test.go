@@ -34,6 +34,33 @@ func ExampleBuild() {
 	// from 0.9.0 in alpha next [0.9.2] path [0.9.2 0.9.4]
 }
 
+// An OLM channel holds its head and what its replaces chain reaches,
+// whichever channels those versions list: stable lists 1.2.0 alone, which
+// replaces 1.1.0 of alpha. Entries are the channel's olm.channel entries.
+func ExampleGraph_Entries() {
+	version := func(v, channel, replaces string) graph.Version {
+		md := &pkgformat.Metadata{Format: pkgformat.OLM, Version: v, CSVName: "op.v" + v, DefaultChannel: "stable",
+			Channels: []pkgformat.Channel{{Name: channel, Replaces: replaces}}}
+		return graph.Version{Version: v, Digest: "sha256:…", Metadata: md}
+	}
+	g := graph.Build([]graph.Version{
+		version("1.0.0", "alpha", ""),
+		version("1.1.0", "alpha", "op.v1.0.0"),
+		version("1.2.0", "stable", "op.v1.1.0"),
+	})
+	entries, err := g.Entries("stable")
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, e := range entries {
+		fmt.Printf("%s replaces %q\n", e.CSVName, e.Replaces)
+	}
+	// Output:
+	// op.v1.2.0 replaces "op.v1.1.0"
+	// op.v1.1.0 replaces "op.v1.0.0"
+	// op.v1.0.0 replaces ""
+}
+
 // In KUDO, Helm and plain packages any later version is a direct upgrade.
 func ExampleGraph_Upgrades_semver() {
 	var versions []graph.Version

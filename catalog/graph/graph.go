@@ -1,64 +1,100 @@
 // Package graph computes the upgrade graph of one package (DESIGN.md, "The
-// catalog", "Upgrade graph"): its channels, each with its versions, its head
-// and the edges along which an installed version is upgraded, and from them
-// the answers of GET .../channels/{channel}/graph and GET .../upgrades.
+// catalog", "Upgrade graph" and "OLM integration"): its channels, each with
+// its versions, its head and the edges along which an installed version is
+// upgraded, and from them the answers of GET .../channels/{channel}/graph and
+// GET .../upgrades, and, for OLM, the olm.channel entries of the package's
+// file-based catalog (Entries), so that the API and the catalog OLM reads
+// never disagree.
 //
 // The graph depends only on which versions are stored: Build sorts what it is
 // given, so the order in which versions were pushed, deleted or listed never
 // shows in its output.
 //
-// # Channels
+// The format of the package, which decides how channels are formed, is the
+// format of its latest version (the greatest by pkgformat.VersionKey), and so
+// is its default channel: the latest version's DefaultChannel (for a KUDO,
+// Helm or plain version naming no channel, its implicit channel) when that
+// channel exists, else the only channel, else none.
 //
-// A version belongs to every channel its metadata lists. A KUDO, Helm or
-// plain version that lists none belongs to one implicit channel, named by its
-// DefaultChannel or else [ImplicitChannel]; an OLM version that lists none is
-// in no channel, as in OLM. The format of the package, which decides how
-// edges are derived, is the format of its latest version (the greatest by
-// pkgformat.VersionKey), and so is its default channel: the latest version's
-// DefaultChannel (for a KUDO, Helm or plain version naming no channel, its
-// implicit channel) when that channel exists, else the only channel, else
-// none.
+// # KUDO, Helm and plain channels
 //
-// # OLM edges
+// A version belongs to every channel its metadata lists; one that lists none
+// belongs to one implicit channel, named by its DefaultChannel or else
+// [ImplicitChannel]. Versions are ordered by pkgformat.VersionKey, and any
+// later version can be installed directly, as helm upgrade and kudo upgrade
+// do. The graph draws this as one edge (kind semver) from each version to the
+// next greater one; the head is the greatest version; Upgrades lists every
+// greater version as Next, and the head alone as Path: one step.
+// Pre-releases count as versions like any other, so the head can be one.
 //
-// Inside a channel, a version X that replaces Y gives the edge Y→X (kind
-// replaces), Y being the member whose CSVName X names; every CSV Z that X
-// skips gives Z→X (skips); X's skipRange gives V→X for every member V whose
-// version satisfies it (skipRange). Ranges are read by Masterminds semver and
-// match pre-releases, as OLM's ranges do; a range it cannot read adds no
-// edge. A name or range that matches no stored member adds no edge either: a
-// missing version never breaks the graph or hides the others. An edge derived
-// in several ways is listed once, with the first kind of replaces, skips,
-// skipRange; a version's edges to itself are dropped.
+// # OLM channels
 //
-// # Semver edges (KUDO, Helm, plain)
+// OLM channels follow operator-registry's loader (pkg/sqlite/load.go,
+// addPackageChannels), which walks replaces from a channel's currentCSV, and
+// the rules opm validate checks of every file-based catalog channel
+// (alpha/model: one head, no stranded bundle, no replaces cycle). A CSV name
+// identifies one version, as a bundle name does in OLM: a version without
+// one, or whose CSV name a greater version also has, is in no channel.
 //
-// Versions are ordered by pkgformat.VersionKey, and any later version can be
-// installed directly, as helm upgrade and kudo upgrade do. The graph draws
-// this as one edge (kind semver) from each version to the next greater one;
-// Upgrades lists every greater version as Next, and the head alone as Path:
-// one step. Pre-releases count as versions like any other, so the head can be
-// one.
+// A version's edges in channel C are those of its entries for C; a version
+// whose metadata does not list C has its CSV's edges, those of its other
+// entries (pkgformat gives every channel of a version the same ones), and
+// one that lists no channel has none. Of several such entries, the first replaces
+// and the first skipRange that can be read count, and every skip. Ranges are
+// read by Masterminds semver and match pre-releases, as OLM's do; a range it
+// cannot read counts as none.
 //
-// # Head
+// Channel C exists when a version lists it, and its members are:
 //
-// OLM's package files name a channel's head (currentCSV); berth does not keep
-// them and derives it: the head is where upgrades end, the greatest version
-// (pkgformat.VersionKey) among the members that no edge leads away from. When
-// edges end in a cycle that no edge leaves, the members of that cycle count
-// as such. In a well-formed OLM channel the head is the one member that no
-// other replaces, skips or covers with its skipRange; in a semver channel it
-// is the greatest version; with a broken replaces chain the greatest of the
-// chains' ends wins.
+//   - Its head. Berth keeps no currentCSV and derives it from the versions
+//     that list C: the greatest version (pkgformat.VersionKey) where their
+//     edges in C end, an end being a version no edge leads away from, or the
+//     members of a cycle of edges that no edge leaves.
+//   - The replaces chain: every version reached by following replaces (by
+//     CSV name, over every version, whichever channels it lists) from the
+//     head, to a replaces naming no stored version or closing a cycle, as
+//     the loader stops there. The loader also stops at a deprecated bundle;
+//     berth stores no deprecations.
+//   - Every stored version that a version of the chain skips (the loader's
+//     entries for skipped CSVs, which name bundles when those exist).
+//
+// A version that lists C but is not reached is not in C (opm calls it
+// stranded), and a version reached from C's head is in C whether or not it
+// lists C. A version in no channel's membership is in no channel.
+//
+// Inside C, a member X that replaces the member Y gives the edge Y→X (kind
+// replaces); every member Z that X skips gives Z→X (skips); X's skipRange
+// gives V→X for every member V whose version satisfies it (skipRange). A
+// name or range that matches no member adds no edge: a missing version never
+// breaks the graph or hides the others. An edge derived in several ways is
+// listed once, with the first kind of replaces, skips, skipRange. Every
+// member reaches the head: a chain member through the replaces before it, a
+// skipped one through its skipper.
+//
+// Entries lists the members, newest first, each with its edges in C as its
+// CSV names them (a replaces or skip may name a version that is not a
+// member, as opm allows), except where they would break the rules opm
+// validate checks; then, in Entries and in the graph alike:
+//
+//   - Nothing upgrades from the head: a replaces or skip naming it is left
+//     out, and so is a skipRange that covers it.
+//   - A replaces that closes a cycle of the chain (where the loader stops) is
+//     left out, and so are a member's skips and replaces of itself.
+//   - opm validate stops following replaces at a version some entry skips;
+//     the chain members past that point are each listed as skipped by the
+//     member that replaces them, which adds no edge (the replaces edge joins
+//     the same pair) and keeps them in the channel as the loader has them.
+//
+// So the entries of a channel have exactly one head, the graph's head (every
+// other member is replaced or skipped by a member), no stranded entry and no
+// replaces cycle.
 //
 // # Upgrades
 //
 // Next are the versions an edge leads to from the given one, newest first.
-// Path is a shortest path from it to the head, the given version excluded and
-// the head included; among shortest paths it takes the greatest version at
-// each step. Path is empty when the given version is the head, and also when
-// the head cannot be reached from it (a broken replaces chain): Next then
-// still lists the edges that leave it.
+// Path is a shortest path from it to the head, the given version excluded
+// and the head included; among shortest paths it takes the greatest version
+// at each step. Path is empty when the given version is the head.
 //
 // A Graph does not change once built and is safe for concurrent use.
 package graph
@@ -70,8 +106,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-
-	"github.com/Masterminds/semver/v3"
 
 	"github.com/berth-registry/berth/catalog/apiv1"
 	"github.com/berth-registry/berth/pkgformat"
@@ -96,7 +130,7 @@ type LookupError struct {
 	Version string // the version to upgrade from; "" when the channel does not exist
 	// Channels are, sorted, the package's channels when the channel does
 	// not exist, else the channels that hold Version (none: the package
-	// has no such version).
+	// has no such version, or the version is in no channel).
 	Channels []string
 }
 
@@ -139,13 +173,14 @@ type Graph struct {
 // channel is one channel of a Graph. Nodes are indexed newest first, so a
 // smaller index is a greater version.
 type channel struct {
-	name   string
-	semver bool // any greater version is a direct upgrade (KUDO, Helm, plain)
-	nodes  []apiv1.GraphNode
-	index  map[string]int    // node index by version
-	out    [][]int           // out[i]: the nodes edges from i lead to, ascending
-	edges  []apiv1.GraphEdge // by from, then to, newest first
-	head   int
+	name    string
+	semver  bool // any greater version is a direct upgrade (KUDO, Helm, plain)
+	nodes   []apiv1.GraphNode
+	entries []Entry           // OLM: the nodes' olm.channel entries
+	index   map[string]int    // node index by version
+	out     [][]int           // out[i]: the nodes edges from i lead to, ascending
+	edges   []apiv1.GraphEdge // by from, then to, newest first
+	head    int
 }
 
 // edgeKinds are the kinds of edges, the preferred first when one edge is
@@ -160,12 +195,6 @@ const (
 	rankSemver
 )
 
-// member is a version of a channel and its entries for that channel.
-type member struct {
-	Version
-	entries []pkgformat.Channel
-}
-
 // Build computes every channel of a package from its stored versions, given
 // in any order (versions is not modified).
 func Build(versions []Version) *Graph {
@@ -176,14 +205,10 @@ func Build(versions []Version) *Graph {
 	}
 	latest := vs[0].Metadata
 	olm := latest.Format == pkgformat.OLM
-	members := map[string][]member{}
-	for _, v := range vs {
-		for name, entries := range channelsOf(v.Metadata, olm) {
-			members[name] = append(members[name], member{Version: v, entries: entries})
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(members)) {
-		g.channels = append(g.channels, newChannel(name, members[name], olm))
+	if olm {
+		g.channels = olmChannels(vs)
+	} else {
+		g.channels = semverChannels(vs)
 	}
 	if c := g.find(preferredChannel(latest, olm)); c != nil {
 		g.defaultChannel = c.name
@@ -218,17 +243,34 @@ func newestFirst(versions []Version) []Version {
 	return out
 }
 
-// channelsOf returns the channels md's version belongs to, each with md's
-// entries for it.
-func channelsOf(md *pkgformat.Metadata, olm bool) map[string][]pkgformat.Channel {
-	out := map[string][]pkgformat.Channel{}
-	for _, c := range md.Channels {
-		if c.Name != "" {
-			out[c.Name] = append(out[c.Name], c)
+// semverChannels builds the channels of a KUDO, Helm or plain package from
+// its versions, newest first.
+func semverChannels(vs []Version) []*channel {
+	members := map[string][]Version{}
+	for _, v := range vs {
+		names := map[string]bool{}
+		for _, c := range v.Metadata.Channels {
+			if c.Name != "" {
+				names[c.Name] = true
+			}
+		}
+		if len(names) == 0 {
+			names[implicitChannel(v.Metadata)] = true
+		}
+		for name := range names {
+			members[name] = append(members[name], v)
 		}
 	}
-	if len(out) == 0 && !olm {
-		out[implicitChannel(md)] = nil
+	out := make([]*channel, 0, len(members))
+	for _, name := range slices.Sorted(maps.Keys(members)) {
+		ms := members[name]
+		c := newChannel(name, ms, func(add func(from, to, rank int)) {
+			for i := 1; i < len(ms); i++ {
+				add(i, i-1, rankSemver)
+			}
+		})
+		c.semver = true
+		out = append(out, c)
 	}
 	return out
 }
@@ -246,81 +288,42 @@ func preferredChannel(latest *pkgformat.Metadata, olm bool) string {
 	return latest.DefaultChannel
 }
 
-// newChannel builds channel name from its members, newest first.
-func newChannel(name string, members []member, olm bool) *channel {
-	c := &channel{name: name, semver: !olm, index: make(map[string]int, len(members)), out: make([][]int, len(members))}
+// newChannel builds channel name from its members, newest first, and the
+// edges derive gives between them (by index) by calling add; its head is
+// the greatest member, which the caller changes when it is not.
+func newChannel(name string, members []Version, derive func(add func(from, to, rank int))) *channel {
+	c := &channel{name: name, index: make(map[string]int, len(members))}
 	for i, m := range members {
-		c.nodes = append(c.nodes, apiv1.GraphNode{Version: m.Version.Version, Digest: m.Digest})
-		c.index[m.Version.Version] = i
+		c.nodes = append(c.nodes, apiv1.GraphNode{Version: m.Version, Digest: m.Digest})
+		c.index[m.Version] = i
 	}
-	rank := map[[2]int]int{} // edge (from, to) -> rank of its kind
-	add := func(from, to, r int) {
+	var pairs [][2]int
+	var rank map[[2]int]int
+	pairs, rank, c.out = link(len(members), derive)
+	c.edges = make([]apiv1.GraphEdge, 0, len(pairs))
+	for _, e := range pairs {
+		c.edges = append(c.edges, apiv1.GraphEdge{From: c.nodes[e[0]].Version, To: c.nodes[e[1]].Version, Kind: edgeKinds[rank[e]]})
+	}
+	return c
+}
+
+// link collects the edges derive gives between n nodes: each pair (from, to)
+// of distinct nodes once, sorted by from then to, with the rank of its
+// preferred kind, and each node's successors, ascending.
+func link(n int, derive func(add func(from, to, rank int))) (pairs [][2]int, rank map[[2]int]int, out [][]int) {
+	rank = map[[2]int]int{}
+	derive(func(from, to, r int) {
 		e := [2]int{from, to}
 		if old, ok := rank[e]; from != to && (!ok || r < old) {
 			rank[e] = r
 		}
-	}
-	if olm {
-		olmEdges(members, add)
-	} else {
-		for i := 1; i < len(members); i++ {
-			add(i, i-1, rankSemver)
-		}
-	}
-	pairs := slices.SortedFunc(maps.Keys(rank), func(a, b [2]int) int { return cmp.Or(a[0]-b[0], a[1]-b[1]) })
-	c.edges = make([]apiv1.GraphEdge, 0, len(pairs))
+	})
+	pairs = slices.SortedFunc(maps.Keys(rank), func(a, b [2]int) int { return cmp.Or(a[0]-b[0], a[1]-b[1]) })
+	out = make([][]int, n)
 	for _, e := range pairs {
-		c.out[e[0]] = append(c.out[e[0]], e[1])
-		c.edges = append(c.edges, apiv1.GraphEdge{From: c.nodes[e[0]].Version, To: c.nodes[e[1]].Version, Kind: edgeKinds[rank[e]]})
+		out[e[0]] = append(out[e[0]], e[1])
 	}
-	c.head = slices.Index(endsOfUpgrades(c.out), true)
-	return c
-}
-
-// olmEdges calls add(from, to, rank) for every edge the OLM entries of
-// members derive, members indexed as in the channel.
-func olmEdges(members []member, add func(from, to, rank int)) {
-	byCSV := map[string][]int{}
-	versions := make([]*semver.Version, len(members))
-	for i, m := range members {
-		if name := m.Metadata.CSVName; name != "" {
-			byCSV[name] = append(byCSV[name], i)
-		}
-		versions[i], _ = semver.NewVersion(strings.ReplaceAll(m.Version.Version, "_", "+"))
-	}
-	for x, m := range members {
-		for _, e := range m.entries {
-			for _, y := range byCSV[e.Replaces] {
-				add(y, x, rankReplaces)
-			}
-			for _, skipped := range e.Skips {
-				for _, z := range byCSV[skipped] {
-					add(z, x, rankSkips)
-				}
-			}
-			if r := skipRange(e.SkipRange); r != nil {
-				for v, sv := range versions {
-					if sv != nil && r.Check(sv) {
-						add(v, x, rankSkipRange)
-					}
-				}
-			}
-		}
-	}
-}
-
-// skipRange reads an olm.skipRange, or returns nil when there is none or it
-// cannot be read. Pre-releases match, as in OLM.
-func skipRange(s string) *semver.Constraints {
-	if s == "" {
-		return nil
-	}
-	r, err := semver.NewConstraint(s)
-	if err != nil {
-		return nil
-	}
-	r.IncludePrerelease = true
-	return r
+	return pairs, rank, out
 }
 
 // endsOfUpgrades reports for each node whether upgrades end there: whether
@@ -459,7 +462,7 @@ func (g *Graph) Upgrades(channel, from string) (apiv1.Upgrades, error) {
 
 // pathToHead returns a shortest path from node from to the head, from
 // excluded, taking the greatest version at each step among shortest paths;
-// nil when from is the head or the head cannot be reached. Breadth-first
+// nil when from is the head (every member reaches it). Breadth-first
 // search visiting edges newest first finds exactly that path.
 func (c *channel) pathToHead(from int) []int {
 	parent := make([]int, len(c.nodes))

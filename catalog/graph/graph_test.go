@@ -126,11 +126,12 @@ func TestBuild(t *testing.T) {
 				olm("1.0.1", in("stable", "replaces:1.0.0")),
 				olm("1.0.2-rc.1", in("stable")),
 				olm("1.1.0", in("stable", "replaces:1.0.1", "skips:1.0.2-rc.1", "range:>=1.0.0 <1.1.0")),
-				olm("2.0.0", in("stable", "range:>=1.0.0 <1.0.1")),
+				olm("2.0.0", in("stable", "replaces:1.1.0", "range:>=1.0.0 <1.0.1")),
 			},
 			def: "stable",
 			channels: map[string]wantChannel{
 				"stable": {"2.0.0", []string{"2.0.0", "1.1.0", "1.0.2-rc.1", "1.0.1", "1.0.0"}, []string{
+					"1.1.0>2.0.0 replaces",
 					"1.0.2-rc.1>1.1.0 skips",
 					"1.0.1>1.1.0 replaces",
 					"1.0.0>2.0.0 skipRange",
@@ -140,8 +141,7 @@ func TestBuild(t *testing.T) {
 			},
 			upgrades: []wantUpgrades{
 				{"stable", "1.0.0", []string{"2.0.0", "1.1.0", "1.0.1"}, []string{"2.0.0"}},
-				// 2.0.0 is the head (nothing leads away from it) but cannot be reached from 1.0.1.
-				{"stable", "1.0.1", []string{"1.1.0"}, nil},
+				{"stable", "1.0.1", []string{"1.1.0"}, []string{"1.1.0", "2.0.0"}},
 			},
 		},
 		{
@@ -158,9 +158,10 @@ func TestBuild(t *testing.T) {
 			upgrades: []wantUpgrades{{"stable", "1.1.0", []string{"1.2.0"}, []string{"1.2.0"}}},
 		},
 		{
-			// Edges only join members of the same channel: 1.2.0 replaces
-			// 1.1.0 in fast, where 1.1.0 is, not in stable, where it is not.
-			name: "two channels with overlapping members",
+			// stable lists 1.0.0 and 1.2.0, but 1.2.0 replaces 1.1.0, which
+			// lists fast only: the replaces chain makes 1.1.0 a member of
+			// stable, with the edges its CSV gives (replaces 1.0.0).
+			name: "replaces chain crossing channel annotations",
 			versions: []graph.Version{
 				olm("1.0.0", in("fast"), in("stable")),
 				olm("1.1.0", in("fast", "replaces:1.0.0")),
@@ -169,39 +170,18 @@ func TestBuild(t *testing.T) {
 			def: "stable", // the latest version's default channel
 			channels: map[string]wantChannel{
 				"fast":   {"1.2.0", []string{"1.2.0", "1.1.0", "1.0.0"}, []string{"1.1.0>1.2.0 replaces", "1.0.0>1.1.0 replaces"}},
-				"stable": {"1.2.0", []string{"1.2.0", "1.0.0"}, []string{"1.0.0>1.2.0 skips"}},
+				"stable": {"1.2.0", []string{"1.2.0", "1.1.0", "1.0.0"}, []string{"1.1.0>1.2.0 replaces", "1.0.0>1.2.0 skips", "1.0.0>1.1.0 replaces"}},
 			},
 			upgrades: []wantUpgrades{
-				{"", "1.0.0", []string{"1.2.0"}, []string{"1.2.0"}},
+				{"", "1.0.0", []string{"1.2.0", "1.1.0"}, []string{"1.2.0"}},
+				{"", "1.1.0", []string{"1.2.0"}, []string{"1.2.0"}},
 				{"fast", "1.0.0", []string{"1.1.0"}, []string{"1.1.0", "1.2.0"}},
 			},
 		},
 		{
-			// Two chains, 1.x and 2.x, because 2.0.0 replaces a version that
-			// is not stored: the head is the greater of their ends, and the
-			// other chain has no path to it.
-			name: "broken chain",
-			versions: []graph.Version{
-				olm("1.0.0", in("stable")),
-				olm("1.1.0", in("stable", "replaces:1.0.0")),
-				olm("2.0.0", in("stable", "replaces:1.5.0")),
-				olm("2.1.0", in("stable", "replaces:2.0.0")),
-				olm("0.1.0", in("stable")),
-			},
-			def: "stable",
-			channels: map[string]wantChannel{
-				"stable": {"2.1.0", []string{"2.1.0", "2.0.0", "1.1.0", "1.0.0", "0.1.0"}, []string{"2.0.0>2.1.0 replaces", "1.0.0>1.1.0 replaces"}},
-			},
-			upgrades: []wantUpgrades{
-				{"stable", "1.0.0", []string{"1.1.0"}, nil},
-				{"stable", "1.1.0", nil, nil},
-				{"stable", "0.1.0", nil, nil},
-				{"stable", "2.0.0", []string{"2.1.0"}, []string{"2.1.0"}},
-			},
-		},
-		{
 			// Upgrades end in the cycle 1.0.0 <-> 2.0.0, which 3.0.0 leads
-			// into: the head is the greatest version of the cycle.
+			// into: the head is the greatest version of the cycle, and
+			// 1.0.0's replaces of it, which closes the cycle, is left out.
 			name: "cycle",
 			versions: []graph.Version{
 				olm("1.0.0", in("stable", "replaces:2.0.0", "skips:3.0.0")),
@@ -211,12 +191,12 @@ func TestBuild(t *testing.T) {
 			def: "stable",
 			channels: map[string]wantChannel{
 				"stable": {"2.0.0", []string{"3.0.0", "2.0.0", "1.0.0"},
-					[]string{"3.0.0>1.0.0 skips", "2.0.0>1.0.0 replaces", "1.0.0>2.0.0 replaces"}},
+					[]string{"3.0.0>1.0.0 skips", "1.0.0>2.0.0 replaces"}},
 			},
 			upgrades: []wantUpgrades{
 				{"stable", "3.0.0", []string{"1.0.0"}, []string{"1.0.0", "2.0.0"}},
 				{"stable", "1.0.0", []string{"2.0.0"}, []string{"2.0.0"}},
-				{"stable", "2.0.0", []string{"1.0.0"}, nil},
+				{"stable", "2.0.0", nil, nil},
 			},
 		},
 		{
@@ -225,14 +205,14 @@ func TestBuild(t *testing.T) {
 			name: "bad range, version in no channel",
 			versions: []graph.Version{
 				olm("1.0.0", in("stable")),
-				olm("1.1.0", in("stable", "range:not a range")),
+				olm("1.1.0", in("stable", "replaces:1.0.0", "range:not a range")),
 				withDefault(olm("1.2.0"), "stable"),
 			},
 			def: "stable",
 			channels: map[string]wantChannel{
-				"stable": {"1.1.0", []string{"1.1.0", "1.0.0"}, []string{}},
+				"stable": {"1.1.0", []string{"1.1.0", "1.0.0"}, []string{"1.0.0>1.1.0 replaces"}},
 			},
-			upgrades: []wantUpgrades{{"stable", "1.0.0", nil, nil}},
+			upgrades: []wantUpgrades{{"stable", "1.0.0", []string{"1.1.0"}, []string{"1.1.0"}}},
 		},
 		{
 			// The latest version's default channel does not exist and there
@@ -398,6 +378,7 @@ func TestErrors(t *testing.T) {
 	g := graph.Build([]graph.Version{
 		olm("1.0.0", in("stable"), in("fast")),
 		olm("1.1.0", in("fast", "replaces:1.0.0")),
+		olm("0.9.0", in("stable")), // stranded: nothing reaches it
 	})
 	noDefault := graph.Build([]graph.Version{withDefault(olm("1.0.0", in("a"), in("b")), "c")})
 	empty := graph.Build(nil)
@@ -411,6 +392,7 @@ func TestErrors(t *testing.T) {
 		{"unknown channel", g, "beta", "1.0.0", graph.ErrNotFound, graph.ErrNotFound},
 		{"unknown version", g, "fast", "9.9.9", graph.ErrNotFound, nil},
 		{"version in another channel", g, "stable", "1.1.0", graph.ErrNotFound, nil},
+		{"version in no channel", g, "stable", "0.9.0", graph.ErrNotFound, nil},
 		{"no version", g, "fast", "", graph.ErrInvalid, nil},
 		{"no default channel", noDefault, "", "1.0.0", graph.ErrInvalid, graph.ErrInvalid},
 		{"no channels", empty, "", "1.0.0", graph.ErrNotFound, graph.ErrNotFound},
@@ -428,6 +410,9 @@ func TestErrors(t *testing.T) {
 	}
 	if _, err := noDefault.Upgrades("", "1.0.0"); err == nil || !strings.Contains(err.Error(), "a, b") {
 		t.Errorf("the error %v does not name the channels", err)
+	}
+	if _, err := g.Upgrades("stable", "0.9.0"); err == nil || err.Error() != `no version "0.9.0" in any channel` {
+		t.Errorf("the error %v does not say that 0.9.0 is in no channel", err)
 	}
 }
 

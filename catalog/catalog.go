@@ -16,6 +16,7 @@ import (
 
 	"github.com/berth-registry/berth/catalog/apiv1"
 	"github.com/berth-registry/berth/internal/keyedmutex"
+	"github.com/berth-registry/berth/olm"
 	"github.com/berth-registry/berth/pkgformat"
 	"github.com/berth-registry/berth/signing"
 )
@@ -57,6 +58,10 @@ type Options struct {
 	// means none: no signature verifies, each saying that no trust policy
 	// covers its repository.
 	Policy *signing.Policy
+	// OnChange, when set, is called after a version of the package
+	// namespace/name is recorded, replaced or removed (the OLM catalog
+	// publisher follows it). It must not block.
+	OnChange func(namespace, name string)
 }
 
 // queueSize bounds each worker's queue of pending tags. Events that find it
@@ -95,6 +100,8 @@ type Catalog struct {
 	// verdict recorded was read after the last change that asked for one.
 	checkLocks  keyedmutex.Mutex
 	deferredAll bool
+
+	onChange func(namespace, name string)
 
 	mu     sync.Mutex
 	status apiv1.ReconcileStatus
@@ -178,6 +185,7 @@ func New(opts Options) (*Catalog, error) {
 		policy:      opts.Policy,
 		policyID:    opts.Policy.Fingerprint(),
 		deferred:    make(map[repoDigest]bool),
+		onChange:    opts.OnChange,
 	}
 	for i := range c.queues {
 		c.queues[i] = make(chan task, queueSize)
@@ -266,7 +274,7 @@ func (c *Catalog) Ingest(_ context.Context, events []Event) error {
 
 // eventTasks turns an event into the tasks that check what it touched.
 func eventTasks(e Event) []task {
-	if e.Repository == "" {
+	if _, generated := olm.CatalogNamespace(e.Repository); generated || e.Repository == "" {
 		return nil
 	}
 	var ts []task
@@ -365,6 +373,7 @@ func (c *Catalog) syncTag(ctx context.Context, repo, tag string) (result, string
 		if err != nil || !changed {
 			return resultUnchanged, "", err
 		}
+		c.changed(ns, name)
 		c.metrics.removed.Inc()
 		c.signaturesChanged(repo, tag)
 		return resultRemoved, "", nil
@@ -388,10 +397,14 @@ func (c *Catalog) syncTag(ctx context.Context, repo, tag string) (result, string
 	if err != nil {
 		return resultFailed, dgst, err
 	}
+	if err := c.storeBundle(ctx, repo, e); err != nil {
+		return resultFailed, dgst, err
+	}
 	changed, err := c.store.Put(ctx, e)
 	if err != nil || !changed {
 		return resultUnchanged, dgst, err
 	}
+	c.changed(ns, name)
 	c.metrics.indexed.WithLabelValues(e.Status).Inc()
 	c.signaturesChanged(repo, tag)
 	if e.Status == apiv1.StatusIndexed {
@@ -403,6 +416,35 @@ func (c *Catalog) syncTag(ctx context.Context, repo, tag string) (result, string
 		c.log.Info("catalog: not a package version", "repo", repo, "tag", tag, "digest", dgst, "status", e.Status, "reason", e.Reason)
 	}
 	return resultIndexed, dgst, nil
+}
+
+// storeBundle stores the OLM bundle image of an entry in the registry before
+// the entry that names it is recorded, so that the catalog never points at
+// an image that is not there. From a Source that cannot store images, the
+// entry is recorded without one.
+func (c *Catalog) storeBundle(ctx context.Context, repo string, e *Entry) error {
+	if e.bundleErr != nil {
+		c.log.Warn("catalog: no OLM bundle image for this version", "repo", repo, "tag", e.Tag, "err", e.bundleErr)
+	}
+	if e.bundle == nil {
+		return nil
+	}
+	w, ok := c.source.(olm.Writer)
+	if !ok {
+		e.OLM = nil
+		return nil
+	}
+	if err := storeBundle(ctx, w, repo, e.bundle); err != nil {
+		return fmt.Errorf("store the OLM bundle image of %s:%s: %w", repo, e.Tag, err)
+	}
+	return nil
+}
+
+// changed tells Options.OnChange that a package's versions changed.
+func (c *Catalog) changed(namespace, name string) {
+	if c.onChange != nil {
+		c.onChange(namespace, name)
+	}
 }
 
 // signaturesChanged asks for a check of the digest a tag of cosign's scheme

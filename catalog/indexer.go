@@ -12,9 +12,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/berth-registry/berth/catalog/apiv1"
+	"github.com/berth-registry/berth/olm"
 	"github.com/berth-registry/berth/pkgformat"
 )
 
@@ -53,7 +55,8 @@ func (ix *indexer) read(ctx context.Context, repo, tag, dgst string) (*Entry, er
 		return e.ignore(class.Reason), nil
 	}
 	pkgCtx, cancel := context.WithTimeout(ctx, ix.timeout)
-	err = ix.readPackage(pkgCtx, e, repo, class.Content)
+	subject := ocispec.Descriptor{MediaType: mediaType, Digest: digest.Digest(dgst), Size: int64(len(payload))}
+	err = ix.readPackage(pkgCtx, e, repo, class.Content, subject)
 	cancel()
 	if err != nil {
 		if errors.Is(err, ErrUnavailable) || ctx.Err() != nil {
@@ -89,9 +92,11 @@ func repositoryProblem(repo string) string {
 // readPackage reads the content of a package into e. Its metadata is derived
 // from the content alone, as pkgformat reads a package directory: whatever the
 // config blob claims is not read (docs/package-format.md, "What the catalog
-// trusts"). Its errors describe what is wrong with the package; errors of the
-// registry wrap ErrUnavailable.
-func (ix *indexer) readPackage(ctx context.Context, e *Entry, repo string, layer ocispec.Descriptor) error {
+// trusts"). An OLM version also gets its bundle image (olm.BuildBundle), whose
+// subject is the version's manifest; one that cannot have one is still a
+// version, without it (e.bundleErr says why). Its errors describe what is
+// wrong with the package; errors of the registry wrap ErrUnavailable.
+func (ix *indexer) readPackage(ctx context.Context, e *Entry, repo string, layer, subject ocispec.Descriptor) error {
 	content, err := ix.blob(ctx, repo, layer, ix.limits.MaxArchiveSize, "content layer")
 	if err != nil {
 		return err
@@ -116,6 +121,11 @@ func (ix *indexer) readPackage(ctx context.Context, e *Entry, repo string, layer
 	e.Metadata = &p.Metadata
 	e.Files = located
 	e.Content = apiv1.Content{Digest: layer.Digest.String(), Size: layer.Size, MediaType: layer.MediaType}
+	if p.Metadata.Format == pkgformat.OLM {
+		if e.bundle, e.bundleErr = olm.BuildBundle(p, layer, content, subject); e.bundleErr == nil {
+			e.OLM = e.bundle.Record
+		}
+	}
 	return nil
 }
 

@@ -131,6 +131,9 @@ func (c *Catalog) Version(ctx context.Context, access Access, ns, name, version 
 		Indexed: e.Indexed, Verified: e.Verified,
 		Signatures: []apiv1.Signature{}, Attestations: []apiv1.Attestation{},
 	}
+	if e.OLM != nil {
+		v.Bundle = &apiv1.Bundle{Digest: e.OLM.Digest, Reference: ns + "/" + name + "@" + e.OLM.Digest}
+	}
 	if !v.Verified {
 		v.VerifiedReason = verifiedReason(sc)
 	}
@@ -198,6 +201,11 @@ func (c *Catalog) Upgrades(ctx context.Context, access Access, ns, name, channel
 	var le *graph.LookupError
 	if errors.As(err, &le) && le.Version != "" {
 		if len(le.Channels) == 0 {
+			for _, e := range p.versions {
+				if e.Tag == pkgformat.Tag(from) {
+					return nil, errorf(ErrNotFound, "version %s of %s/%s is in no channel: no channel's head reaches it through replaces (docs/olm.md)", from, ns, name)
+				}
+			}
 			return nil, errorf(ErrNotFound, "package %s/%s has no version %s", ns, name, from)
 		}
 		return nil, errorf(ErrNotFound, "version %s of %s/%s is not in channel %s (channels of %s: %s)",

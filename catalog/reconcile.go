@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/berth-registry/berth/catalog/apiv1"
+	"github.com/berth-registry/berth/olm"
 )
 
 // Reconcile converges the catalog to exactly what the registry holds: tags
@@ -85,6 +86,9 @@ func (c *Catalog) reconcile(ctx context.Context, st *apiv1.ReconcileStatus, mu *
 	)
 	var listErr error
 	for _, repo := range repos {
+		if _, ok := olm.CatalogNamespace(repo); ok {
+			continue // berth's own OLM catalog images: no packages there
+		}
 		refs, err := c.repoTags(ctx, repo)
 		if err != nil {
 			listErr = err

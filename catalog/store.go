@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/berth-registry/berth/catalog/apiv1"
+	"github.com/berth-registry/berth/olm"
 	"github.com/berth-registry/berth/pkgformat"
 )
 
@@ -47,6 +48,15 @@ type Entry struct {
 	// Verified is true when a signature of Digest is verified by the trust
 	// policy: the verdict of the last SignatureCheck of the digest.
 	Verified bool
+	// OLM is the record of the registry+v1 bundle image berth generated for
+	// an indexed OLM version (docs/olm.md); nil for other formats, and for an
+	// OLM version no bundle image could be made of.
+	OLM *olm.BundleRecord
+
+	// bundle is the bundle image to store before the entry is recorded;
+	// bundleErr says why an OLM version has none.
+	bundle    *olm.Bundle
+	bundleErr error
 }
 
 // FileEntry is one regular file of a package's content tarball.

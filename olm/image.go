@@ -165,7 +165,7 @@ func jsonBlob(mediaType string, v any) (Blob, error) {
 // writeLayer writes the FBC documents of one catalog layer, read from reg,
 // that keep keeps.
 func writeLayer(ctx context.Context, reg Registry, w io.Writer, repo string, l packageLayer, keep func(schema, pkg string) bool) error {
-	rc, err := reg.Blob(ctx, repo, l.Blob.Digest)
+	rc, err := reg.Blob(ctx, repo, l.Blob.Digest.String())
 	if err != nil {
 		return fmt.Errorf("read layer %s: %w", l.Blob.Digest, err)
 	}

@@ -74,9 +74,10 @@ type BundleRecord struct {
 	Size   int64  `json:"size"`
 	// Name is the bundle's name: the CSV's metadata.name.
 	Name string `json:"name"`
-	// Properties are the olm.bundle properties: olm.package, olm.gvk,
-	// olm.gvk.required, olm.package.required, olm.csv.metadata, in that
-	// order, as opm render writes them.
+	// Properties are the olm.bundle properties as opm render writes them:
+	// olm.gvk, olm.gvk.required, olm.package, olm.package.required and
+	// those of the bundle's properties.yaml and its CSV's olm.properties,
+	// sorted by type then value, and olm.csv.metadata last.
 	Properties []Property `json:"properties"`
 	// RelatedImages are the CSV's spec.relatedImages and the images of its
 	// deployments (not the bundle image itself, whose reference depends

@@ -33,20 +33,33 @@ type Source interface {
 	OLMVersions(ctx context.Context, namespace, name string) ([]Version, error)
 }
 
-// Registry is where the Publisher stores catalog images (the embedded
-// registry implements it).
-type Registry interface {
+// Writer stores the images berth generates: the catalog writes bundle
+// images with it, the Publisher catalog images (the embedded registry,
+// written in process, implements it).
+type Writer interface {
+	// BlobExists reports whether repo holds the blob.
 	BlobExists(ctx context.Context, repo string, d digest.Digest) (bool, error)
+	// PushBlob stores a blob in repo.
 	PushBlob(ctx context.Context, repo string, b Blob) error
+	// PushManifest stores a manifest in repo, under tag when it is not
+	// empty, else by digest alone.
 	PushManifest(ctx context.Context, repo, tag string, desc ocispec.Descriptor, payload []byte) error
-	Blob(ctx context.Context, repo string, d digest.Digest) (io.ReadCloser, error)
+}
+
+// Registry is where the Publisher stores catalog images and reads their
+// layers back.
+type Registry interface {
+	Writer
+	// Blob opens the blob of digest dgst in repo.
+	Blob(ctx context.Context, repo, dgst string) (io.ReadCloser, error)
 }
 
 // Resolver is an optional capability of a Registry: what a tag points to.
 // With it, the first publish of a namespace after a start pushes no
 // manifest when the catalog image a previous run pushed is still current.
 type Resolver interface {
-	Resolve(ctx context.Context, repo, tag string) (ocispec.Descriptor, error)
+	// Resolve returns the digest of the manifest tag names.
+	Resolve(ctx context.Context, repo, tag string) (string, error)
 }
 
 // PublisherOptions configure a Publisher.
@@ -500,8 +513,8 @@ func (p *Publisher) current(ctx context.Context, cur *catalog, repo string, d di
 	if !ok {
 		return false
 	}
-	desc, err := r.Resolve(ctx, repo, CatalogTag)
-	return err == nil && desc.Digest == d
+	current, err := r.Resolve(ctx, repo, CatalogTag)
+	return err == nil && current == d.String()
 }
 
 // pushBlob pushes b to repo unless the registry has it, and returns the

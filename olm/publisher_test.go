@@ -126,24 +126,24 @@ func (r *fakeRegistry) PushManifest(_ context.Context, repo, tag string, desc oc
 	return nil
 }
 
-func (r *fakeRegistry) Blob(_ context.Context, repo string, d digest.Digest) (io.ReadCloser, error) {
+func (r *fakeRegistry) Blob(_ context.Context, repo, d string) (io.ReadCloser, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	b, ok := r.blobs[repo+"@"+d.String()]
+	b, ok := r.blobs[repo+"@"+d]
 	if !ok {
 		return nil, fmt.Errorf("blob %s: not found", d)
 	}
 	return io.NopCloser(bytes.NewReader(b)), nil
 }
 
-func (r *fakeRegistry) Resolve(_ context.Context, repo, tag string) (ocispec.Descriptor, error) {
+func (r *fakeRegistry) Resolve(_ context.Context, repo, tag string) (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	d, ok := r.tags[repo+":"+tag]
 	if !ok {
-		return ocispec.Descriptor{}, fmt.Errorf("%s:%s: not found", repo, tag)
+		return "", fmt.Errorf("%s:%s: not found", repo, tag)
 	}
-	return d, nil
+	return d.Digest.String(), nil
 }
 
 // takePushed returns the pushes since the last call.
@@ -163,7 +163,7 @@ func (r *fakeRegistry) manifest(t *testing.T, ns string) ocispec.Manifest {
 		t.Fatal(err)
 	}
 	var m ocispec.Manifest
-	if err := json.Unmarshal(r.manifests[d.Digest], &m); err != nil {
+	if err := json.Unmarshal(r.manifests[digest.Digest(d)], &m); err != nil {
 		t.Fatal(err)
 	}
 	return m
@@ -258,8 +258,8 @@ func TestPublisherInitialPublish(t *testing.T) {
 	if !ok || desc.MediaType != ocispec.MediaTypeImageManifest {
 		t.Fatalf("Catalog(ns) = %+v, %v; want a manifest", desc, ok)
 	}
-	if tagged, _ := reg.Resolve(context.Background(), "ns/olm/catalog", "latest"); tagged.Digest != desc.Digest {
-		t.Errorf("ns/olm/catalog:latest is %s, want %s", tagged.Digest, desc.Digest)
+	if tagged, _ := reg.Resolve(context.Background(), "ns/olm/catalog", "latest"); tagged != desc.Digest.String() {
+		t.Errorf("ns/olm/catalog:latest is %s, want %s", tagged, desc.Digest)
 	}
 	m := reg.manifest(t, "ns")
 	if len(m.Layers) != 3 {

@@ -111,12 +111,15 @@ type Version struct {
 	Format    pkgformat.Format `json:"format"`
 	// PullReference is host[:port]/namespace/name@digest, the registry's
 	// address as clients reach it.
-	PullReference string                 `json:"pullReference"`
-	Content       Content                `json:"content"`
-	Metadata      pkgformat.Metadata     `json:"metadata"`
-	Files         []pkgformat.FileInfo   `json:"files"`
-	Permissions   *pkgformat.Permissions `json:"permissions,omitempty"`
-	Indexed       time.Time              `json:"indexed"`
+	PullReference string `json:"pullReference"`
+	// Bundle is, for an OLM version, the registry+v1 bundle image berth
+	// generated for it (docs/olm.md); absent for other formats.
+	Bundle      *Bundle                `json:"bundle,omitempty"`
+	Content     Content                `json:"content"`
+	Metadata    pkgformat.Metadata     `json:"metadata"`
+	Files       []pkgformat.FileInfo   `json:"files"`
+	Permissions *pkgformat.Permissions `json:"permissions,omitempty"`
+	Indexed     time.Time              `json:"indexed"`
 	// Verified is true when a signature is verified by the trust policy.
 	Verified bool `json:"verified"`
 	// VerifiedReason says why the version is not verified ("no
@@ -127,6 +130,15 @@ type Version struct {
 	// its verdict.
 	Signatures   []Signature   `json:"signatures"`
 	Attestations []Attestation `json:"attestations"`
+}
+
+// Bundle is an OLM version's bundle image: an OCI image that opm and OLM
+// install as a registry+v1 bundle, stored by digest in the version's
+// repository with the version's manifest as its subject.
+type Bundle struct {
+	Digest string `json:"digest"`
+	// Reference is host[:port]/namespace/name@digest, as PullReference.
+	Reference string `json:"reference"`
 }
 
 // Content is the package tarball: layers[0] of the artifact.

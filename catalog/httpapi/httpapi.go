@@ -66,6 +66,9 @@ type Options struct {
 	// Nil (split mode, where the catalog has no storage of its own) answers
 	// it 501 NOT_IMPLEMENTED.
 	Inventory Inventory
+	// OLM answers /api/v1/olm/{namespace}/all and .../metas from the OLM
+	// catalog publisher. Nil answers them 501 NOT_IMPLEMENTED.
+	OLM OLM
 }
 
 //go:embed openapi.yaml
@@ -84,6 +87,7 @@ type handler struct {
 	log         *slog.Logger
 	registryURL string
 	inv         Inventory
+	olm         OLM
 	mux         *chi.Mux
 }
 
@@ -98,6 +102,7 @@ func New(opts Options) http.Handler {
 		log:         opts.Logger,
 		registryURL: trimSlash(opts.RegistryURL),
 		inv:         opts.Inventory,
+		olm:         opts.OLM,
 	}
 	if h.auth == nil {
 		h.auth = catalog.AllowAll{}
@@ -122,6 +127,8 @@ func New(opts Options) http.Handler {
 	r.Get("/api/v1/artifacts", h.handle(h.artifacts))
 	r.Get("/api/v1/status", h.handle(h.status))
 	r.Get("/api/v1/inventory", h.handle(h.inventory))
+	r.Get("/api/v1/olm/{namespace}/all", h.handle(h.olmAll))
+	r.Get("/api/v1/olm/{namespace}/metas", h.handle(h.olmMetas))
 	r.Get("/api/v1/openapi.yaml", h.handle(h.openAPI))
 	r.Get("/index.yaml", h.handle(h.index))
 	r.Get("/{namespace}/index.yaml", h.handle(h.index))

@@ -50,6 +50,8 @@ func TestOpenAPIOperations(t *testing.T) {
 		"GET /api/v1/artifacts",
 		"GET /api/v1/changes",
 		"GET /api/v1/inventory",
+		"GET /api/v1/olm/{namespace}/all",
+		"GET /api/v1/olm/{namespace}/metas",
 		"GET /api/v1/openapi.yaml",
 		"GET /api/v1/packages",
 		"GET /api/v1/packages/{namespace}/{name}",

@@ -70,6 +70,9 @@ func (h *handler) getVersion(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	v.PullReference = pullHost(h.downloadBase(r)) + "/" + v.PullReference
+	if v.Bundle != nil {
+		v.Bundle.Reference = pullHost(h.downloadBase(r)) + "/" + v.Bundle.Reference
+	}
 	v.Files = nonNil(v.Files)
 	v.Signatures = nonNil(v.Signatures)
 	v.Attestations = nonNil(v.Attestations)

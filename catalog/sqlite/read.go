@@ -10,13 +10,14 @@ import (
 	"github.com/berth-registry/berth/catalog"
 	"github.com/berth-registry/berth/catalog/apiv1"
 	"github.com/berth-registry/berth/internal/sqlitedb"
+	"github.com/berth-registry/berth/olm"
 	"github.com/berth-registry/berth/pkgformat"
 )
 
 // entryColumns are read by scanEntry; filesColumn is added when Files are wanted.
 const (
 	entryColumns = `namespace, name, tag, digest, status, reason, indexed, verified,
-	content_digest, content_size, content_media_type, metadata`
+	content_digest, content_size, content_media_type, metadata, olm`
 	filesColumn = `, files`
 )
 
@@ -27,9 +28,9 @@ type scanner interface{ Scan(dest ...any) error }
 func scanEntry(sc scanner, withFiles bool) (*catalog.Entry, error) {
 	var e catalog.Entry
 	var indexed int64
-	var metadata, files []byte
+	var metadata, bundle, files []byte
 	dest := []any{&e.Namespace, &e.Name, &e.Tag, &e.Digest, &e.Status, &e.Reason, &indexed, &e.Verified,
-		&e.Content.Digest, &e.Content.Size, &e.Content.MediaType, &metadata}
+		&e.Content.Digest, &e.Content.Size, &e.Content.MediaType, &metadata, &bundle}
 	if withFiles {
 		dest = append(dest, &files)
 	}
@@ -41,6 +42,12 @@ func scanEntry(sc scanner, withFiles bool) (*catalog.Entry, error) {
 		e.Metadata = new(pkgformat.Metadata)
 		if err := json.Unmarshal(metadata, e.Metadata); err != nil {
 			return nil, fmt.Errorf("metadata of %s/%s:%s: %w", e.Namespace, e.Name, e.Tag, err)
+		}
+	}
+	if bundle != nil {
+		e.OLM = new(olm.BundleRecord)
+		if err := json.Unmarshal(bundle, e.OLM); err != nil {
+			return nil, fmt.Errorf("OLM bundle of %s/%s:%s: %w", e.Namespace, e.Name, e.Tag, err)
 		}
 	}
 	if files != nil {

@@ -161,4 +161,14 @@ CREATE TABLE signatures (
 CREATE INDEX signatures_digest ON signatures (namespace, name, digest);
 CREATE INDEX entries_digest ON entries (namespace, name, digest);
 `,
+	// 4: OLM bundle images. olm holds, for an indexed OLM version, the
+	// record of the registry+v1 bundle image berth generated for it
+	// (olm.BundleRecord, JSON). The OLM versions indexed before it get an
+	// empty digest, so that the reconciliation at start finds them out of
+	// step with the registry and indexes them again, which builds their
+	// bundle images.
+	`
+ALTER TABLE entries ADD COLUMN olm TEXT;
+UPDATE entries SET digest = '' WHERE status = 'indexed' AND json_extract(metadata, '$.format') = 'olm';
+`,
 }

@@ -171,7 +171,7 @@ func TestMigrateFromVersion1(t *testing.T) {
 		t.Fatal(err)
 	}
 	md := pkgformat.Metadata{
-		SchemaVersion: pkgformat.MetadataSchemaVersion, Name: "kafka", Version: "1.0.0", Format: pkgformat.OLM,
+		SchemaVersion: pkgformat.MetadataSchemaVersion, Name: "kafka", Version: "1.0.0", Format: pkgformat.KUDO,
 		DisplayName: "Kafka", Description: "Streams.", Keywords: []string{"streaming"},
 		Maintainers:  []pkgformat.Maintainer{{Name: "Grace Hopper"}},
 		Channels:     []pkgformat.Channel{{Name: "stable"}},
@@ -193,7 +193,7 @@ func TestMigrateFromVersion1(t *testing.T) {
 		`INSERT INTO entry_apis VALUES (1, 'a', 'kafka', 'kafka.example.io', 'kafkatopic')`,
 		`INSERT INTO packages (id, namespace, name, name_lower, version, digest, format, display_name, description,
 		app_version, keywords, channels, created, updated, verified)
-		VALUES (7, 'a', 'kafka', 'kafka', '1.0.0', 'sha256:1', 'olm', 'Kafka', 'Streams.', '', '["streaming"]',
+		VALUES (7, 'a', 'kafka', 'kafka', '1.0.0', 'sha256:1', 'kudo', 'Kafka', 'Streams.', '', '["streaming"]',
 		'["stable"]', NULL, 1000, 1)`,
 		`INSERT INTO packages_fts (rowid, name, display_name, description, keywords, maintainers, apis)
 		VALUES (7, 'kafka', 'Kafka', 'Streams.', 'streaming', 'Grace Hopper', 'KafkaTopic kafka.example.io')`,
@@ -210,7 +210,7 @@ func TestMigrateFromVersion1(t *testing.T) {
 	defer s.Close()
 	for _, q := range []catalog.Query{
 		{Text: "hopper"}, {Text: "kafkatopic"}, {Text: "example"}, {Text: "streaming"},
-		{Channel: "stable"}, {Provides: catalog.APIFilter{Kind: "KafkaTopic"}}, {Format: pkgformat.OLM},
+		{Channel: "stable"}, {Provides: catalog.APIFilter{Kind: "KafkaTopic"}}, {Format: pkgformat.KUDO},
 	} {
 		q.Access = catalog.Access{All: true}
 		res, err := s.Search(ctx, q)

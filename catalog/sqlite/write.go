@@ -108,6 +108,7 @@ func (s *Store) Delete(ctx context.Context, namespace, name, tag string) (bool, 
 type entryRow struct {
 	verified            bool
 	metadata, files     sql.NullString
+	olm                 sql.NullString
 	kubeMin, kubeMax    string
 	channels            []string
 	apiGroups, apiKinds []string
@@ -135,6 +136,13 @@ func encodeEntry(e *catalog.Entry) (*entryRow, error) {
 		}
 		row.metadata = sql.NullString{String: string(b), Valid: true}
 	}
+	if e.OLM != nil {
+		b, err := json.Marshal(e.OLM)
+		if err != nil {
+			return nil, err
+		}
+		row.olm = sql.NullString{String: string(b), Valid: true}
+	}
 	if len(e.Files) > 0 {
 		b, err := json.Marshal(e.Files)
 		if err != nil {
@@ -161,11 +169,11 @@ func encodeEntry(e *catalog.Entry) (*entryRow, error) {
 func insertEntry(ctx context.Context, tx *sql.Tx, e *catalog.Entry, row *entryRow) error {
 	var id int64
 	err := tx.QueryRowContext(ctx, `INSERT INTO entries (namespace, name, tag, version_key, digest, status, reason,
-	indexed, verified, kube_min, kube_max, content_digest, content_size, content_media_type, metadata, files)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+	indexed, verified, kube_min, kube_max, content_digest, content_size, content_media_type, metadata, files, olm)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 		e.Namespace, e.Name, e.Tag, catalog.VersionKey(e.Tag), e.Digest, e.Status, e.Reason,
 		sqlitedb.EncodeTime(e.Indexed), row.verified, row.kubeMin, row.kubeMax,
-		e.Content.Digest, e.Content.Size, e.Content.MediaType, row.metadata, row.files).Scan(&id)
+		e.Content.Digest, e.Content.Size, e.Content.MediaType, row.metadata, row.files, row.olm).Scan(&id)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/berth-registry/berth/auth"
 	"github.com/berth-registry/berth/auth/robotdb"
 	"github.com/berth-registry/berth/config"
+	"github.com/berth-registry/berth/olm"
 )
 
 // newAuthCmd returns `berth auth`, the commands about access rules.
@@ -69,17 +70,17 @@ ACTION is pull, push, delete, sign or admin.`,
 				return err
 			}
 			out := cmd.OutOrStdout()
-			if cfg.Auth == nil {
-				fmt.Fprintln(out, "allowed: auth is off (the configuration has no auth section): everything is allowed")
-				return nil
-			}
-			policy, err := auth.NewPolicy(cfg.Auth)
-			if err != nil {
-				return fmt.Errorf("config: %w", err)
-			}
-			id, err := identity(cmd.Context(), cfg.Auth, subject, groups)
-			if err != nil {
-				return err
+			var (
+				policy *auth.Policy // nil: auth is off
+				id     = auth.Identity{Subject: subject}
+			)
+			if cfg.Auth != nil {
+				if policy, err = auth.NewPolicy(cfg.Auth); err != nil {
+					return fmt.Errorf("config: %w", err)
+				}
+				if id, err = identity(cmd.Context(), cfg.Auth, subject, groups); err != nil {
+					return err
+				}
 			}
 			if id.Robot != nil {
 				if err := id.Robot.Active(time.Now()); err != nil {
@@ -123,11 +124,14 @@ func checkRequestSubject(s string) error {
 }
 
 // checkResource checks the REPOSITORY of auth check: namespace/name,
-// namespace/* or */*.
+// namespace/*, */* or a namespace's OLM catalog, namespace/olm/catalog.
 func checkResource(repo string) error {
+	if _, ok := olm.CatalogNamespace(repo); ok {
+		return nil
+	}
 	ns, name, ok := strings.Cut(repo, "/")
 	if !ok || ns == "" || name == "" || strings.Contains(name, "/") || (ns == "*" && name != "*") {
-		return fmt.Errorf("REPOSITORY %q: want namespace/name, namespace/* or */*", repo)
+		return fmt.Errorf("REPOSITORY %q: want namespace/name, namespace/*, */* or namespace/olm/catalog", repo)
 	}
 	return nil
 }

@@ -100,8 +100,16 @@ func TestAuthCheckCmd(t *testing.T) {
 func TestAuthCheckCmdOff(t *testing.T) {
 	cfg := writeAuthConfig(t, false)
 	out := mustBerth(t, "auth", "check", "--config", cfg, "anonymous", "a/kafka", "delete")
-	if want := "allowed: auth is off (the configuration has no auth section): everything is allowed\n"; out != want {
+	if want := "allowed: auth is off: everything is allowed\n"; out != want {
 		t.Errorf("output %q, want %q", out, want)
+	}
+	// berth writes a namespace's OLM catalog itself, auth or not.
+	code, stdout, _ := berth(t, "auth", "check", "--config", cfg, "anonymous", "a/olm/catalog", "push")
+	if code != 1 || !strings.HasPrefix(stdout, "denied: a/olm/catalog is namespace a's OLM catalog") {
+		t.Errorf("push to the OLM catalog with auth off: exit %d, %q; want denied", code, stdout)
+	}
+	if out := mustBerth(t, "auth", "check", "--config", cfg, "anonymous", "a/olm/catalog", "pull"); !strings.HasPrefix(out, "allowed: ") {
+		t.Errorf("pull of the OLM catalog with auth off: %q; want allowed", out)
 	}
 }
 
@@ -118,9 +126,9 @@ func TestAuthCheckCmdErrors(t *testing.T) {
 		{[]string{"authenticated", "a/kafka", "pull"}, `SUBJECT "authenticated" names no one caller: want anonymous, user:NAME, oidc:NAME or robot:NAMESPACE+NAME (give an oidc subject's groups with --group)`},
 		{[]string{"user:alice", "a/kafka", "pull", "--group", "x"}, "--group is for oidc subjects; user:alice takes its groups from the configuration"},
 		{[]string{"user:alice", "a/kafka", "write"}, `unknown action "write": want one of pull, push, delete, sign, admin`},
-		{[]string{"user:alice", "kafka", "pull"}, `REPOSITORY "kafka": want namespace/name, namespace/* or */*`},
-		{[]string{"user:alice", "a/b/c", "pull"}, `REPOSITORY "a/b/c": want namespace/name, namespace/* or */*`},
-		{[]string{"user:alice", "*/kafka", "pull"}, `REPOSITORY "*/kafka": want namespace/name, namespace/* or */*`},
+		{[]string{"user:alice", "kafka", "pull"}, `REPOSITORY "kafka": want namespace/name, namespace/*, */* or namespace/olm/catalog`},
+		{[]string{"user:alice", "a/b/c", "pull"}, `REPOSITORY "a/b/c": want namespace/name, namespace/*, */* or namespace/olm/catalog`},
+		{[]string{"user:alice", "*/kafka", "pull"}, `REPOSITORY "*/kafka": want namespace/name, namespace/*, */* or namespace/olm/catalog`},
 		{[]string{"robot:a+nobody", "a/kafka", "pull"}, "robot+a+nobody: robot not found"},
 		{[]string{"user:alice", "a/kafka"}, "accepts 3 arg(s), received 2"},
 	}

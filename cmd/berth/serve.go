@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/opencontainers/go-digest"
@@ -18,6 +20,7 @@ import (
 	"github.com/berth-registry/berth/catalog/httpapi"
 	"github.com/berth-registry/berth/catalog/sqlite"
 	"github.com/berth-registry/berth/config"
+	"github.com/berth-registry/berth/olm"
 	"github.com/berth-registry/berth/registry"
 	"github.com/berth-registry/berth/server"
 	"github.com/berth-registry/berth/signing"
@@ -160,15 +163,33 @@ func serve(cmd *cobra.Command, cfg *config.Config) error {
 	}
 	defer reg.Close()
 	source = catalog.NewDistributionSource(reg.Namespace(), reg.Referrers, reg.UntagDangling)
-	cat, stop, err := startCatalog(ctx, cfg, source, policy, log)
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	// The OLM catalog publisher reads the catalog, which tells it of
+	// changes; a change told before it starts is in its first rendering.
+	var publisher atomic.Pointer[olm.Publisher]
+	cat, stop, err := startCatalog(ctx, cfg, source, policy, log, func(ns, name string) {
+		if p := publisher.Load(); p != nil {
+			p.Changed(ns, name)
+		}
+	})
 	if err != nil {
 		return err
 	}
 	defer stop()
+	pub, stopPublisher, err := startPublisher(ctx, cfg, cat, source, publicHost(cfg.Catalog.PublicURL, ln.Addr()), log)
+	if err != nil {
+		return err
+	}
+	publisher.Store(pub)
+	defer stopPublisher()
 
 	srv := server.New(server.Options{
 		Registry:        access.registry(reg),
-		Catalog:         httpapi.New(httpapi.Options{Catalog: cat, Authorizer: access.authorizer, Logger: log, RegistryURL: cfg.Catalog.PublicURL, Inventory: reg}),
+		Catalog:         httpapi.New(httpapi.Options{Catalog: cat, Authorizer: access.authorizer, Logger: log, RegistryURL: cfg.Catalog.PublicURL, Inventory: reg, OLM: pub}),
 		Auth:            access.token,
 		Robots:          access.robots,
 		API:             access.api,
@@ -177,10 +198,6 @@ func serve(cmd *cobra.Command, cfg *config.Config) error {
 		Logger:          log,
 		ShutdownTimeout: cfg.ShutdownTimeout,
 	})
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return err
-	}
 	log.Info("starting", "data", cfg.Data, "storage", cfg.Storage.Driver, "catalog", cfg.Catalog.Database)
 	return srv.Run(ctx, ln)
 }
@@ -204,7 +221,7 @@ func serveSplitCatalog(cmd *cobra.Command, cfg *config.Config) error {
 		return err
 	}
 	defer closeAuth()
-	cat, stop, err := startCatalog(ctx, cfg, source, policy, log)
+	cat, stop, err := startCatalog(ctx, cfg, source, policy, log, nil)
 	if err != nil {
 		return err
 	}
@@ -232,9 +249,9 @@ func serveSplitCatalog(cmd *cobra.Command, cfg *config.Config) error {
 }
 
 // startCatalog opens the catalog's store and starts following source,
-// verifying signatures against policy. stop ends the catalog's work and
-// closes the store.
-func startCatalog(ctx context.Context, cfg *config.Config, source catalog.Source, policy *signing.Policy, log *slog.Logger) (*catalog.Catalog, func(), error) {
+// verifying signatures against policy, telling onChange of each package
+// whose versions change. stop ends the catalog's work and closes the store.
+func startCatalog(ctx context.Context, cfg *config.Config, source catalog.Source, policy *signing.Policy, log *slog.Logger, onChange func(namespace, name string)) (*catalog.Catalog, func(), error) {
 	store, err := sqlite.Open(ctx, cfg.Catalog.Database)
 	if err != nil {
 		return nil, nil, fmt.Errorf("catalog.database: %w", err)
@@ -248,6 +265,7 @@ func startCatalog(ctx context.Context, cfg *config.Config, source catalog.Source
 		Logger:            log,
 		Metrics:           prometheus.DefaultRegisterer,
 		Policy:            policy,
+		OnChange:          onChange,
 	})
 	if err != nil {
 		store.Close()
@@ -274,4 +292,46 @@ func startCatalog(ctx context.Context, cfg *config.Config, source catalog.Source
 			log.Error("catalog: still indexing after the shutdown timeout; exiting", "timeout", cfg.ShutdownTimeout.String())
 		}
 	}, nil
+}
+
+// startPublisher starts keeping each namespace's OLM catalog image current
+// (docs/olm.md), its bundle references on host. stop publishes what is
+// pending, within the shutdown timeout, and ends its work.
+func startPublisher(ctx context.Context, cfg *config.Config, cat *catalog.Catalog, reg olm.Registry, host string, log *slog.Logger) (*olm.Publisher, func(), error) {
+	p, err := olm.NewPublisher(olm.PublisherOptions{Source: cat, Registry: reg, Host: host, Logger: log, Metrics: prometheus.DefaultRegisterer})
+	if err != nil {
+		return nil, nil, err
+	}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		p.Run(runCtx)
+	}()
+	return p, func() {
+		flushCtx, done := context.WithTimeout(runCtx, cfg.ShutdownTimeout)
+		if err := p.Flush(flushCtx); err != nil {
+			log.Error("olm: publish at shutdown", "err", err)
+		}
+		done()
+		cancel()
+		<-stopped
+	}, nil
+}
+
+// publicHost is the host[:port] that the OLM catalog images name bundle
+// images on: catalog.publicURL's when set, else the address berth listens
+// on, with localhost for an unspecified IP.
+func publicHost(publicURL string, addr net.Addr) string {
+	if u, err := url.Parse(publicURL); err == nil && u.Host != "" {
+		return u.Host
+	}
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return addr.String()
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "localhost"
+	}
+	return net.JoinHostPort(host, port)
 }

@@ -146,6 +146,9 @@ func writeVersion(w io.Writer, v *apiv1.Version) error {
 	t.row("Version", clean(v.Version))
 	t.row("Digest", clean(v.Digest))
 	t.row("Pull reference", clean(v.PullReference))
+	if v.Bundle != nil {
+		t.row("Bundle", clean(v.Bundle.Reference))
+	}
 	t.row("Format", clean(string(v.Format)))
 	t.row("Display name", clean(md.DisplayName))
 	t.row("Description", clean(md.Description))

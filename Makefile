@@ -9,7 +9,7 @@ GOFLAGS ?=
 TEST_TIMEOUT ?= 30m
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build run test tools bench bench-catalog bench-provenance bench-mirror bench-yaml lint conformance conformance-auth clean
+.PHONY: all build run test tools bench bench-catalog bench-provenance bench-mirror bench-olm bench-yaml lint conformance conformance-auth clean
 
 all: build
 
@@ -65,6 +65,13 @@ bench-provenance:
 ## about 20 minutes on a 2-core machine, nearly all of it regctl and oras)
 bench-mirror:
 	$(GO) run ./test/bench -mirror
+
+## bench-olm: the OLM catalog image of a namespace of 5,000 packages (25,000 versions): p50/p99 from a push
+## to the image holding it and the bytes each update pushes, against a full rebuild of the image and
+## `opm render` of its FBC (bin/opm, if `make tools` built it) (not part of `make test`; estimated under 10
+## minutes on a 2-core machine)
+bench-olm:
+	$(GO) run ./test/bench -olm
 
 ## bench-yaml: peak RSS, allocation and CPU time of reading hostile YAML shapes (not part of `make test`)
 bench-yaml:

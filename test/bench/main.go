@@ -53,6 +53,11 @@
 // berth filled with signed packages copied into fresh empty berths by berth
 // mirror, regctl and oras, timed one after another (mirror.go;
 // docs/benchmarks.md describes the rows).
+// With -olm (make bench-olm) it runs the OLM catalog benchmarks: berth serve
+// holding one namespace of OLM packages, timed from a push to the
+// namespace's catalog image holding it, against a full rebuild of that
+// catalog and opm's render of it (olm.go; docs/benchmarks.md describes the
+// rows).
 //
 // The harness talks only to the servers it starts on 127.0.0.1, and points
 // cosign only at berth. It is Unix-only: it stops the servers with SIGTERM
@@ -95,6 +100,7 @@ type options struct {
 	catalog               catalogOptions
 	provenance            provenanceOptions
 	mirror                mirrorOptions
+	olm                   olmOptions
 }
 
 func parseFlags() (options, error) {
@@ -111,18 +117,19 @@ func parseFlags() (options, error) {
 	registerCatalogFlags(&o.catalog)
 	registerProvenanceFlags(&o.provenance)
 	registerMirrorFlags(&o.mirror)
+	registerOLMFlags(&o.olm)
 	flag.Parse()
 	if flag.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments %q", flag.Args())
 	}
 	modes := 0
-	for _, on := range []bool{o.catalog.enabled, o.provenance.enabled, o.mirror.enabled} {
+	for _, on := range []bool{o.catalog.enabled, o.provenance.enabled, o.mirror.enabled, o.olm.enabled} {
 		if on {
 			modes++
 		}
 	}
 	if modes > 1 {
-		return o, errors.New("-catalog, -provenance and -mirror are separate runs; choose one")
+		return o, errors.New("-catalog, -provenance, -mirror and -olm are separate runs; choose one")
 	}
 	for _, f := range []struct {
 		name  string
@@ -164,6 +171,9 @@ func run() error {
 	}
 	if o.mirror.enabled {
 		return runMirror(ctx, o.mirror)
+	}
+	if o.olm.enabled {
+		return runOLM(ctx, o.olm)
 	}
 	began := time.Now()
 

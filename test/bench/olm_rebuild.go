@@ -160,10 +160,10 @@ func (m *memRegistry) PushManifest(_ context.Context, repo, tag string, desc oci
 	return nil
 }
 
-func (m *memRegistry) Blob(_ context.Context, repo string, d digest.Digest) (io.ReadCloser, error) {
+func (m *memRegistry) Blob(_ context.Context, repo, d string) (io.ReadCloser, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	data, ok := m.blobs[repo+"@"+d.String()]
+	data, ok := m.blobs[repo+"@"+d]
 	if !ok {
 		return nil, fmt.Errorf("%s: blob %s not found", repo, d)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/berth-registry/berth/catalog"
 	"github.com/berth-registry/berth/catalog/apiv1"
 	"github.com/berth-registry/berth/internal/sqlitedb"
+	"github.com/berth-registry/berth/olm"
 	"github.com/berth-registry/berth/pkgformat"
 )
 
@@ -243,5 +244,62 @@ func TestMigrateFromVersion1(t *testing.T) {
 	}
 	if res, err := s.Search(ctx, catalog.Query{Access: catalog.Access{All: true}}); err != nil || res.Total != 2 {
 		t.Errorf("after a Put: %v, %v; want 2 packages", res, err)
+	}
+}
+
+// TestMigrateToOLMBundles opens a file of schema version 3, from before OLM
+// bundle images, and checks that its OLM versions, and only they, lose their
+// digest, so that the reconciliation at start finds them out of step and
+// indexes them again, which builds their bundle images; and that an entry
+// put with a bundle record reads back with it.
+func TestMigrateToOLMBundles(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "catalog.db")
+	db, err := sql.Open("sqlite", sqlitedb.DSN(path, false, options))
+	if err != nil {
+		t.Fatal(err)
+	}
+	insert := func(name string, format pkgformat.Format) string {
+		md, err := json.Marshal(pkgformat.Metadata{SchemaVersion: pkgformat.MetadataSchemaVersion, Name: name, Version: "1.0.0", Format: format})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return `INSERT INTO entries (namespace, name, tag, version_key, digest, status, reason, indexed, verified,
+		kube_min, kube_max, content_digest, content_size, content_media_type, metadata)
+		VALUES ('a', '` + name + `', '1.0.0', '` + catalog.VersionKey("1.0.0") + `', 'sha256:` + name + `', 'indexed', '', 1000, 0,
+		'', '', 'sha256:c', 10, 'application/x-tar', '` + string(md) + `')`
+	}
+	stmts := append(slices.Clone(migrations[:3]), insert("etcd", pkgformat.OLM), insert("kafka", pkgformat.KUDO), `PRAGMA user_version = 3`)
+	for _, stmt := range stmts {
+		if _, err := db.ExecContext(ctx, stmt); err != nil {
+			t.Fatalf("%.60s: %v", stmt, err)
+		}
+	}
+	db.Close()
+
+	s := openAt(t, path)
+	defer s.Close()
+	tags, err := s.Tags(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, td := range tags {
+		got[td.Name] = td.Digest
+	}
+	if got["etcd"] != "" || got["kafka"] != "sha256:kafka" {
+		t.Errorf("digests after the migration %v; want etcd's empty, kafka's kept", got)
+	}
+	e := genEntries(1)[0]
+	e.OLM = &olm.BundleRecord{Digest: "sha256:b", Size: 42, Name: "x.v1", Properties: []olm.Property{{Type: "olm.package", Value: json.RawMessage(`{"packageName":"x","version":"1"}`)}}}
+	if _, err := s.Put(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	back, err := s.Entry(ctx, e.Namespace, e.Name, e.Tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := json.Marshal(back.OLM); string(b) != `{"digest":"sha256:b","size":42,"name":"x.v1","properties":[{"type":"olm.package","value":{"packageName":"x","version":"1"}}]}` {
+		t.Errorf("bundle record read back %s", b)
 	}
 }

@@ -28,6 +28,7 @@ import (
 const filesSegment = "/files/"
 
 var load = sync.OnceValues(func() (*document, error) {
+	openapi3filter.RegisterBodyDecoder("application/jsonl", decodeJSONLines)
 	loader := openapi3.NewLoader()
 	doc, err := loader.LoadFromData(httpapi.OpenAPI())
 	if err != nil {
@@ -180,4 +181,21 @@ func requestCopy(t testing.TB, req *http.Request) *http.Request {
 		r.Body = b
 	}
 	return r
+}
+
+// decodeJSONLines decodes a JSON Lines body (the /api/v1/olm endpoints) as
+// the string the document describes it as, after checking that every line
+// is one JSON object.
+func decodeJSONLines(body io.Reader, _ http.Header, _ *openapi3.SchemaRef, _ openapi3filter.EncodingFn) (any, error) {
+	b, err := io.ReadAll(body)
+	if err != nil {
+		return nil, err
+	}
+	for i, line := range bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n")) {
+		var obj map[string]any
+		if len(b) > 0 && json.Unmarshal(line, &obj) != nil {
+			return nil, fmt.Errorf("line %d is not a JSON object: %.80s", i+1, line)
+		}
+	}
+	return string(b), nil
 }

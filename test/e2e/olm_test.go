@@ -387,8 +387,7 @@ func testReplacesAcrossChannels(t *testing.T, s *server, opm *opmCLI) {
 }
 
 // pushOLMFixtures pushes every OLM fixture package to namespace ns, four at
-// a time, waits until the catalog has indexed them and returns how many
-// versions they hold.
+// a time, and waits until the catalog has indexed every version.
 func pushOLMFixtures(t *testing.T, s *server, ns string) {
 	t.Helper()
 	names := fixturePackages(t)

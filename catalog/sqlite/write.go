@@ -137,11 +137,16 @@ func encodeEntry(e *catalog.Entry) (*entryRow, error) {
 		row.metadata = sql.NullString{String: string(b), Valid: true}
 	}
 	if e.OLM != nil {
-		b, err := json.Marshal(e.OLM)
-		if err != nil {
+		// Without HTML escaping, so that the FBC property values read back
+		// byte for byte as olm.BuildBundle wrote them, as opm writes them:
+		// json.Marshal would turn each & < > into \u0026 and the like.
+		var b strings.Builder
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(e.OLM); err != nil {
 			return nil, err
 		}
-		row.olm = sql.NullString{String: string(b), Valid: true}
+		row.olm = sql.NullString{String: strings.TrimSuffix(b.String(), "\n"), Valid: true}
 	}
 	if len(e.Files) > 0 {
 		b, err := json.Marshal(e.Files)

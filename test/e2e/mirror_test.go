@@ -286,7 +286,7 @@ func TestMirrorImportResumesAndRefusesCorruption(t *testing.T) {
 		t.Fatalf("the import finished before it was killed; the archive is too small to test a kill")
 	}
 	// Every version tagged has its signature tags too: nothing was tagged early.
-	view := registryView(t, target)
+	view := settledView(t, target, m)
 	tagged := 0
 	for _, v := range m.Versions {
 		d, ok := view[v.Repository+":"+v.Tag]
@@ -391,6 +391,43 @@ func countFiles(dir string) int {
 		return nil
 	})
 	return n
+}
+
+// settledView is the registry view of the tags of m's versions once it has
+// not changed for half a second: the server may still write a request that
+// a killed client had sent, and under load that takes a while.
+func settledView(t *testing.T, s *server, m *mirror.Manifest) map[string]string {
+	t.Helper()
+	ofVersions := func() map[string]string {
+		view := registryView(t, s)
+		out := map[string]string{}
+		for _, v := range m.Versions {
+			for _, tag := range append([]string{v.Tag}, tagNames(v.Tags)...) {
+				if d, ok := view[v.Repository+":"+tag]; ok {
+					out[v.Repository+":"+tag] = d
+				}
+			}
+		}
+		return out
+	}
+	view := ofVersions()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		time.Sleep(500 * time.Millisecond)
+		next := ofVersions()
+		if maps.Equal(next, view) {
+			break
+		}
+		view = next
+	}
+	return view
+}
+
+func tagNames(tags []mirror.Tag) []string {
+	out := make([]string, len(tags))
+	for i, tag := range tags {
+		out[i] = tag.Tag
+	}
+	return out
 }
 
 // countDigests counts the blobs of the registry storage's blobs/sha256

@@ -128,28 +128,13 @@ func runCatalog(ctx context.Context, o catalogOptions) error {
 		o.fixtures = ""
 	}
 
-	root, err := os.MkdirTemp("", "berth-bench-catalog-")
-	if err != nil {
-		return err
-	}
-	if o.keep {
-		logf("keeping %s", root)
-	} else {
-		defer os.RemoveAll(root)
-	}
-	serverDir := filepath.Join(root, "berth")
-	dataDir := filepath.Join(serverDir, "data")
-	for _, d := range []string{filepath.Join(root, "bin"), serverDir} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			return err
-		}
-	}
-
 	logf("building berth")
-	bin, goVersion, err := buildBerth(ctx, modRoot, filepath.Join(root, "bin"))
+	ws, cleanup, err := newWorkspace(ctx, modRoot, "berth-bench-catalog-", o.keep)
 	if err != nil {
 		return err
 	}
+	defer cleanup()
+	serverDir, dataDir, bin, goVersion := ws.serverDir, ws.dataDir, ws.bin, ws.goVersion
 
 	c := newCorpus(o.seed, o.versions)
 	term, termDF := c.midFrequencyTerm(0.02)
@@ -274,6 +259,43 @@ func runCatalog(ctx context.Context, o catalogOptions) error {
 	printCatalogTable(os.Stdout, header, rows)
 	logf("done in %s", time.Since(began).Round(time.Second))
 	return nil
+}
+
+// workspace is the temporary directory of one benchmark run: root, and in
+// it bin/ with the berth binary built for the run, and berth/, the server's
+// directory, whose data/ is its data directory.
+type workspace struct {
+	root, serverDir, dataDir string
+	bin, goVersion           string
+}
+
+// newWorkspace makes a workspace under a new temporary directory named
+// after prefix, with the extra directories given (relative to root), and
+// builds berth into it. cleanup removes it, unless keep is set, which logs
+// its path instead.
+func newWorkspace(ctx context.Context, modRoot, prefix string, keep bool, extra ...string) (w *workspace, cleanup func(), err error) {
+	root, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return nil, nil, err
+	}
+	cleanup = func() { os.RemoveAll(root) }
+	if keep {
+		logf("keeping %s", root)
+		cleanup = func() {}
+	}
+	w = &workspace{root: root, serverDir: filepath.Join(root, "berth")}
+	w.dataDir = filepath.Join(w.serverDir, "data")
+	for _, d := range append([]string{"bin", "berth"}, extra...) {
+		if err := os.Mkdir(filepath.Join(root, d), 0o755); err != nil {
+			cleanup()
+			return nil, nil, err
+		}
+	}
+	if w.bin, w.goVersion, err = buildBerth(ctx, modRoot, filepath.Join(root, "bin")); err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	return w, cleanup, nil
 }
 
 // buildBerth compiles berth into dir and returns its path and Go version.

@@ -105,27 +105,13 @@ func runOLM(ctx context.Context, o olmOptions) error {
 	if err != nil {
 		return err
 	}
-	root, err := os.MkdirTemp("", "berth-bench-olm-")
-	if err != nil {
-		return err
-	}
-	if o.keep {
-		logf("keeping %s", root)
-	} else {
-		defer os.RemoveAll(root)
-	}
-	serverDir := filepath.Join(root, "berth")
-	dataDir := filepath.Join(serverDir, "data")
-	for _, d := range []string{filepath.Join(root, "bin"), serverDir} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			return err
-		}
-	}
 	logf("building berth")
-	bin, goVersion, err := buildBerth(ctx, modRoot, filepath.Join(root, "bin"))
+	ws, cleanup, err := newWorkspace(ctx, modRoot, "berth-bench-olm-", o.keep)
 	if err != nil {
 		return err
 	}
+	defer cleanup()
+	root, serverDir, dataDir, bin, goVersion := ws.root, ws.serverDir, ws.dataDir, ws.bin, ws.goVersion
 
 	c := newOLMCorpus(o.seed, o.packages, o.versions, olmNamespace)
 	logf("corpus: %s OLM packages, %s versions in namespace %s (seed %d); building the %d new versions",

@@ -151,27 +151,13 @@ func runProvenance(ctx context.Context, o provenanceOptions) error {
 	if err != nil {
 		return err
 	}
-	root, err := os.MkdirTemp("", "berth-bench-provenance-")
-	if err != nil {
-		return err
-	}
-	if o.keep {
-		logf("keeping %s", root)
-	} else {
-		defer os.RemoveAll(root)
-	}
-	serverDir, keysDir := filepath.Join(root, "berth"), filepath.Join(root, "keys")
-	for _, d := range []string{filepath.Join(root, "bin"), serverDir, keysDir} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			return err
-		}
-	}
-
 	logf("building berth and cosign")
-	bin, goVersion, err := buildBerth(ctx, modRoot, filepath.Join(root, "bin"))
+	ws, cleanup, err := newWorkspace(ctx, modRoot, "berth-bench-provenance-", o.keep, "keys")
 	if err != nil {
 		return err
 	}
+	defer cleanup()
+	serverDir, keysDir, bin, goVersion := ws.serverDir, filepath.Join(ws.root, "keys"), ws.bin, ws.goVersion
 	cos, err := newCosign(ctx, modRoot, keysDir)
 	if err != nil {
 		return err

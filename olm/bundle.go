@@ -132,8 +132,8 @@ func bundleSource(p *pkgformat.Package) source {
 	for _, f := range p.Files {
 		switch {
 		case s.bundle && (f.Path == bundleDependenciesFile || f.Path == bundlePropertiesFile):
-		case s.bundle && strings.HasPrefix(f.Path, manifestsDir) && isManifestFile(f.Path):
-		case !s.bundle && isManifestFile(f.Path):
+		case s.bundle && strings.HasPrefix(f.Path, manifestsDir) && pkgformat.IsManifestFile(f.Path):
+		case !s.bundle && pkgformat.IsManifestFile(f.Path):
 			f.Path = manifestsDir + f.Path
 		default:
 			continue
@@ -141,16 +141,6 @@ func bundleSource(p *pkgformat.Package) source {
 		s.files = append(s.files, f)
 	}
 	return s
-}
-
-// isManifestFile reports whether the file at p is YAML or JSON, by its
-// extension.
-func isManifestFile(p string) bool {
-	switch path.Ext(p) {
-	case ".yaml", ".yml", ".json":
-		return true
-	}
-	return false
 }
 
 // fileData returns the content of the file at name in files, or nil.

@@ -271,7 +271,7 @@ func checkImage(t *testing.T, v pushed, b *Bundle, reused bool) {
 func checkGeneratedLayer(t *testing.T, p *pkgformat.Package, files []pkgformat.File, annotations map[string]string) {
 	t.Helper()
 	for _, f := range files {
-		if !isManifestFile(f.Path) || !strings.HasPrefix(f.Path, manifestsDir) && !strings.HasPrefix(f.Path, metadataDir) {
+		if !pkgformat.IsManifestFile(f.Path) || !strings.HasPrefix(f.Path, manifestsDir) && !strings.HasPrefix(f.Path, metadataDir) {
 			t.Errorf("generated layer holds %s", f.Path)
 		}
 	}

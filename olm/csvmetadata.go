@@ -3,7 +3,6 @@ package olm
 import (
 	"bytes"
 	"cmp"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -430,20 +429,14 @@ func (c *csvObject) relatedImages() []RelatedImage {
 }
 
 // icon returns the CSV's first icon, or nil when it has none or its data
-// is not base64 (whitespace allowed, padding optional).
+// does not decode (pkgformat.DecodeIcon).
 func (c *csvObject) icon() *Icon {
 	if len(c.Spec.Icon) == 0 {
 		return nil
 	}
 	first := c.Spec.Icon[0]
-	data := strings.Join(strings.Fields(first.Data), "")
-	raw, err := base64.StdEncoding.DecodeString(data)
-	if err != nil {
-		if raw, err = base64.RawStdEncoding.DecodeString(data); err != nil {
-			return nil
-		}
-	}
-	if len(raw) == 0 {
+	raw := pkgformat.DecodeIcon(first.Data)
+	if raw == nil {
 		return nil
 	}
 	return &Icon{Data: raw, MediaType: first.MediaType}

@@ -125,15 +125,17 @@ func (pf *pkgFiles) detect() (layout, error) {
 func yamlFiles(files []File) []File {
 	var out []File
 	for _, f := range files {
-		if isYAMLFile(f.Path) {
+		if IsManifestFile(f.Path) {
 			out = append(out, f)
 		}
 	}
 	return out
 }
 
-// isYAMLFile reports whether the file at p is YAML or JSON, by its extension.
-func isYAMLFile(p string) bool {
+// IsManifestFile reports whether the file at p is YAML or JSON, by its
+// extension: what pkgformat reads as Kubernetes manifests, and what an OLM
+// bundle image carries under manifests/ (package olm).
+func IsManifestFile(p string) bool {
 	switch path.Ext(p) {
 	case ".yaml", ".yml", ".json":
 		return true

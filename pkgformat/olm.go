@@ -305,6 +305,25 @@ func csvDescription(annotation, long string) string {
 // csvIcon describes a CSV's base64 icon by digest; the data stays in the CSV
 // file. An icon that does not decode is left out.
 func csvIcon(file, data, mediaType string) *Icon {
+	raw := DecodeIcon(data)
+	if raw == nil {
+		return nil
+	}
+	sum := sha256.Sum256(raw)
+	return &Icon{
+		MediaType: strings.TrimSpace(mediaType),
+		Digest:    "sha256:" + hex.EncodeToString(sum[:]),
+		Size:      int64(len(raw)),
+		Path:      file,
+	}
+}
+
+// DecodeIcon decodes the base64 data of a CSV icon, with or without
+// padding, ignoring the spaces, tabs and line breaks that YAML folding leaves
+// in it. It returns nil when the data does not decode or is empty. It is the
+// one reading of an icon: Metadata.Icon's digest and the icon OLM's catalog
+// carries (package olm) are of the same bytes.
+func DecodeIcon(data string) []byte {
 	data = strings.Map(func(r rune) rune {
 		if r == ' ' || r == '\n' || r == '\r' || r == '\t' {
 			return -1
@@ -320,11 +339,5 @@ func csvIcon(file, data, mediaType string) *Icon {
 	if len(raw) == 0 {
 		return nil
 	}
-	sum := sha256.Sum256(raw)
-	return &Icon{
-		MediaType: strings.TrimSpace(mediaType),
-		Digest:    "sha256:" + hex.EncodeToString(sum[:]),
-		Size:      int64(len(raw)),
-		Path:      file,
-	}
+	return raw
 }

@@ -273,7 +273,7 @@ func rebuildAsBundle(p *Package, opts Options) (*Package, error) {
 		ann.Annotations[annotationManifests] = manifestsDir + "/"
 		ann.Annotations[annotationMetadata] = path.Dir(bundleAnnotations) + "/"
 		for _, f := range p.Files {
-			if isYAMLFile(f.Path) {
+			if IsManifestFile(f.Path) {
 				f.Path = manifestsDir + "/" + f.Path
 			}
 			files = append(files, f)

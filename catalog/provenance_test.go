@@ -511,11 +511,23 @@ func TestPolicyChangeRechecksAtStart(t *testing.T) {
 		t.Errorf("verified by %s, want %s", v.Signatures[0].KeyID, a.Key.ID)
 	}
 
-	// The same policy again: nothing is checked at start.
-	checks, err := e.store.SignatureChecks(e.ctx, "", "", "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The same policy again: nothing is checked at start. The view is
+	// taken once the start's checks of both versions are done.
+	policy := trusting(b, a).Fingerprint()
+	var checks []catalog.SignatureCheck
+	e.waitFor("both versions checked under b and a", func() bool {
+		var err error
+		checks, err = e.store.SignatureChecks(e.ctx, "", "", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range checks {
+			if c.Policy != policy {
+				return false
+			}
+		}
+		return len(checks) == 2
+	})
 	e.restart(trusting(b, a))
 	rep, err := e.cat.CheckSignatures(e.ctx, false)
 	if err != nil || rep.Checked != 0 {
@@ -776,6 +788,9 @@ func TestUnreadableSignatures(t *testing.T) {
 		return src
 	}})
 	dgst := e.pushPackage("ns", load(t, "kudo/cowsay/0.2.0"))
+	// Checked before it is signed, so that the signature's event is the
+	// last thing that checks it before the test does.
+	e.waitVersion("ns", "cowsay", "0.2.0", "checked", checkedUnsigned)
 	e.sign(a, "ns/cowsay", dgst, false)
 	e.waitVersion("ns", "cowsay", "0.2.0", "verified", func(v *apiv1.Version) bool { return v.Verified })
 	sig := e.resolve("ns/cowsay", sigTag(dgst))

@@ -7,6 +7,8 @@
 # delete on conformance/* (both OCI_REPO1 and OCI_REPO2, the cross-mount source),
 # and nothing else; the suite logs in as that user (OCI_USERNAME/OCI_PASSWORD)
 # through berth's token flow. Results go to test/conformance/results (results-auth with --auth).
+# Both generations of the suite are driven: main's (OCI_REGISTRY, OCI_REPO1...) and
+# v1.1.1's (OCI_ROOT_URL, OCI_NAMESPACE...); each ignores the other's variables.
 # Referrers are tested (berth serves the referrers API; set OCI_API_REFERRER=false to leave them out).
 # sha512 content is left out: distribution v3, which berth embeds, verifies sha512 uploads but
 # stores and answers with sha256 digests (set OCI_DATA_SHA512=true to see it).
@@ -21,7 +23,13 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d)
 trap 'kill "${pid:-}" 2>/dev/null || true; wait "${pid:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
 
-(cd "$src/conformance" && go build -o "$work/conformance" .)
+# The suite is a program on distribution-spec's main branch, and a Go test
+# (built with go test -c) in its releases up to v1.1.1.
+if [ -f "$src/conformance/main.go" ]; then
+  (cd "$src/conformance" && go build -o "$work/conformance" .)
+else
+  (cd "$src/conformance" && go test -c -o "$work/conformance" .)
+fi
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 serve=("$root/bin/berth" serve --addr "127.0.0.1:$port" --data "$work/data")
 results="$root/test/conformance/results"
@@ -56,4 +64,6 @@ mkdir -p "$results"
   OCI_REPO1=conformance/repo1 OCI_REPO2=conformance/repo2 \
   OCI_API_REFERRER="${OCI_API_REFERRER:-true}" OCI_DATA_SHA512="${OCI_DATA_SHA512:-false}" \
   OCI_RESULTS_DIR="$results" \
+  OCI_ROOT_URL="http://127.0.0.1:$port" OCI_NAMESPACE=conformance/repo1 OCI_CROSSMOUNT_NAMESPACE=conformance/repo2 \
+  OCI_TEST_PULL=1 OCI_TEST_PUSH=1 OCI_TEST_CONTENT_DISCOVERY=1 OCI_TEST_CONTENT_MANAGEMENT=1 OCI_REPORT_DIR="$results" \
   "$work/conformance")

@@ -27,6 +27,7 @@ import (
 	storagedriver "github.com/distribution/distribution/v3/registry/storage/driver"
 	"github.com/opencontainers/go-digest"
 
+	"github.com/berth-registry/berth/internal/groupsync"
 	"github.com/berth-registry/berth/storage"
 )
 
@@ -70,6 +71,13 @@ type Registry struct {
 	guard  *guard
 	driver storagedriver.StorageDriver
 	log    *slog.Logger
+	// files answers blob and manifest reads from disk; nil unless the
+	// storage is the filesystem driver.
+	files *fileServer
+	// syncer flushes the filesystem driver's file system before a push is
+	// answered (durable.go); nil for other drivers and where syncfs(2) is
+	// missing, which keep distribution's per-file syncs.
+	syncer *groupsync.Syncer
 }
 
 var _ http.Handler = (*Registry)(nil)
@@ -114,11 +122,28 @@ func New(ctx context.Context, opts Options) (*Registry, error) {
 	// them, so any http(s) URL is accepted, as the OCI conformance suite expects.
 	cfg.Validation.Manifests.URLs.Allow = []string{"^https?://"}
 
+	var syncer *groupsync.Syncer
+	if root := opts.Storage.Filesystem.RootDirectory; opts.Storage.Driver == "filesystem" {
+		if syncer, err = openSyncer(root); err != nil {
+			return nil, err
+		}
+		if syncer != nil {
+			cfg.Middleware["storage"] = []configuration.Middleware{{Name: durableMiddleware, Options: configuration.Parameters{"rootdirectory": root}}}
+		}
+	}
+
 	app, err := newApp(ctx, cfg)
 	if err != nil {
+		if syncer != nil {
+			syncer.Close()
+		}
 		return nil, fmt.Errorf("registry: storage %s: %w", opts.Storage.Driver, err)
 	}
-	return &Registry{app: app, guard: g, driver: g.driver, log: logger}, nil
+	r := &Registry{app: app, guard: g, driver: g.driver, log: logger, syncer: syncer}
+	if opts.Storage.Driver == "filesystem" {
+		r.files = newFileServer(opts.Storage.Filesystem.RootDirectory)
+	}
+	return r, nil
 }
 
 // newApp turns the panics with which distribution reports bad configuration into errors.
@@ -145,9 +170,13 @@ func (r *Registry) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	sw.finish(r.log, req)
 }
 
-// serve routes req to the referrers API or to distribution, after refusing
-// a client's write into a reserved repository (ReservedWrite).
+// serve answers blob and manifest reads from disk where it can (fileServer),
+// and routes the rest to the referrers API or to distribution, after
+// refusing a client's write into a reserved repository (ReservedWrite).
 func (r *Registry) serve(w http.ResponseWriter, req *http.Request) {
+	if r.files != nil && r.files.serve(w, req) {
+		return
+	}
 	err := checkPagination(req)
 	if err == nil {
 		err = ReservedWrite(ParseRoute(req), req.Method)
@@ -166,6 +195,20 @@ func (r *Registry) serve(w http.ResponseWriter, req *http.Request) {
 			if !strings.Contains(ref, ":") {
 				defer r.guard.lockTag(repo, ref)()
 			}
+		}
+	}
+	if r.syncer != nil && (req.Method == http.MethodPut || req.Method == http.MethodPost) {
+		r.serveDurably(w, req, r.serveApp)
+		return
+	}
+	r.serveApp(w, req)
+}
+
+// serveApp hands req to distribution; a manifest PUT's response gets the
+// OCI-Subject header of what it stored.
+func (r *Registry) serveApp(w http.ResponseWriter, req *http.Request) {
+	if req.Method == http.MethodPut {
+		if _, _, ok := manifestPath(req.URL.Path); ok {
 			w, req = withPushResult(w, req)
 		}
 	}
@@ -181,7 +224,23 @@ func (r *Registry) Ready(ctx context.Context, timeout time.Duration) error {
 }
 
 // Close stops the registry's background work (upload purging).
-func (r *Registry) Close() error { return r.app.Shutdown() }
+func (r *Registry) Close() error {
+	err := r.app.Shutdown()
+	if r.syncer != nil {
+		err = errors.Join(err, r.syncer.Close())
+	}
+	return err
+}
+
+// openSyncer returns the Syncer of the file system holding root; nil where
+// syncfs(2) is missing.
+func openSyncer(root string) (*groupsync.Syncer, error) {
+	s, err := groupsync.New(root)
+	if errors.Is(err, groupsync.ErrUnsupported) {
+		return nil, nil
+	}
+	return s, err
+}
 
 // manifestPath splits /v2/<repo>/manifests/<reference>.
 func manifestPath(p string) (repo, ref string, ok bool) {

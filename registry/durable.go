@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -208,7 +207,8 @@ func (w *uploadWriter) Commit(context.Context) error {
 
 // serveDurably serves a write request with a batch: the response is held
 // until what the request stored is on disk. When the flush fails, the client
-// gets a 500 instead of its answer, so that it pushes again.
+// gets a 500 (UNKNOWN, as every server error, without details) instead of
+// its answer, so that it pushes again; the log says why.
 func (r *Registry) serveDurably(w http.ResponseWriter, req *http.Request, serve func(http.ResponseWriter, *http.Request)) {
 	b := &syncBatch{}
 	held := &heldResponse{header: http.Header{}}
@@ -217,7 +217,7 @@ func (r *Registry) serveDurably(w http.ResponseWriter, req *http.Request, serve 
 		if err := r.syncer.Sync(); err != nil {
 			r.log.Error("registry: flushing a push to disk", "method", req.Method, "path", req.URL.Path, "err", err)
 			w.Header().Set("Docker-Distribution-API-Version", "registry/2.0")
-			_ = errcode.ServeJSON(w, errcode.ErrorCodeUnknown.WithMessage(fmt.Sprintf("what was stored could not be flushed to disk: %v", err)))
+			_ = errcode.ServeJSON(w, errcode.ErrorCodeUnknown)
 			return
 		}
 	}

@@ -77,7 +77,14 @@ type Registry struct {
 	// syncer flushes the filesystem driver's file system before a push is
 	// answered (durable.go); nil for other drivers and where syncfs(2) is
 	// missing, which keep distribution's per-file syncs.
-	syncer *groupsync.Syncer
+	syncer flusher
+}
+
+// flusher puts what was written to the storage's file system on disk
+// (groupsync.Syncer).
+type flusher interface {
+	Sync() error
+	Close() error
 }
 
 var _ http.Handler = (*Registry)(nil)
@@ -139,7 +146,10 @@ func New(ctx context.Context, opts Options) (*Registry, error) {
 		}
 		return nil, fmt.Errorf("registry: storage %s: %w", opts.Storage.Driver, err)
 	}
-	r := &Registry{app: app, guard: g, driver: g.driver, log: logger, syncer: syncer}
+	r := &Registry{app: app, guard: g, driver: g.driver, log: logger}
+	if syncer != nil {
+		r.syncer = syncer
+	}
 	if opts.Storage.Driver == "filesystem" {
 		r.files = newFileServer(opts.Storage.Filesystem.RootDirectory)
 	}

@@ -1,46 +1,72 @@
-// Command bench compares the throughput of `berth serve` with that of the
-// upstream distribution registry (cmd/registry of the distribution module
-// berth embeds, at the same version), side by side on this machine. `make
-// bench` runs it; it is not part of `make test`.
+// Command bench compares the throughput of `berth serve` with that of its
+// peers, side by side on this machine: the upstream distribution registry
+// (cmd/registry of the distribution module berth embeds, at the same
+// version), zot, and a floor. `make bench` runs it (`make bench
+// ZOT=/path/to/zot` to include zot); it is not part of `make test`.
 //
-// It builds both binaries from this module, starts each on its own loopback
-// port with filesystem storage in its own temporary directory (under $TMPDIR)
-// and the storage settings berth gives its embedded registry, and drives both
-// with the same oras-go client code, one HTTP client per server. With the
-// default flags (see -h for sizes, counts and runs) the four rows are:
+// It builds berth, the upstream registry and the floor from this module and
+// starts each server on its own loopback port with filesystem storage in
+// its own temporary directory (under $TMPDIR): berth and the upstream
+// registry with the storage settings berth gives its embedded registry; zot,
+// the binary -zot names, with commit on, so that it syncs every file it
+// writes as distribution's filesystem driver does (zot's default is off),
+// and zot's defaults otherwise (dedupe and garbage collection on). zot is
+// not built here: without -zot the harness says that zot is skipped and
+// leaves its columns out (docs/benchmarks.md says how to build zot's
+// minimal binary). The floor (test/bench/floor) is a bare net/http server
+// answering the pull requests the workloads send from files on disk with
+// http.ServeContent, the least a pull can cost on this machine; it takes
+// part in the pull rows only, and the harness writes their content into its
+// directory instead of pushing it.
+//
+// The same oras-go client code drives every server, one HTTP client per
+// server. With the default flags (see -h for sizes, counts and runs) the
+// seven rows are:
 //
 //   - blob push and pull: a fresh random 64 MiB blob uploaded monolithically
 //     (POST, then one PUT), then fetched, read to the end and its digest
 //     verified. In MB/s (10^6 bytes per second).
-//   - packages push and pull: 1,000 packages shaped like berth's wire format
-//     (a JSON metadata config, a 50 KiB content layer, an OCI manifest with
-//     berth's artifact type) pushed by tag to 50 repositories, 4 at a time;
-//     then all pulled back, 4 at a time: resolve the tag, fetch the manifest,
-//     config and content, verify every digest. In packages/s.
+//   - packages push and pull, at c=1 and at c=8: 300 packages shaped like
+//     berth's wire format (a JSON metadata config, a 50 KiB content layer,
+//     an OCI manifest with berth's artifact type) pushed by tag to 30
+//     repositories, 1 or 8 at a time; then all pulled back the same way:
+//     resolve the tag, fetch the manifest, config and content, verify every
+//     digest. In packages/s.
+//   - mixed 80% pull / 20% push (c=8): after each c=8 push and pull, 300
+//     operations (as many as -packages), 8 at a time, started in a fixed
+//     order: every fifth pushes a fresh package (a new version in one of
+//     the same repositories), the others pull the packages just pushed, in
+//     turn. In operations/s.
 //
 // A second table compares berth with auth on (an htpasswd user granted pull
 // and push, a client that logs in through the token flow with oras-go's
-// token cache, as oras does) against berth without, on the package rows: the
-// ratio is berth+auth/berth, and the same 0.95x target reads "at most 5%
-// slower". Below it, the token endpoint's p50 and p99: GET /auth/token with
-// the user's Basic credentials, -token-requests times, one at a time.
+// token cache, as oras does) against berth without, on the package push
+// and pull rows: the ratio is berth+auth/berth, and the target 0.95x reads
+// "at most 5% slower". Below it, the token endpoint's p50 and p99: GET
+// /auth/token with the user's Basic credentials, -token-requests times, one
+// at a time.
 //
 // Content is fresh for every run, so nothing is deduplicated, and a run's
-// repositories are its own, so immutable tags never collide. Both servers
-// are warmed up first. Runs alternate between the servers, and which one goes
-// first alternates too (berth, upstream, upstream, berth, ...), so that noise
-// from the machine hits both alike; before each run the harness flushes dirty
-// pages to disk and collects its own garbage, so that no run pays for the
+// repositories are its own, so immutable tags never collide. Every server
+// is warmed up first. The order of the servers rotates from one run to the
+// next (berth, upstream, zot, floor; then upstream, zot, floor, berth; ...),
+// so that each goes first, second, ... equally often and noise from the
+// machine hits all alike; before each run the harness flushes dirty pages
+// to disk and collects its own garbage, so that no run pays for the
 // write-back of the one before.
 //
 // Reading the table: each cell is the median of that row's runs on that
-// server, and berth/upstream is the ratio of the two medians; every row is a
-// throughput, so higher is better and 1.00x is parity. A row whose ratio, as
-// printed, is under 0.95x is marked MISS. The numbers compare the two servers
-// on this machine and say little about absolute speed elsewhere; with -v the
-// harness also prints every sample, in run order, to show how noisy the
-// machine was. The exit status is 0 whenever every run completed, whatever
-// the ratios.
+// server ("-" where the server takes no part), then the ratios of berth's
+// median to upstream's, zot's and the floor's; every row is a throughput,
+// so higher is better and 1.00x is parity. A row is marked MISS when it
+// misses its target, judged on the ratios as printed: on the package and
+// mixed rows berth/zot >= 1.20x (berth/upstream >= 0.95x when zot is
+// skipped), on the blob rows berth >= 1.00x the better of upstream and
+// zot. berth/floor has no target: it says how close berth's pulls come to
+// the floor. The numbers compare the servers on this machine and say
+// little about absolute speed elsewhere; with -v the harness also prints
+// every sample, in run order, to show how noisy the machine was. The exit
+// status is 0 whenever every run completed, whatever the ratios.
 //
 // With -catalog (make bench-catalog) it runs the catalog benchmarks instead:
 // berth serve alone, with a generated catalog of 100,000 package versions
@@ -85,8 +111,24 @@ import (
 	"time"
 )
 
-// targetPercent is the berth/upstream ratio every row should reach, in percent.
-const targetPercent = 95
+// The targets, in percent of the ratios as printed.
+const (
+	// packageTargetPercent is berth/zot on the package and mixed rows.
+	packageTargetPercent = 120
+	// blobTargetPercent is berth over the better of upstream and zot on the
+	// blob rows.
+	blobTargetPercent = 100
+	// parityTargetPercent is berth/upstream on the package and mixed rows
+	// when zot is skipped, and berth+auth/berth on the auth table's rows.
+	parityTargetPercent = 95
+)
+
+// packageConcurrencies are the package rows' concurrencies.
+var packageConcurrencies = []int{1, 8}
+
+// mixedConcurrency is the mixed row's, one of packageConcurrencies: the
+// mixed row runs in the package rounds at it, on their packages.
+const mixedConcurrency = 8
 
 // options are the command-line flags.
 type options struct {
@@ -94,8 +136,8 @@ type options struct {
 	blobMiB               int
 	packages, repos       int
 	packageKiB            int
-	concurrency           int
 	tokenRequests         int
+	zot                   string
 	verbose               bool
 	catalog               catalogOptions
 	provenance            provenanceOptions
@@ -108,11 +150,11 @@ func parseFlags() (options, error) {
 	flag.IntVar(&o.blobRuns, "blob-runs", 5, "runs per server of the blob rows")
 	flag.IntVar(&o.packageRuns, "package-runs", 3, "runs per server of the package rows")
 	flag.IntVar(&o.blobMiB, "blob-mib", 64, "size of the blob, in MiB")
-	flag.IntVar(&o.packages, "packages", 1000, "packages pushed and pulled per run")
-	flag.IntVar(&o.repos, "repos", 50, "repositories the packages are spread over")
+	flag.IntVar(&o.packages, "packages", 300, "packages pushed and pulled per run, and operations of the mixed row")
+	flag.IntVar(&o.repos, "repos", 30, "repositories the packages are spread over")
 	flag.IntVar(&o.packageKiB, "package-kib", 50, "size of each package's content layer, in KiB")
-	flag.IntVar(&o.concurrency, "concurrency", 4, "packages pushed or pulled at a time")
 	flag.IntVar(&o.tokenRequests, "token-requests", 500, "tokens issued, one at a time, to time the token endpoint")
+	flag.StringVar(&o.zot, "zot", "", "zot binary to compare with (docs/benchmarks.md says how to build one); without it zot is skipped")
 	flag.BoolVar(&o.verbose, "v", false, "print every sample of every row")
 	registerCatalogFlags(&o.catalog)
 	registerProvenanceFlags(&o.provenance)
@@ -136,7 +178,7 @@ func parseFlags() (options, error) {
 		value int
 	}{
 		{"blob-runs", o.blobRuns}, {"package-runs", o.packageRuns}, {"blob-mib", o.blobMiB},
-		{"packages", o.packages}, {"repos", o.repos}, {"package-kib", o.packageKiB}, {"concurrency", o.concurrency},
+		{"packages", o.packages}, {"repos", o.repos}, {"package-kib", o.packageKiB},
 		{"token-requests", o.tokenRequests},
 	} {
 		if f.value < 1 {
@@ -176,19 +218,24 @@ func run() error {
 		return runOLM(ctx, o.olm)
 	}
 	began := time.Now()
+	if o.zot == "" {
+		logf("zot skipped: no -zot binary given (docs/benchmarks.md says how to build one)")
+	} else if _, err := os.Stat(o.zot); err != nil {
+		return fmt.Errorf("-zot: %w", err)
+	}
 
 	root, err := os.MkdirTemp("", "berth-bench-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(root)
-	for _, d := range []string{"bin", "berth", "upstream", "berth-auth"} {
+	for _, d := range []string{"bin", "berth", "upstream", "zot", "floor", "berth-auth"} {
 		if err := os.Mkdir(filepath.Join(root, d), 0o755); err != nil {
 			return err
 		}
 	}
 
-	logf("building berth and %s", upstreamPkg)
+	logf("building berth, %s and the floor", upstreamPkg)
 	bins, err := build(ctx, filepath.Join(root, "bin"))
 	if err != nil {
 		return err
@@ -203,29 +250,60 @@ func run() error {
 		return err
 	}
 	defer stop(upstream)
+	servers := []*server{berth, upstream}
+	peers := fmt.Sprintf("distribution %s (upstream registry built from the same module)", bins.distribution)
+	if o.zot != "" {
+		zot, err := startZot(ctx, o.zot, filepath.Join(root, "zot"))
+		if err != nil {
+			return err
+		}
+		defer stop(zot)
+		servers = append(servers, zot)
+		peers += "; " + zotVersion(ctx, o.zot)
+	} else {
+		peers += "; zot skipped"
+	}
+	floorServer, store, err := startFloor(ctx, bins.floor, filepath.Join(root, "floor"))
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	defer stop(floorServer)
+	servers = append(servers, floorServer)
 	authed, password, err := startBerthAuth(ctx, bins.berth, filepath.Join(root, "berth-auth"))
 	if err != nil {
 		return err
 	}
 	defer stop(authed)
-	logf("berth on %s, upstream on %s, berth with auth on %s", berth.addr, upstream.addr, authed.addr)
-	targets := [2]*target{newTarget(berth.name, berth.addr), newTarget(upstream.name, upstream.addr)}
+
+	targets := make([]*target, len(servers))
+	addrs := make([]string, len(servers))
+	for i, s := range servers {
+		targets[i] = newTarget(s.name, s.addr)
+		addrs[i] = s.name + " on " + s.addr
+	}
+	l := lineup{berth: 0, upstream: 1, zot: -1, floor: len(targets) - 1}
+	if o.zot != "" {
+		l.zot = 2
+	}
+	targets[l.floor].store = store
+	logf("%s, berth with auth on %s", strings.Join(addrs, ", "), authed.addr)
 
 	rows, err := measureAll(ctx, o, targets)
 	if err != nil {
 		return err
 	}
-	header := fmt.Sprintf("machine: %d cores, %s/%s, %s; distribution %s (upstream registry built from the same module)",
-		runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, bins.goVersion, bins.distribution)
-	printTable(os.Stdout, header, targets, rows, o.verbose)
+	header := fmt.Sprintf("machine: %d cores, %s/%s, %s; %s; floor: net/http, http.ServeContent from disk",
+		runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, bins.goVersion, peers)
+	printTable(os.Stdout, peerTable(header, targets, l, rows), o.verbose)
 
-	// Auth on against auth off: the same package rows, berth with auth on
-	// (the client logs in as a user through the token flow) against berth
+	// Auth on against auth off: the package rows, berth with auth on (the
+	// client logs in as a user through the token flow) against berth
 	// without, and the token endpoint's latency.
 	logf("auth on against auth off")
 	login := newLoginTarget(authed.name, authed.addr, benchUser, password)
-	authTargets := [2]*target{login, targets[0]}
-	authRows, err := measurePackages(ctx, o, authTargets, newRand(), "bench/auth")
+	authTargets := []*target{login, targets[l.berth]}
+	authRows, err := measurePackages(ctx, o, authTargets, newRand(), "bench/auth", false)
 	if err != nil {
 		return err
 	}
@@ -234,7 +312,7 @@ func run() error {
 		return err
 	}
 	fmt.Println()
-	printTable(os.Stdout, "auth on against auth off (berth+auth: htpasswd user, bcrypt cost 10, token flow with oras-go's token cache)", authTargets, authRows, o.verbose)
+	printTable(os.Stdout, authTable(authTargets, authRows), o.verbose)
 	fmt.Printf("token issue (GET /auth/token, Basic, %d one at a time): p50 %s, p99 %s\n",
 		o.tokenRequests, formatDuration(p50), formatDuration(p99))
 	logf("done in %s", time.Since(began).Round(time.Second))
@@ -247,45 +325,88 @@ func stop(s *server) {
 	}
 }
 
-// row is one line of the table: a throughput measured on both servers.
+// rowKind says which target a row has.
+type rowKind int
+
+const (
+	// blobRow: berth >= 1.00x the better of upstream and zot.
+	blobRow rowKind = iota
+	// packageRow, the package rows and the mixed row: berth/zot >= 1.20x,
+	// or berth/upstream >= 0.95x when zot is skipped.
+	packageRow
+)
+
+// row is one line of a table: a throughput measured on each target.
 type row struct {
 	name    string
 	unit    string
-	samples [2][]float64 // berth, upstream; in run order
+	kind    rowKind
+	samples [][]float64 // one per target, in run order; none for a target that takes no part
 }
 
-// round is one timed push-then-pull run of a workload on a target; rep
-// numbers the run. It returns both throughputs.
-type round func(ctx context.Context, t *target, rep int) (push, pull float64, err error)
+func newRow(name, unit string, kind rowKind, targets int) *row {
+	return &row{name: name, unit: unit, kind: kind, samples: make([][]float64, targets)}
+}
 
-// measureAll warms both servers up, then measures the four rows.
-func measureAll(ctx context.Context, o options, targets [2]*target) ([]*row, error) {
+// measurement is a throughput one round measured, for row.
+type measurement struct {
+	row   *row
+	value float64
+}
+
+// round is one timed run of a workload on a target; rep numbers the run. It
+// returns what it measured, one measurement per row the target takes part in.
+type round func(ctx context.Context, t *target, rep int) ([]measurement, error)
+
+// measureAll warms every target up, then measures the blob rows, the
+// package rows and the mixed row.
+func measureAll(ctx context.Context, o options, targets []*target) ([]*row, error) {
 	rnd := newRand()
-	blobs := func(ctx context.Context, t *target, _ int) (float64, float64, error) {
-		data := make([]byte, o.blobMiB<<20)
-		rnd.Read(data)
-		settle()
-		return blobRound(ctx, t, data)
+	blobPushRow := newRow(fmt.Sprintf("%d MiB blob push", o.blobMiB), "MB/s", blobRow, len(targets))
+	blobPullRow := newRow(fmt.Sprintf("%d MiB blob pull", o.blobMiB), "MB/s", blobRow, len(targets))
+	// blobs pushes a fresh blob of size and pulls it back; the floor has
+	// it written instead.
+	blobs := func(size int) round {
+		return func(ctx context.Context, t *target, _ int) ([]measurement, error) {
+			data := make([]byte, size)
+			rnd.Read(data)
+			desc := descriptor("application/octet-stream", data)
+			var got []measurement
+			if t.store != nil {
+				if err := t.store.PutBlob(desc.Digest, data); err != nil {
+					return nil, fmt.Errorf("%s: %w", t.name, err)
+				}
+				settle()
+			} else {
+				settle()
+				push, err := blobPush(ctx, t, desc, data)
+				if err != nil {
+					return nil, err
+				}
+				got = append(got, measurement{blobPushRow, push})
+			}
+			pull, err := blobPull(ctx, t, desc)
+			if err != nil {
+				return nil, err
+			}
+			return append(got, measurement{blobPullRow, pull}), nil
+		}
 	}
 
 	logf("warming up")
 	for _, t := range targets {
-		data := make([]byte, 1<<20)
-		rnd.Read(data)
-		if _, _, err := blobRound(ctx, t, data); err != nil {
+		if _, err := blobs(1<<20)(ctx, t, 0); err != nil {
 			return nil, err
 		}
 	}
-	blobPush := &row{name: fmt.Sprintf("%d MiB blob push", o.blobMiB), unit: "MB/s"}
-	blobPull := &row{name: fmt.Sprintf("%d MiB blob pull", o.blobMiB), unit: "MB/s"}
-	if err := measure(ctx, targets, o.blobRuns, blobs, blobPush, blobPull); err != nil {
+	if err := measure(ctx, targets, o.blobRuns, blobs(o.blobMiB<<20)); err != nil {
 		return nil, err
 	}
-	pkgRows, err := measurePackages(ctx, o, targets, rnd, "bench/run")
+	pkgRows, err := measurePackages(ctx, o, targets, rnd, "bench/run", true)
 	if err != nil {
 		return nil, err
 	}
-	return append([]*row{blobPush, blobPull}, pkgRows...), nil
+	return append([]*row{blobPushRow, blobPullRow}, pkgRows...), nil
 }
 
 func newRand() *rand.ChaCha8 {
@@ -294,62 +415,118 @@ func newRand() *rand.ChaCha8 {
 	return rand.NewChaCha8(seed)
 }
 
-// measurePackages warms both targets up with a few packages, then measures
-// the package push and pull rows, in repositories under prefix-<run>.
-func measurePackages(ctx context.Context, o options, targets [2]*target, rnd io.Reader, prefix string) ([]*row, error) {
-	packages := func(prefix string, count int) ([]pkg, error) {
-		return newPackages(rnd, packageSet{prefix: prefix, count: count, repos: min(o.repos, count), contentSize: o.packageKiB << 10})
+// measurePackages warms the targets up with a few packages, then measures
+// the package push and pull rows at each of packageConcurrencies, in
+// repositories under prefix-<run>-c<concurrency>; with mixed, also the
+// mixed row, in the rounds at mixedConcurrency. The floor has its packages
+// written instead of pushed, and takes part in the pull rows only.
+func measurePackages(ctx context.Context, o options, targets []*target, rnd io.Reader, prefix string, mixed bool) ([]*row, error) {
+	packages := func(prefix string, count, offset, repos int) ([]pkg, error) {
+		return newPackages(rnd, packageSet{prefix: prefix, count: count, offset: offset, repos: repos, contentSize: o.packageKiB << 10})
 	}
-	pkgs := func(ctx context.Context, t *target, rep int) (float64, float64, error) {
-		p, err := packages(fmt.Sprintf("%s-%d", prefix, rep+1), o.packages)
-		if err != nil {
+	repos := min(o.repos, o.packages)
+	// pushPull pushes pkgs to t and pulls them back, c at a time; the floor
+	// has them written instead, and push is 0.
+	pushPull := func(ctx context.Context, t *target, pkgs []pkg, c int) (push, pull float64, err error) {
+		if t.store == nil {
+			settle()
+			return packageRound(ctx, t, pkgs, c)
+		}
+		if err := t.put(pkgs); err != nil {
 			return 0, 0, err
 		}
 		settle()
-		return packageRound(ctx, t, p, o.concurrency)
+		pull, err = pullRound(ctx, t, pkgs, c)
+		return 0, pull, err
 	}
+
+	warm := 4 * mixedConcurrency
 	for _, t := range targets {
-		p, err := packages(prefix+"-warmup", 4*o.concurrency)
+		pkgs, err := packages(prefix+"-warmup", warm, 0, min(o.repos, warm))
 		if err != nil {
 			return nil, err
 		}
-		if _, _, err := packageRound(ctx, t, p, o.concurrency); err != nil {
+		if _, _, err := pushPull(ctx, t, pkgs, mixedConcurrency); err != nil {
 			return nil, err
 		}
 	}
-	pkgPush := &row{name: fmt.Sprintf("%d packages push (c=%d)", o.packages, o.concurrency), unit: "packages/s"}
-	pkgPull := &row{name: fmt.Sprintf("%d packages pull (c=%d)", o.packages, o.concurrency), unit: "packages/s"}
-	if err := measure(ctx, targets, o.packageRuns, pkgs, pkgPush, pkgPull); err != nil {
-		return nil, err
+
+	var rows []*row
+	var mixedRow *row
+	for _, c := range packageConcurrencies {
+		pushRow := newRow(fmt.Sprintf("%d packages push (c=%d)", o.packages, c), "packages/s", packageRow, len(targets))
+		pullRow := newRow(fmt.Sprintf("%d packages pull (c=%d)", o.packages, c), "packages/s", packageRow, len(targets))
+		rows = append(rows, pushRow, pullRow)
+		if mixed && c == mixedConcurrency {
+			mixedRow = newRow(fmt.Sprintf("mixed 80%% pull / 20%% push (c=%d)", c), "ops/s", packageRow, len(targets))
+		}
+		r := func(ctx context.Context, t *target, rep int) ([]measurement, error) {
+			run := fmt.Sprintf("%s-%d-c%d", prefix, rep+1, c)
+			pkgs, err := packages(run, o.packages, 0, repos)
+			if err != nil {
+				return nil, err
+			}
+			push, pull, err := pushPull(ctx, t, pkgs, c)
+			if err != nil {
+				return nil, err
+			}
+			if t.store != nil {
+				return []measurement{{pullRow, pull}}, nil
+			}
+			got := []measurement{{pushRow, push}, {pullRow, pull}}
+			if mixedRow == nil || c != mixedConcurrency {
+				return got, nil
+			}
+			// The mixed row: new versions in the same repositories, pushed
+			// among pulls of the packages just pushed.
+			fresh, err := packages(run, o.packages/mixedEvery, o.packages, repos)
+			if err != nil {
+				return nil, err
+			}
+			settle()
+			ops, err := mixedRound(ctx, t, mixedSchedule(o.packages, len(pkgs)), pkgs, fresh, c)
+			if err != nil {
+				return nil, err
+			}
+			return append(got, measurement{mixedRow, ops}), nil
+		}
+		if err := measure(ctx, targets, o.packageRuns, r); err != nil {
+			return nil, err
+		}
 	}
-	return []*row{pkgPush, pkgPull}, nil
+	if mixedRow != nil {
+		rows = append(rows, mixedRow)
+	}
+	return rows, nil
 }
 
-// measure runs r runs times on each target, alternating which goes first,
-// and records its throughputs in push and pull.
-func measure(ctx context.Context, targets [2]*target, runs int, r round, push, pull *row) error {
+// measure runs r runs times on each target, in the order runOrder gives,
+// and records what it measures.
+func measure(ctx context.Context, targets []*target, runs int, r round) error {
 	for rep := range runs {
-		for _, i := range runOrder(rep) {
-			p, q, err := r(ctx, targets[i], rep)
+		for _, i := range runOrder(rep, len(targets)) {
+			got, err := r(ctx, targets[i], rep)
 			if err != nil {
 				return err
 			}
-			push.samples[i] = append(push.samples[i], p)
-			pull.samples[i] = append(pull.samples[i], q)
-			logf("%s, run %d/%d, %s: %.1f %s", push.name, rep+1, runs, targets[i].name, p, push.unit)
-			logf("%s, run %d/%d, %s: %.1f %s", pull.name, rep+1, runs, targets[i].name, q, pull.unit)
+			for _, s := range got {
+				s.row.samples[i] = append(s.row.samples[i], s.value)
+				logf("%s, run %d/%d, %s: %.1f %s", s.row.name, rep+1, runs, targets[i].name, s.value, s.row.unit)
+			}
 		}
 	}
 	return nil
 }
 
-// runOrder is the order of the targets (0 berth, 1 upstream) in run rep:
-// ABBAAB...
-func runOrder(rep int) [2]int {
-	if rep%2 == 1 {
-		return [2]int{1, 0}
+// runOrder is the order of n targets in run rep: the order of the targets
+// rotated by rep (with two, ABBAAB...), so that over any n runs in a row
+// each target takes each place once.
+func runOrder(rep, n int) []int {
+	order := make([]int, n)
+	for k := range order {
+		order[k] = (rep + k) % n
 	}
-	return [2]int{0, 1}
+	return order
 }
 
 // settle flushes dirty pages to disk and collects the harness's garbage, so
@@ -359,26 +536,122 @@ func settle() {
 	runtime.GC()
 }
 
-// printTable writes the header, one line per row and the target line; with
-// verbose, every row's samples follow.
-func printTable(w io.Writer, header string, targets [2]*target, rows []*row, verbose bool) {
-	fmt.Fprintln(w, header)
+// table is what printTable prints: a column of medians per target, then
+// ratio columns, each the median of one target over that of another, and
+// the target line.
+type table struct {
+	header  string
+	targets []*target
+	ratios  [][2]int // target indexes: numerator, denominator
+	rows    []*row
+	// meets says whether a row, with these medians (one per target, 0 for
+	// a target that takes no part), meets its target; goal says what the
+	// targets are.
+	meets func(r *row, medians []float64) bool
+	goal  string
+}
+
+// lineup is where each server is among the main table's targets; zot is -1
+// when it was skipped.
+type lineup struct{ berth, upstream, zot, floor int }
+
+// peerTable is the main table: berth against upstream, zot and the floor.
+func peerTable(header string, targets []*target, l lineup, rows []*row) table {
+	t := table{header: header, targets: targets, rows: rows, ratios: [][2]int{{l.berth, l.upstream}}}
+	if l.zot >= 0 {
+		t.ratios = append(t.ratios, [2]int{l.berth, l.zot})
+	}
+	t.ratios = append(t.ratios, [2]int{l.berth, l.floor})
+	t.meets = func(r *row, m []float64) bool {
+		zot := 0.0
+		if l.zot >= 0 {
+			zot = m[l.zot]
+		}
+		return meetsRowTarget(r.kind, m[l.berth], m[l.upstream], zot)
+	}
+	t.goal = peerGoal(l.zot >= 0)
+	return t
+}
+
+// peerGoal is the main table's target line.
+func peerGoal(zot bool) string {
+	pct := func(p int) string { return fmt.Sprintf("%.2fx", float64(p)/100) }
+	if zot {
+		return fmt.Sprintf("target: package and mixed rows berth/zot >= %s, blob rows berth >= %s max(upstream, zot); berth/floor has none",
+			pct(packageTargetPercent), pct(blobTargetPercent))
+	}
+	return fmt.Sprintf("target (zot skipped): package and mixed rows berth/upstream >= %s, blob rows berth >= %s upstream; berth/floor has none",
+		pct(parityTargetPercent), pct(blobTargetPercent))
+}
+
+// meetsRowTarget says whether berth's median meets a row's target against
+// upstream's and zot's (zot 0 when it was skipped): on a package row,
+// berth/zot >= 1.20x, or berth/upstream >= 0.95x without zot; on a blob
+// row, berth >= 1.00x the better of the two.
+func meetsRowTarget(kind rowKind, berth, upstream, zot float64) bool {
+	if kind == blobRow {
+		return meetsTarget(berth, max(upstream, zot), blobTargetPercent)
+	}
+	if zot > 0 {
+		return meetsTarget(berth, zot, packageTargetPercent)
+	}
+	return meetsTarget(berth, upstream, parityTargetPercent)
+}
+
+// authTable is the second table: berth with auth on against berth without.
+func authTable(targets []*target, rows []*row) table {
+	return table{
+		header:  "auth on against auth off (berth+auth: htpasswd user, bcrypt cost 10, token flow with oras-go's token cache)",
+		targets: targets,
+		ratios:  [][2]int{{0, 1}},
+		rows:    rows,
+		meets: func(_ *row, m []float64) bool {
+			return meetsTarget(m[0], m[1], parityTargetPercent)
+		},
+		goal: fmt.Sprintf("target: %s >= %.2fx %s on every row", targets[0].name, float64(parityTargetPercent)/100, targets[1].name),
+	}
+}
+
+// printTable writes the header, one line per row, its result (met or MISS)
+// last, and the target line; with verbose, every row's samples follow.
+func printTable(w io.Writer, t table, verbose bool) {
+	fmt.Fprintln(w, t.header)
 	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
-	fmt.Fprintf(tw, "row\t%s (median)\t%s (median)\t%s/%s\n", targets[0].name, targets[1].name, targets[0].name, targets[1].name)
+	cells := []string{"row"}
+	for _, x := range t.targets {
+		cells = append(cells, x.name+" (median)")
+	}
+	for _, q := range t.ratios {
+		cells = append(cells, t.targets[q[0]].name+"/"+t.targets[q[1]].name)
+	}
+	fmt.Fprintln(tw, strings.Join(append(cells, "result"), "\t"))
 	misses := 0
-	for _, r := range rows {
-		b, u := median(r.samples[0]), median(r.samples[1])
-		ratio := formatRatio(b, u)
-		if !meetsTarget(b, u) {
-			ratio += "  MISS"
+	for _, r := range t.rows {
+		medians := make([]float64, len(t.targets))
+		cells := []string{r.name}
+		for i := range t.targets {
+			if len(r.samples[i]) == 0 {
+				cells = append(cells, "-")
+				continue
+			}
+			medians[i] = median(r.samples[i])
+			cells = append(cells, fmt.Sprintf("%.1f %s", medians[i], r.unit))
+		}
+		for _, q := range t.ratios {
+			cells = append(cells, formatRatio(medians[q[0]], medians[q[1]]))
+		}
+		if t.meets(r, medians) {
+			cells = append(cells, "met")
+		} else {
+			cells = append(cells, "MISS")
 			misses++
 		}
-		fmt.Fprintf(tw, "%s\t%.1f %s\t%.1f %s\t%s\n", r.name, b, r.unit, u, r.unit, ratio)
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "target: %s >= %.2fx %s on every row", targets[0].name, float64(targetPercent)/100, targets[1].name)
+	fmt.Fprint(w, t.goal)
 	if misses > 0 {
-		fmt.Fprintf(w, " (%d of %d rows MISS)\n", misses, len(rows))
+		fmt.Fprintf(w, " (%d of %d rows MISS)\n", misses, len(t.rows))
 	} else {
 		fmt.Fprintln(w, " (met)")
 	}
@@ -386,9 +659,11 @@ func printTable(w io.Writer, header string, targets [2]*target, rows []*row, ver
 		return
 	}
 	fmt.Fprintln(w, "\nsamples, in run order:")
-	for _, r := range rows {
-		for i, t := range targets {
-			fmt.Fprintf(tw, "%s\t%s\t%s %s\n", r.name, t.name, formatSamples(r.samples[i]), r.unit)
+	for _, r := range t.rows {
+		for i, x := range t.targets {
+			if len(r.samples[i]) > 0 {
+				fmt.Fprintf(tw, "%s\t%s\t%s %s\n", r.name, x.name, formatSamples(r.samples[i]), r.unit)
+			}
 		}
 	}
 	tw.Flush()
@@ -408,20 +683,20 @@ func median(xs []float64) float64 {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
-// formatRatio prints berth/upstream with two decimals, e.g. "0.98x"; "-"
-// when upstream is 0.
-func formatRatio(berth, upstream float64) string {
-	if upstream == 0 {
+// formatRatio prints num/den with two decimals, e.g. "0.98x"; "-" when
+// either is 0 (a target that takes no part).
+func formatRatio(num, den float64) string {
+	if num == 0 || den == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%.2fx", berth/upstream)
+	return fmt.Sprintf("%.2fx", num/den)
 }
 
-// meetsTarget reports whether berth/upstream, rounded to two decimals as
-// formatRatio prints it, is at least targetPercent/100, so that the verdict
+// meetsTarget reports whether num/den, rounded to two decimals as
+// formatRatio prints it, is at least percent/100, so that the verdict
 // agrees with the printed number.
-func meetsTarget(berth, upstream float64) bool {
-	return upstream > 0 && math.Round(berth/upstream*100) >= targetPercent
+func meetsTarget(num, den float64, percent int) bool {
+	return num > 0 && den > 0 && math.Round(num/den*100) >= float64(percent)
 }
 
 func formatSamples(xs []float64) string {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"debug/buildinfo"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -14,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/berth-registry/berth/test/bench/internal/floor"
 )
 
 const (
@@ -22,32 +25,36 @@ const (
 	upstreamPkg = "github.com/distribution/distribution/v3/cmd/registry"
 	// distributionModule is the module whose version both binaries must share.
 	distributionModule = "github.com/distribution/distribution/v3"
+	// floorPkg is the floor server, in this module.
+	floorPkg = "./test/bench/floor"
 
 	readyTimeout = 30 * time.Second
 	stopTimeout  = 15 * time.Second
 )
 
-// binaries are the two servers, built from this module by one go build.
+// binaries are the servers built from this module by one go build: berth,
+// the upstream registry and the floor.
 type binaries struct {
-	berth, upstream string
+	berth, upstream, floor string
 	// goVersion is the toolchain that built them; distribution is the
 	// version of distributionModule in both.
 	goVersion, distribution string
 }
 
-// build compiles berth and the upstream registry into dir and checks that
-// both carry the same distribution version.
+// build compiles berth, the upstream registry and the floor into dir and
+// checks that berth and the upstream registry carry the same distribution
+// version.
 func build(ctx context.Context, dir string) (binaries, error) {
 	root, err := moduleRoot(ctx)
 	if err != nil {
 		return binaries{}, err
 	}
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", dir+string(filepath.Separator), "./cmd/berth", upstreamPkg)
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", dir+string(filepath.Separator), "./cmd/berth", upstreamPkg, floorPkg)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return binaries{}, fmt.Errorf("go build: %w\n%s", err, out)
 	}
-	b := binaries{berth: filepath.Join(dir, "berth"), upstream: filepath.Join(dir, "registry")}
+	b := binaries{berth: filepath.Join(dir, "berth"), upstream: filepath.Join(dir, "registry"), floor: filepath.Join(dir, "floor")}
 	berthInfo, err := buildinfo.ReadFile(b.berth)
 	if err != nil {
 		return binaries{}, err
@@ -143,6 +150,103 @@ http:
 	return start(ctx, "upstream", addr, dir, "/v2/", bin, "serve", file)
 }
 
+// startZot runs zot's `serve` with zotConfig.
+func startZot(ctx context.Context, bin, dir string) (*server, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	config, err := zotConfig(filepath.Join(dir, "data"), addr)
+	if err != nil {
+		return nil, err
+	}
+	file := filepath.Join(dir, "config.json")
+	if err := os.WriteFile(file, config, 0o644); err != nil {
+		return nil, err
+	}
+	return start(ctx, "zot", addr, dir, "/v2/", bin, "serve", file)
+}
+
+// zotConfig is zot's configuration: local storage under data with commit on
+// (every file zot writes is synced, as distribution's filesystem driver
+// does; zot's default is off), listening on addr, error-level logs. The
+// rest is zot's default, dedupe and garbage collection included.
+func zotConfig(data, addr string) ([]byte, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	return json.MarshalIndent(map[string]any{
+		"distSpecVersion": "1.1.1",
+		"storage":         map[string]any{"rootDirectory": data, "commit": true},
+		"http":            map[string]any{"address": host, "port": port},
+		"log":             map[string]any{"level": "error"},
+	}, "", "  ")
+}
+
+// zotVersion names the zot binary bin for the table's header: the commit
+// `zot --version` reports (set by zot's Makefile) or else the version in its
+// build information, and its path.
+func zotVersion(ctx context.Context, bin string) string {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	out, _ := exec.CommandContext(ctx, bin, "--version").CombinedOutput()
+	v := parseZotVersion(out)
+	if v == "" {
+		if info, err := buildinfo.ReadFile(bin); err == nil && info.Main.Version != "(devel)" {
+			v = info.Main.Version
+		}
+	}
+	if v == "" {
+		return fmt.Sprintf("zot (%s)", bin)
+	}
+	return fmt.Sprintf("zot %s (%s)", v, bin)
+}
+
+// parseZotVersion reads the commit and binary type from the output of `zot
+// --version`, a JSON log line; "" when it names no commit.
+func parseZotVersion(out []byte) string {
+	for line := range bytes.Lines(out) {
+		var v struct {
+			Message    string `json:"message"`
+			Commit     string `json:"commit"`
+			BinaryType string `json:"binary-type"`
+		}
+		if json.Unmarshal(line, &v) != nil || v.Message != "version" || v.Commit == "" {
+			continue
+		}
+		if v.BinaryType != "" {
+			return v.Commit + ", " + v.BinaryType
+		}
+		return v.Commit
+	}
+	return ""
+}
+
+// startFloor runs the floor on an empty directory dir/data and opens that
+// directory for the harness to write content into.
+func startFloor(ctx context.Context, bin, dir string) (*server, *floor.Store, error) {
+	data := filepath.Join(dir, "data")
+	if err := os.Mkdir(data, 0o755); err != nil {
+		return nil, nil, err
+	}
+	store, err := floor.NewStore(data)
+	if err != nil {
+		return nil, nil, err
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		store.Close()
+		return nil, nil, err
+	}
+	s, err := start(ctx, "floor", addr, dir, "/v2/", bin, "-addr", addr, "-dir", data)
+	if err != nil {
+		store.Close()
+		return nil, nil, err
+	}
+	return s, store, nil
+}
+
 // freeAddr picks a free loopback port.
 func freeAddr() (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -179,10 +283,10 @@ func start(ctx context.Context, name, addr, dir, readyPath, bin string, args ...
 	return s, nil
 }
 
-// serverEnv is the environment of both servers: the caller's, without
-// settings that would change how either one behaves (BERTH_*, REGISTRY_*,
-// OTEL_*), and with upstream's tracing exporter off so that it sends nothing
-// anywhere.
+// serverEnv is the environment of every server: the caller's, without
+// settings that would change how berth or upstream behaves (BERTH_*,
+// REGISTRY_*, OTEL_*), and with upstream's tracing exporter off so that it
+// sends nothing anywhere.
 func serverEnv(environ []string) []string {
 	env := make([]string, 0, len(environ)+1)
 	for _, kv := range environ {

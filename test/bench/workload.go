@@ -19,6 +19,7 @@ import (
 	"oras.land/oras-go/v2/registry/remote/auth"
 
 	"github.com/berth-registry/berth/pkgformat"
+	"github.com/berth-registry/berth/test/bench/internal/floor"
 )
 
 // target is one server as the workloads see it: its address and the one
@@ -30,6 +31,9 @@ type target struct {
 	// login, when set, is the registry API's client instead of client: it
 	// logs in through the token flow.
 	login *auth.Client
+	// store, when set, makes t the floor: it serves pulls only, of content
+	// the harness writes into store instead of pushing it.
+	store *floor.Store
 }
 
 func newTarget(name, addr string) *target {
@@ -52,36 +56,35 @@ func (t *target) repository(name string) *remote.Repository {
 // blobRepository is where the large-blob workload pushes.
 const blobRepository = "bench/blob"
 
-// blobRound pushes data as a blob to t (a monolithic upload: POST, then one
-// PUT with the whole body), fetches it back, reads it to the end and verifies
-// its digest. It returns both throughputs in MB/s.
-func blobRound(ctx context.Context, t *target, data []byte) (push, pull float64, err error) {
-	size := len(data)
-	desc := descriptor("application/octet-stream", data)
-	blobs := t.repository(blobRepository).Blobs()
-
+// blobPush pushes data, described by desc, as a blob to t (a monolithic
+// upload: POST, then one PUT with the whole body). It returns the
+// throughput in MB/s.
+func blobPush(ctx context.Context, t *target, desc ocispec.Descriptor, data []byte) (float64, error) {
 	start := time.Now()
-	if err := blobs.Push(ctx, desc, bytes.NewReader(data)); err != nil {
-		return 0, 0, fmt.Errorf("%s: push blob %s: %w", t.name, desc.Digest, err)
+	if err := t.repository(blobRepository).Blobs().Push(ctx, desc, bytes.NewReader(data)); err != nil {
+		return 0, fmt.Errorf("%s: push blob %s: %w", t.name, desc.Digest, err)
 	}
-	push = mbPerSecond(size, time.Since(start))
+	return mbPerSecond(desc.Size, time.Since(start)), nil
+}
 
+// blobPull fetches the blob desc from t, reads it to the end and verifies
+// its digest. It returns the throughput in MB/s.
+func blobPull(ctx context.Context, t *target, desc ocispec.Descriptor) (float64, error) {
 	buf := make([]byte, 1<<20)
-	start = time.Now()
-	rc, err := blobs.Fetch(ctx, desc)
+	start := time.Now()
+	rc, err := t.repository(blobRepository).Blobs().Fetch(ctx, desc)
 	if err != nil {
-		return 0, 0, fmt.Errorf("%s: fetch blob %s: %w", t.name, desc.Digest, err)
+		return 0, fmt.Errorf("%s: fetch blob %s: %w", t.name, desc.Digest, err)
 	}
 	defer rc.Close()
 	vr := content.NewVerifyReader(rc, desc)
 	if err := drain(vr, buf); err != nil {
-		return 0, 0, fmt.Errorf("%s: read blob %s: %w", t.name, desc.Digest, err)
+		return 0, fmt.Errorf("%s: read blob %s: %w", t.name, desc.Digest, err)
 	}
 	if err := vr.Verify(); err != nil {
-		return 0, 0, fmt.Errorf("%s: blob %s: %w", t.name, desc.Digest, err)
+		return 0, fmt.Errorf("%s: blob %s: %w", t.name, desc.Digest, err)
 	}
-	pull = mbPerSecond(size, time.Since(start))
-	return push, pull, nil
+	return mbPerSecond(desc.Size, time.Since(start)), nil
 }
 
 // drain reads r to the end through buf (io.Copy to io.Discard would read
@@ -98,7 +101,7 @@ func drain(r io.Reader, buf []byte) error {
 	}
 }
 
-func mbPerSecond(n int, d time.Duration) float64 {
+func mbPerSecond(n int64, d time.Duration) float64 {
 	return float64(n) / 1e6 / d.Seconds()
 }
 
@@ -115,18 +118,22 @@ type pkg struct {
 type packageSet struct {
 	prefix      string // repositories are prefix/pkg-0001 ...
 	count       int
+	offset      int // the set's packages are numbered from offset on
 	repos       int // packages are spread round-robin over this many repositories
 	contentSize int // bytes of random content per package
 }
 
 // newPackages makes the packages of set with content read from rnd. Package
-// i goes to repository i%repos with version 1.0.<i/repos>, so each repository
-// holds count/repos versions.
+// number n (offset+i for the set's i-th) goes to repository n%repos with
+// version 1.0.<n/repos>, so with offset 0 each repository holds count/repos
+// versions, and a set with the same prefix and repos whose offset is another
+// set's count adds new versions to that set's repositories.
 func newPackages(rnd io.Reader, set packageSet) ([]pkg, error) {
 	pkgs := make([]pkg, set.count)
 	for i := range pkgs {
-		name := fmt.Sprintf("pkg-%04d", i%set.repos+1)
-		version := fmt.Sprintf("1.0.%d", i/set.repos)
+		n := set.offset + i
+		name := fmt.Sprintf("pkg-%04d", n%set.repos+1)
+		version := fmt.Sprintf("1.0.%d", n/set.repos)
 		p := &pkgs[i]
 		p.repo, p.tag = set.prefix+"/"+name, version
 
@@ -179,44 +186,119 @@ func descriptor(mediaType string, data []byte) ocispec.Descriptor {
 // (resolve the tag, fetch the manifest, config and content, verifying every
 // digest). It returns both throughputs in packages/s.
 func packageRound(ctx context.Context, t *target, pkgs []pkg, concurrency int) (push, pull float64, err error) {
-	repos := map[string]*remote.Repository{}
-	for _, p := range pkgs {
-		if repos[p.repo] == nil {
-			repos[p.repo] = t.repository(p.repo)
-		}
-	}
-	perSecond := func(d time.Duration) float64 { return float64(len(pkgs)) / d.Seconds() }
-
-	start := time.Now()
-	if err := forEach(ctx, pkgs, concurrency, func(ctx context.Context, p *pkg) error {
+	repos := t.repositories(pkgs)
+	if push, err = timeEach(ctx, t, pkgs, concurrency, func(ctx context.Context, p *pkg) error {
 		return pushPackage(ctx, repos[p.repo], p)
 	}); err != nil {
-		return 0, 0, fmt.Errorf("%s: %w", t.name, err)
+		return 0, 0, err
 	}
-	push = perSecond(time.Since(start))
-
-	start = time.Now()
-	if err := forEach(ctx, pkgs, concurrency, func(ctx context.Context, p *pkg) error {
-		return pullPackage(ctx, repos[p.repo], p)
-	}); err != nil {
-		return 0, 0, fmt.Errorf("%s: %w", t.name, err)
+	if pull, err = pullRound(ctx, t, pkgs, concurrency); err != nil {
+		return 0, 0, err
 	}
-	pull = perSecond(time.Since(start))
 	return push, pull, nil
 }
 
-// forEach runs fn on every package, concurrency at a time, and stops at the
-// first error.
-func forEach(ctx context.Context, pkgs []pkg, concurrency int, fn func(context.Context, *pkg) error) error {
+// pullRound pulls pkgs from t as packageRound does. It returns the
+// throughput in packages/s.
+func pullRound(ctx context.Context, t *target, pkgs []pkg, concurrency int) (float64, error) {
+	repos := t.repositories(pkgs)
+	return timeEach(ctx, t, pkgs, concurrency, func(ctx context.Context, p *pkg) error {
+		return pullPackage(ctx, repos[p.repo], p)
+	})
+}
+
+// mixedEvery makes every mixedEvery-th operation of the mixed row a push:
+// 20% pushes, 80% pulls.
+const mixedEvery = 5
+
+// mixedOp is one operation of the mixed row: a push of the index-th fresh
+// package, or a pull of the index-th package already there.
+type mixedOp struct {
+	push  bool
+	index int
+}
+
+// mixedSchedule is the mixed row's n operations, in the order they start:
+// every mixedEvery-th a push of the next fresh package, the others pulls of
+// the pulled packages already there, in turn. It has n/mixedEvery pushes.
+func mixedSchedule(n, pulled int) []mixedOp {
+	ops := make([]mixedOp, n)
+	pushes, pulls := 0, 0
+	for i := range ops {
+		if i%mixedEvery == mixedEvery-1 {
+			ops[i] = mixedOp{push: true, index: pushes}
+			pushes++
+		} else {
+			ops[i] = mixedOp{index: pulls % pulled}
+			pulls++
+		}
+	}
+	return ops
+}
+
+// mixedRound runs ops on t, concurrency at a time: pulls of existing (as
+// pullPackage does) and pushes of fresh (as pushPackage does). It returns
+// the throughput in operations/s.
+func mixedRound(ctx context.Context, t *target, ops []mixedOp, existing, fresh []pkg, concurrency int) (float64, error) {
+	repos := t.repositories(existing, fresh)
+	return timeEach(ctx, t, ops, concurrency, func(ctx context.Context, op *mixedOp) error {
+		if op.push {
+			p := &fresh[op.index]
+			return pushPackage(ctx, repos[p.repo], p)
+		}
+		p := &existing[op.index]
+		return pullPackage(ctx, repos[p.repo], p)
+	})
+}
+
+// repositories are clients for the repositories of every package in sets.
+func (t *target) repositories(sets ...[]pkg) map[string]*remote.Repository {
+	repos := map[string]*remote.Repository{}
+	for _, pkgs := range sets {
+		for _, p := range pkgs {
+			if repos[p.repo] == nil {
+				repos[p.repo] = t.repository(p.repo)
+			}
+		}
+	}
+	return repos
+}
+
+// timeEach runs fn on every item, concurrency at a time, and stops at the
+// first error. It returns the items done per second.
+func timeEach[T any](ctx context.Context, t *target, items []T, concurrency int, fn func(context.Context, *T) error) (float64, error) {
+	start := time.Now()
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(concurrency)
-	for i := range pkgs {
+	for i := range items {
 		if ctx.Err() != nil {
 			break
 		}
-		g.Go(func() error { return fn(ctx, &pkgs[i]) })
+		g.Go(func() error { return fn(ctx, &items[i]) })
 	}
-	return g.Wait()
+	if err := g.Wait(); err != nil {
+		return 0, fmt.Errorf("%s: %w", t.name, err)
+	}
+	return float64(len(items)) / time.Since(start).Seconds(), nil
+}
+
+// put writes pkgs into the floor's store, as a push would leave them.
+func (t *target) put(pkgs []pkg) error {
+	for i := range pkgs {
+		p := &pkgs[i]
+		for _, b := range []struct {
+			desc ocispec.Descriptor
+			data []byte
+		}{{p.configDesc, p.config}, {p.contentDesc, p.content}} {
+			if err := t.store.PutBlob(b.desc.Digest, b.data); err != nil {
+				return fmt.Errorf("%s: %w", t.name, err)
+			}
+		}
+		if err := t.store.PutManifest(p.repo, p.tag, p.manifestDesc.Digest, p.manifest); err != nil {
+			return fmt.Errorf("%s: %w", t.name, err)
+		}
+	}
+	return nil
 }
 
 func pushPackage(ctx context.Context, repo *remote.Repository, p *pkg) error {

@@ -46,9 +46,10 @@ lint:
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 
-## bench: berth vs the upstream distribution registry, side by side (not part of `make test`)
+## bench: berth vs the upstream distribution registry, zot and a bare net/http floor, side by side
+## (not part of `make test`); ZOT=/path/to/zot-minimal adds zot, which docs/benchmarks.md says how to build
 bench:
-	$(GO) run ./test/bench
+	$(GO) run ./test/bench $(if $(ZOT),-zot $(ZOT))
 
 ## bench-catalog: the catalog at 100,000 package versions: rebuild, restart, search latency,
 ## index.yaml, time to searchable (not part of `make test`; about 4 minutes on an idle 2-core machine)

@@ -50,10 +50,10 @@
 // repositories are its own, so immutable tags never collide. Every server
 // is warmed up first. The order of the servers rotates from one run to the
 // next (berth, upstream, zot, floor; then upstream, zot, floor, berth; ...),
-// so that each goes first, second, ... equally often and noise from the
-// machine hits all alike; before each run the harness flushes dirty pages
-// to disk and collects its own garbage, so that no run pays for the
-// write-back of the one before.
+// so that over as many runs as there are servers each takes every place
+// once and noise from the machine hits all alike; before each run the
+// harness flushes dirty pages to disk and collects its own garbage, so that
+// no run pays for the write-back of the one before.
 //
 // Reading the table: each cell is the median of that row's runs on that
 // server ("-" where the server takes no part), then the ratios of berth's

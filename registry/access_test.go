@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/distribution/distribution/v3"
+	v2 "github.com/distribution/distribution/v3/registry/api/v2"
+	"github.com/gorilla/mux"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
@@ -268,5 +270,37 @@ func TestParseRoute(t *testing.T) {
 		if got := ParseRoute(req); got != tc.want {
 			t.Errorf("ParseRoute(%s %s) = %+v, want %+v", tc.method, tc.path, got, tc.want)
 		}
+	}
+}
+
+// TestQuickRouteAgreesWithTheRouter: wherever quickRoute answers, it answers
+// as distribution's router does.
+func TestQuickRouteAgreesWithTheRouter(t *testing.T) {
+	const d = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	var quick int
+	for _, name := range []string{"a", "a/b", "a/blobs/uploads", "a/manifests/b", "a/referrers", "a-b/c.d", "A", "a//b", "a/../b", "_a"} {
+		for _, ref := range []string{d, "v1", "1.0.0-rc.1", "-x", "sha256:abc", "sha512:" + strings.Repeat("0", 128), "bad:tag", "x/y", "uploads", "uploads/", ""} {
+			for _, kind := range []string{"blobs", "manifests"} {
+				path := "/v2/" + name + "/" + kind + "/" + ref
+				got, ok := quickRoute(path)
+				if !ok {
+					continue
+				}
+				quick++
+				req := httptest.NewRequest("GET", "http://x"+path, nil)
+				req.URL.Path = path
+				var m mux.RouteMatch
+				want := Route{}
+				if v2.Router().Match(req, &m) && m.Route != nil {
+					want = Route{Kind: routeKinds[m.Route.GetName()], Repository: m.Vars["name"], Reference: m.Vars["reference"] + m.Vars["digest"]}
+				}
+				if got != want {
+					t.Errorf("quickRoute(%s) = %+v, the router %+v", path, got, want)
+				}
+			}
+		}
+	}
+	if quick == 0 {
+		t.Fatal("quickRoute answered none of the paths")
 	}
 }

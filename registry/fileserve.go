@@ -53,15 +53,12 @@ func (f *fileServer) serve(w http.ResponseWriter, req *http.Request) bool {
 	if req.Method != http.MethodGet && req.Method != http.MethodHead {
 		return false
 	}
-	rest, ok := strings.CutPrefix(req.URL.Path, "/v2/")
-	if !ok {
-		return false
-	}
-	if name, ref, ok := splitRef(rest, "/blobs/"); ok {
-		return f.serveBlob(w, req, name, ref)
-	}
-	if name, ref, ok := splitRef(rest, "/manifests/"); ok {
-		return f.serveManifest(w, req, name, ref)
+	route, ok := quickRoute(req.URL.Path)
+	switch {
+	case ok && route.Kind == RouteBlob:
+		return f.serveBlob(w, req, route.Repository, route.Reference)
+	case ok && route.Kind == RouteManifest:
+		return f.serveManifest(w, req, route.Repository, route.Reference)
 	}
 	return false
 }

@@ -1,3 +1,5 @@
+//go:build linux
+
 package registry
 
 import (
@@ -59,13 +61,21 @@ func send(method, url string, body []byte, header ...string) (int, string, error
 // startUpload POSTs a new upload of repo and returns its location.
 func startUpload(t *testing.T, base, repo string) string {
 	t.Helper()
-	resp, err := http.Post(base+"/v2/"+repo+"/blobs/uploads/", "", nil)
+	req, _ := http.NewRequest(http.MethodPost, base+"/v2/"+repo+"/blobs/uploads/", nil)
+	return accepted(t, base, req)
+}
+
+// accepted sends an upload request, requires 202 Accepted and returns the
+// upload's next location.
+func accepted(t *testing.T, base string, req *http.Request) string {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("POST upload: %s", resp.Status)
+		t.Fatalf("%s upload: %s", req.Method, resp.Status)
 	}
 	loc := resp.Header.Get("Location")
 	if !strings.HasPrefix(loc, "http") {
@@ -88,18 +98,7 @@ func TestPushIsAnsweredAfterTheFlush(t *testing.T) {
 	blob := []byte("layer")
 	patch, _ := http.NewRequest(http.MethodPatch, startUpload(t, srv.URL, "a/one"), bytes.NewReader(blob))
 	patch.Header.Set("Content-Type", "application/octet-stream")
-	resp, err := http.DefaultClient.Do(patch)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("PATCH: %s", resp.Status)
-	}
-	loc := resp.Header.Get("Location")
-	if !strings.HasPrefix(loc, "http") {
-		loc = srv.URL + loc
-	}
+	loc := accepted(t, srv.URL, patch)
 	if n := f.calls.Load(); n != 0 {
 		t.Fatalf("%d flushes for starting an upload and sending its data, want 0", n)
 	}

@@ -11,10 +11,12 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/distribution/distribution/v3/registry/api/errcode"
 	storagedriver "github.com/distribution/distribution/v3/registry/storage/driver"
 	storagemiddleware "github.com/distribution/distribution/v3/registry/storage/driver/middleware"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // How berth makes pushes durable on the filesystem driver.
@@ -257,4 +259,32 @@ func (h *heldResponse) release(w http.ResponseWriter) {
 	if len(h.body) > 0 {
 		_, _ = w.Write(h.body)
 	}
+}
+
+// timedFlusher records how long write requests wait for their flush,
+// sharing one included.
+type timedFlusher struct {
+	flusher
+	wait *prometheus.HistogramVec
+}
+
+func newTimedFlusher(f flusher, reg prometheus.Registerer) *timedFlusher {
+	t := &timedFlusher{flusher: f, wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "berth_registry_flush_wait_seconds",
+		Help:    "Time a push waited for what it stored to be flushed to disk (syncfs), by result.",
+		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
+	}, []string{"result"})}
+	reg.MustRegister(t.wait)
+	return t
+}
+
+func (t *timedFlusher) Sync() error {
+	start := time.Now()
+	err := t.flusher.Sync()
+	result := "ok"
+	if err != nil {
+		result = "failed"
+	}
+	t.wait.WithLabelValues(result).Observe(time.Since(start).Seconds())
+	return err
 }

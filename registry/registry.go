@@ -26,6 +26,7 @@ import (
 	registrymiddleware "github.com/distribution/distribution/v3/registry/middleware/registry"
 	storagedriver "github.com/distribution/distribution/v3/registry/storage/driver"
 	"github.com/opencontainers/go-digest"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/berth-registry/berth/internal/groupsync"
 	"github.com/berth-registry/berth/storage"
@@ -63,6 +64,8 @@ type Options struct {
 	AdmitTag func(ctx context.Context, repo, tag string, dgst digest.Digest) error
 	// Logger receives distribution's own logs. Nil means slog.Default().
 	Logger *slog.Logger
+	// Metrics, when set, receives berth_registry_flush_wait_seconds.
+	Metrics prometheus.Registerer
 }
 
 // Registry is an OCI distribution registry serving /v2/.
@@ -149,6 +152,9 @@ func New(ctx context.Context, opts Options) (*Registry, error) {
 	r := &Registry{app: app, guard: g, driver: g.driver, log: logger}
 	if syncer != nil {
 		r.syncer = syncer
+		if opts.Metrics != nil {
+			r.syncer = newTimedFlusher(syncer, opts.Metrics)
+		}
 	}
 	if opts.Storage.Driver == "filesystem" {
 		r.files = newFileServer(opts.Storage.Filesystem.RootDirectory)

@@ -157,6 +157,7 @@ func serve(cmd *cobra.Command, cfg *config.Config) error {
 		},
 		OnEvent: func(e registry.Event) { cat.Notify(e) },
 		Logger:  log,
+		Metrics: prometheus.DefaultRegisterer,
 	})
 	if err != nil {
 		return err

@@ -99,7 +99,8 @@ func TestMetricsCountRegistryAndCatalogTraffic(t *testing.T) {
 	for _, want := range []string{
 		`berth_http_requests_total{code="201",method="PUT",route="v2_manifest"} 1`,
 		`berth_http_request_bytes_total{route="v2_blob_upload"}`,
-		`registry_storage_action_seconds_count{action="PutContent",driver="filesystem"}`,
+		`registry_storage_action_seconds_count{action="Stat",driver="filesystem"}`,
+		`berth_registry_flush_wait_seconds_count{result="ok"}`,
 		`berth_catalog_indexed_total{status="indexed"} 1`,
 		`berth_catalog_reconcile_duration_seconds_count 1`,
 		`berth_http_requests_total{code="200",method="GET",route="/api/v1/packages/{namespace}/{name}/versions/{version}"}`,

@@ -132,21 +132,19 @@ func New(ctx context.Context, opts Options) (*Registry, error) {
 	// them, so any http(s) URL is accepted, as the OCI conformance suite expects.
 	cfg.Validation.Manifests.URLs.Allow = []string{"^https?://"}
 
+	// On the filesystem driver, pushes are flushed once per request
+	// (durable.go), where syncfs(2) exists (groupsync.New fails only where
+	// it does not); elsewhere distribution's per-file syncs stay.
 	var syncer *groupsync.Syncer
 	if root := opts.Storage.Filesystem.RootDirectory; opts.Storage.Driver == "filesystem" {
-		if syncer, err = openSyncer(root); err != nil {
-			return nil, err
-		}
-		if syncer != nil {
+		if s, err := groupsync.New(root); err == nil {
+			syncer = s
 			cfg.Middleware["storage"] = []configuration.Middleware{{Name: durableMiddleware, Options: configuration.Parameters{"rootdirectory": root}}}
 		}
 	}
 
 	app, err := newApp(ctx, cfg)
 	if err != nil {
-		if syncer != nil {
-			syncer.Close()
-		}
 		return nil, fmt.Errorf("registry: storage %s: %w", opts.Storage.Driver, err)
 	}
 	r := &Registry{app: app, guard: g, driver: g.driver, log: logger}
@@ -246,16 +244,6 @@ func (r *Registry) Close() error {
 		err = errors.Join(err, r.syncer.Close())
 	}
 	return err
-}
-
-// openSyncer returns the Syncer of the file system holding root; nil where
-// syncfs(2) is missing.
-func openSyncer(root string) (*groupsync.Syncer, error) {
-	s, err := groupsync.New(root)
-	if errors.Is(err, groupsync.ErrUnsupported) {
-		return nil, nil
-	}
-	return s, err
 }
 
 // manifestPath splits /v2/<repo>/manifests/<reference>.

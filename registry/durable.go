@@ -36,8 +36,8 @@ import (
 // response until one syncfs(2) of the file system (groupsync, shared by the
 // requests that wait at the same time) has put everything on disk, the
 // directory entries of renames included, which distribution's Move never
-// syncs. Writes outside a request (berth's own, the upload purger) keep
-// distribution's per-file syncs.
+// syncs. Content and links written outside a request (berth's own OLM
+// images) keep distribution's per-file syncs.
 
 // durableMiddleware is the name durableDriver is registered under with
 // distribution's storage middleware.

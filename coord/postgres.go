@@ -1,0 +1,204 @@
+package coord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"net/url"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Postgres coordinates the replicas that share one PostgreSQL database
+// through its session advisory locks: a lock is held by a connection of this
+// process, so it goes when the process dies and the database closes its
+// session. It is safe for concurrent use.
+type Postgres struct {
+	pool   *pgxpool.Pool
+	log    *slog.Logger
+	leader atomic.Bool
+	// retry is how often a replica that does not lead asks again, and how
+	// often the leader checks that its connection still holds the lock.
+	retry time.Duration
+}
+
+var (
+	_ Locks   = (*Postgres)(nil)
+	_ Elector = (*Postgres)(nil)
+)
+
+// defaultMaxConns is the pool size when the URL sets no pool_max_conns: every
+// lock held (one per manifest push in flight) holds a connection.
+const defaultMaxConns = 32
+
+// leaderKey is the advisory lock of the leadership.
+var leaderKey = lockID("berth/leader")
+
+// OpenPostgres connects to the database at dsn (postgres://…). The URL may
+// set pgx's pool parameters (pool_max_conns); errors name the host, never the
+// password.
+func OpenPostgres(ctx context.Context, dsn string, log *slog.Logger) (*Postgres, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		// pgx's message may quote the URL, password and all.
+		return nil, errors.New("coord: the PostgreSQL URL cannot be parsed; want postgres://user:password@host:port/database?sslmode=...")
+	}
+	if !hasParam(dsn, "pool_max_conns") {
+		cfg.MaxConns = defaultMaxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("coord: connect to PostgreSQL at %s: %w", cfg.ConnConfig.Host, err)
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Postgres{pool: pool, log: log, retry: time.Second}, nil
+}
+
+// Close closes the connections, which releases every lock they hold.
+func (p *Postgres) Close() { p.pool.Close() }
+
+// Ready reports whether the database answers within timeout.
+func (p *Postgres) Ready(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := p.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("database: %w", err)
+	}
+	return nil
+}
+
+// Lock takes key's advisory lock exclusively, waiting for its holders.
+func (p *Postgres) Lock(ctx context.Context, key string) (func(), error) {
+	return p.hold(ctx, "SELECT pg_advisory_lock($1)", "SELECT pg_advisory_unlock($1)", lockID(key))
+}
+
+// RLock takes the advisory locks of keys shared, in ascending lock number.
+func (p *Postgres) RLock(ctx context.Context, keys ...string) (func(), error) {
+	ids := make([]int64, 0, len(keys))
+	for _, k := range sortedUnique(keys) {
+		ids = append(ids, lockID(k))
+	}
+	return p.hold(ctx,
+		"SELECT count(pg_advisory_lock_shared(id)) FROM (SELECT unnest($1::bigint[]) AS id ORDER BY 1) AS ids",
+		"SELECT count(pg_advisory_unlock_shared(id)) FROM unnest($1::bigint[]) AS id", ids)
+}
+
+// hold runs lock on a connection it keeps until the returned function runs
+// unlock. A connection that cannot unlock is closed, which releases its locks.
+func (p *Postgres) hold(ctx context.Context, lock, unlock string, arg any) (func(), error) {
+	conn, err := p.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("coord: lock: %w", err)
+	}
+	if _, err := conn.Exec(ctx, lock, arg); err != nil {
+		// A wait cancelled by ctx leaves the session's locks unknown.
+		conn.Conn().Close(context.Background())
+		conn.Release()
+		return nil, fmt.Errorf("coord: lock: %w", err)
+	}
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := conn.Exec(ctx, unlock, arg); err != nil {
+			p.log.Warn("coord: unlock failed; closing the connection, which releases it", "err", err)
+			conn.Conn().Close(ctx)
+		}
+		conn.Release()
+	}, nil
+}
+
+// Lead competes for the leadership every retry interval. The leader keeps
+// one connection holding the leadership's advisory lock and checks it every
+// interval; when the check fails (the database restarted, the network went)
+// fn's context ends and the connection is closed, so that the lock is free
+// for another replica. When the leader dies, the database ends its session
+// and another replica leads within one retry interval.
+func (p *Postgres) Lead(ctx context.Context, fn func(ctx context.Context)) {
+	for ctx.Err() == nil {
+		if p.tryLead(ctx, fn) {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(p.retry):
+		}
+	}
+}
+
+// tryLead runs fn if it can take the leadership, and reports whether it did.
+func (p *Postgres) tryLead(ctx context.Context, fn func(ctx context.Context)) bool {
+	conn, err := p.pool.Acquire(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			p.log.Warn("coord: cannot reach the database to compete for leadership", "err", err)
+		}
+		return false
+	}
+	var got bool
+	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", leaderKey).Scan(&got); err != nil || !got {
+		if err != nil {
+			conn.Conn().Close(context.Background())
+		}
+		conn.Release()
+		return false
+	}
+	p.log.Info("coord: this replica leads")
+	p.leader.Store(true)
+	leadCtx, lost := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn(leadCtx)
+	}()
+	t := time.NewTicker(p.retry)
+	defer t.Stop()
+	healthy := true
+	for healthy {
+		select {
+		case <-done:
+			healthy = false
+		case <-leadCtx.Done():
+			healthy = false
+		case <-t.C:
+			check, cancel := context.WithTimeout(ctx, 2*p.retry)
+			_, err := conn.Exec(check, "SELECT 1")
+			cancel()
+			if err != nil && ctx.Err() == nil {
+				p.log.Error("coord: lost the database connection that holds the leadership; stepping down", "err", err)
+				healthy = false
+			}
+		}
+	}
+	p.leader.Store(false)
+	lost()
+	<-done
+	// Closing the session releases the lock, whatever state it is in.
+	conn.Conn().Close(context.Background())
+	conn.Release()
+	if ctx.Err() == nil {
+		p.log.Info("coord: this replica no longer leads")
+	}
+	return true
+}
+
+// Leader reports whether this process leads now.
+func (p *Postgres) Leader() bool { return p.leader.Load() }
+
+// lockID is the advisory lock number of key.
+func lockID(key string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte(key))
+	return int64(h.Sum64())
+}
+
+// hasParam reports whether the URL's query sets name.
+func hasParam(rawURL, name string) bool {
+	u, err := url.Parse(rawURL)
+	return err == nil && u.Query().Has(name)
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/berth-registry/berth/catalog/apiv1"
+	"github.com/berth-registry/berth/coord"
 	"github.com/berth-registry/berth/internal/keyedmutex"
 	"github.com/berth-registry/berth/olm"
 	"github.com/berth-registry/berth/pkgformat"
@@ -58,6 +59,14 @@ type Options struct {
 	// means none: no signature verifies, each saying that no trust policy
 	// covers its repository.
 	Policy *signing.Policy
+	// Elector, when set, decides when this process runs the reconciler and
+	// the signature passes: only while it leads, so that of several
+	// replicas on one store exactly one does. Nil: always.
+	Elector coord.Elector
+	// Locks, when set, serialise the indexing of one tag across the
+	// replicas that share the store, as each tag's worker does within one
+	// process. Nil: no lock beyond the worker's.
+	Locks coord.Locks
 	// OnChange, when set, is called after a version of the package
 	// namespace/name is recorded, replaced or removed (the OLM catalog
 	// publisher follows it). It must not block.
@@ -102,6 +111,8 @@ type Catalog struct {
 	deferredAll bool
 
 	onChange func(namespace, name string)
+	elector  coord.Elector
+	locks    coord.Locks
 
 	mu     sync.Mutex
 	status apiv1.ReconcileStatus
@@ -186,6 +197,8 @@ func New(opts Options) (*Catalog, error) {
 		policyID:    opts.Policy.Fingerprint(),
 		deferred:    make(map[repoDigest]bool),
 		onChange:    opts.OnChange,
+		elector:     opts.Elector,
+		locks:       opts.Locks,
 	}
 	for i := range c.queues {
 		c.queues[i] = make(chan task, queueSize)
@@ -195,7 +208,9 @@ func New(opts Options) (*Catalog, error) {
 }
 
 // Run indexes events as they come and reconciles with the registry at start
-// and every ReconcileInterval, until ctx ends.
+// and every ReconcileInterval, until ctx ends. With an Elector, it
+// reconciles only while this process leads, starting when it becomes the
+// leader.
 func (c *Catalog) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, q := range c.queues {
@@ -205,7 +220,11 @@ func (c *Catalog) Run(ctx context.Context) {
 			c.work(ctx, q)
 		}()
 	}
-	c.reconcileLoop(ctx)
+	if c.elector != nil {
+		c.elector.Lead(ctx, c.reconcileLoop)
+	} else {
+		c.reconcileLoop(ctx)
+	}
 	c.background.Wait()
 	wg.Wait()
 }
@@ -366,6 +385,18 @@ func (c *Catalog) handle(ctx context.Context, t task) result {
 // its signatures checked; a tag of cosign's scheme it records or removes
 // asks for a check of the digest it is about.
 func (c *Catalog) syncTag(ctx context.Context, repo, tag string) (result, string, error) {
+	if c.locks != nil {
+		unlock, err := c.locks.Lock(ctx, "catalog:"+repo+":"+tag)
+		if err != nil {
+			return resultFailed, "", err
+		}
+		defer unlock()
+	}
+	return c.syncTagLocked(ctx, repo, tag)
+}
+
+// syncTagLocked is syncTag, once the tag's lock is held.
+func (c *Catalog) syncTagLocked(ctx context.Context, repo, tag string) (result, string, error) {
 	ns, name, _ := strings.Cut(repo, "/")
 	dgst, err := c.source.Resolve(ctx, repo, tag)
 	if errors.Is(err, ErrNotFound) {
@@ -392,7 +423,7 @@ func (c *Catalog) syncTag(ctx context.Context, repo, tag string) (result, string
 		if again, rerr := c.source.Resolve(ctx, repo, tag); rerr == nil && again == dgst {
 			return resultFailed, dgst, err
 		}
-		return c.syncTag(ctx, repo, tag)
+		return c.syncTagLocked(ctx, repo, tag)
 	}
 	if err != nil {
 		return resultFailed, dgst, err

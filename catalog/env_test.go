@@ -20,6 +20,7 @@ import (
 
 	"github.com/berth-registry/berth/catalog"
 	"github.com/berth-registry/berth/catalog/sqlite"
+	"github.com/berth-registry/berth/coord"
 	"github.com/berth-registry/berth/pkgformat"
 	"github.com/berth-registry/berth/registry"
 	"github.com/berth-registry/berth/signing"
@@ -62,6 +63,9 @@ type envOptions struct {
 	admit func(ctx context.Context, repo, tag string, dgst digest.Digest) error
 	// indexTimeout is the catalog's IndexTimeout.
 	indexTimeout time.Duration
+	// elector is the catalog's Elector; with one, start does not wait for
+	// a reconciliation.
+	elector coord.Elector
 }
 
 func newEnv(t testing.TB, opts envOptions) *env {
@@ -118,7 +122,7 @@ func (e *env) start(policy *signing.Policy) {
 		src = e.opts.source(src)
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cat, err := catalog.New(catalog.Options{Store: store, Source: src, ReconcileInterval: -1, Logger: quiet, Policy: policy, Metrics: e.opts.metrics, IndexTimeout: e.opts.indexTimeout})
+	cat, err := catalog.New(catalog.Options{Store: store, Source: src, ReconcileInterval: -1, Logger: quiet, Policy: policy, Metrics: e.opts.metrics, IndexTimeout: e.opts.indexTimeout, Elector: e.opts.elector})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -135,7 +139,9 @@ func (e *env) start(policy *signing.Policy) {
 		<-done
 		store.Close()
 	}
-	e.waitReconciled(1)
+	if e.opts.elector == nil {
+		e.waitReconciled(1)
+	}
 }
 
 // restart stops the catalog, as a shutdown does, and starts another on the

@@ -83,7 +83,12 @@ type Registry struct {
 
 // Catalog configures the search and metadata catalog.
 type Catalog struct {
-	// Database is the SQLite file of the catalog (default <data>/catalog.db).
+	// Database is where the catalog is kept: a SQLite file (default
+	// <data>/catalog.db), or a PostgreSQL URL, postgres://user:password@host[:port]/database?sslmode=...,
+	// which several replicas share (docs/scale-out.md). With PostgreSQL the
+	// replicas also coordinate through it: one leads the reconciler, the
+	// signature passes and the OLM publisher, and version tags are locked
+	// across them.
 	Database string `yaml:"database"`
 	// ReconcileInterval is how often the catalog re-checks every tag of the
 	// registry, after doing so at start (default 5m; a negative value: only
@@ -223,6 +228,9 @@ func (c *Config) Validate() error {
 	if c.Catalog.IndexTimeout <= 0 {
 		return fmt.Errorf("catalog.indexTimeout: must be positive (got %s)", c.Catalog.IndexTimeout)
 	}
+	if err := checkDatabase(c.Catalog.Database); err != nil {
+		return fmt.Errorf("catalog.database: %w", err)
+	}
 	if err := checkBaseURL(c.Catalog.Registry); err != nil {
 		return fmt.Errorf("catalog.registry: %w", err)
 	}
@@ -289,6 +297,37 @@ func KeyPrefix(prefix string) string {
 		return ""
 	}
 	return prefix + "."
+}
+
+// Postgres reports whether the catalog is kept in PostgreSQL: whether
+// Database is a postgres:// or postgresql:// URL.
+func (c *Catalog) Postgres() bool {
+	return strings.HasPrefix(c.Database, "postgres://") || strings.HasPrefix(c.Database, "postgresql://")
+}
+
+// checkDatabase accepts a file name, and a PostgreSQL URL that names a host
+// and a database. Errors never quote the URL, which may hold a password.
+func checkDatabase(db string) error {
+	if db == "" {
+		return errors.New("required")
+	}
+	c := Catalog{Database: db}
+	if !c.Postgres() {
+		if strings.Contains(db, "://") {
+			return errors.New("want a SQLite file name or a postgres:// URL")
+		}
+		return nil
+	}
+	u, err := url.Parse(db)
+	switch {
+	case err != nil:
+		return errors.New("the PostgreSQL URL cannot be parsed; want postgres://user:password@host[:port]/database?sslmode=...")
+	case u.Hostname() == "":
+		return errors.New("the PostgreSQL URL names no host")
+	case strings.Trim(u.Path, "/") == "":
+		return errors.New("the PostgreSQL URL names no database")
+	}
+	return nil
 }
 
 // checkBaseURL accepts "" and http(s)://host[:port] with no path.

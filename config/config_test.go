@@ -132,6 +132,10 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"log format", func(c *Config) { c.Log.Format = "xml" }, `log.format: want text or json (got "xml")`},
 		{"negative shutdown", func(c *Config) { c.ShutdownTimeout = -time.Second }, "shutdownTimeout: must not be negative"},
 		{"negative index timeout", func(c *Config) { c.Catalog.IndexTimeout = -time.Second }, "catalog.indexTimeout: must be positive (got -1s)"},
+		{"catalog database other scheme", func(c *Config) { c.Catalog.Database = "mysql://u:pw@h/db" }, "catalog.database: want a SQLite file name or a postgres:// URL"},
+		{"catalog database without host", func(c *Config) { c.Catalog.Database = "postgres:///berth" }, "catalog.database: the PostgreSQL URL names no host"},
+		{"catalog database without database", func(c *Config) { c.Catalog.Database = "postgres://u:hunter2@db:5432/" }, "catalog.database: the PostgreSQL URL names no database"},
+		{"catalog database unparsable", func(c *Config) { c.Catalog.Database = "postgresql://u:hunter2%zz@db/berth" }, "catalog.database: the PostgreSQL URL cannot be parsed"},
 		{"catalog registry not a URL", func(c *Config) { c.Catalog.Registry = "localhost:5000" }, `catalog.registry: want http(s)://host[:port] (got "localhost:5000")`},
 		{"catalog registry with a path", func(c *Config) { c.Catalog.Registry = "http://r/v2" }, `catalog.registry: want http(s)://host[:port]`},
 		{"catalog public URL scheme", func(c *Config) { c.Catalog.PublicURL = "ftp://r" }, `catalog.publicURL: want http(s)://host[:port]`},
@@ -174,6 +178,9 @@ func TestValidateNamesTheKey(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Validate() = %v, want error containing %q", err, tc.want)
 			}
+			if strings.Contains(err.Error(), "hunter2") {
+				t.Fatalf("Validate() = %v: the error quotes a password", err)
+			}
 		})
 	}
 }
@@ -183,6 +190,25 @@ func TestEnvNamesCoverEveryScalar(t *testing.T) {
 	for _, want := range []string{"BERTH_ADDR", "BERTH_DATA", "BERTH_LOG_LEVEL", "BERTH_STORAGE_DRIVER", "BERTH_STORAGE_S3_REGIONENDPOINT", "BERTH_REGISTRY_HTTPSECRETFILE"} {
 		if !strings.Contains(names, want) {
 			t.Errorf("EnvNames lacks %s", want)
+		}
+	}
+}
+
+func TestCatalogPostgres(t *testing.T) {
+	for db, want := range map[string]bool{
+		"./data/catalog.db":                    false,
+		"/var/lib/berth/postgres.db":           false,
+		"postgres://berth@db:5432/berth":       true,
+		"postgresql://u:p@10.0.0.1/b?sslmode=": true,
+	} {
+		c := Catalog{Database: db}
+		if c.Postgres() != want {
+			t.Errorf("Catalog{Database: %q}.Postgres() = %v, want %v", db, !want, want)
+		}
+		cfg := Default()
+		cfg.Catalog.Database = db
+		if err := cfg.Validate(); err != nil {
+			t.Errorf("Validate(catalog.database %q) = %v", db, err)
 		}
 	}
 }

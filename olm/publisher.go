@@ -73,6 +73,14 @@ type PublisherOptions struct {
 	// 100ms. A burst is published at most 5×Debounce after its first
 	// change even if changes keep coming.
 	Debounce time.Duration
+	// Leader, when set, says whether this replica writes the catalog
+	// images. Every replica of several that share a catalog and a registry
+	// renders the same images (rendering is deterministic), so that each can
+	// serve their FBC; only the leader pushes them. When a replica becomes
+	// the leader it calls Refresh, which checks against the registry what
+	// it rendered as a follower, so what a dead leader left unpushed is
+	// pushed then. Nil: always the leader.
+	Leader func() bool
 	// Logger defaults to discarding; Metrics, when set, receives the
 	// berth_olm_* metrics.
 	Logger  *slog.Logger
@@ -105,6 +113,7 @@ type Publisher struct {
 	log      *slog.Logger
 	metrics  *metrics
 	wake     chan struct{}
+	leader   func() bool
 
 	mu     sync.Mutex
 	spaces map[string]*space
@@ -122,6 +131,9 @@ type space struct {
 	busy        bool            // Run is publishing it
 	// cat is the published catalog, nil until the first publish.
 	cat atomic.Pointer[catalog]
+	// unverified is set while cat was rendered but not pushed by this
+	// replica (a follower's): the registry may lack its layers and tag.
+	unverified atomic.Bool
 }
 
 // catalog is a published catalog image.
@@ -161,6 +173,7 @@ func NewPublisher(opts PublisherOptions) (*Publisher, error) {
 		log:      opts.Logger,
 		metrics:  newMetrics(opts.Metrics),
 		wake:     make(chan struct{}, 1),
+		leader:   opts.Leader,
 		spaces:   map[string]*space{},
 	}
 	if p.debounce == 0 {
@@ -417,11 +430,14 @@ func (p *Publisher) publish(ctx context.Context, s *space) error {
 
 // rebuild re-renders the named packages of s, pushes the layers that changed
 // and the registry lacks, and then the config and manifest unless the image
-// came out the same. It returns what it pushed, also on failure.
+// came out the same. It returns what it pushed, also on failure. A
+// follower (Leader false) renders and pushes nothing.
 func (p *Publisher) rebuild(ctx context.Context, s *space, names []string, first time.Time) (PublishStats, error) {
 	var stats PublishStats
+	lead := p.leader == nil || p.leader()
 	repo := CatalogRepository(s.name)
 	cur := s.cat.Load()
+	verified := cur != nil && !s.unverified.Load()
 	layers := map[string]packageLayer{}
 	if cur != nil {
 		for _, l := range cur.layers {
@@ -437,7 +453,11 @@ func (p *Publisher) rebuild(ctx context.Context, s *space, names []string, first
 			delete(layers, name)
 			continue
 		}
-		if old, ok := layers[name]; ok && old.Blob.Digest == l.Blob.Digest {
+		if !lead {
+			layers[name] = l
+			continue
+		}
+		if old, ok := layers[name]; ok && verified && old.Blob.Digest == l.Blob.Digest {
 			continue
 		}
 		n, err := p.pushBlob(ctx, repo, Blob{Descriptor: l.Blob, Data: data})
@@ -459,7 +479,17 @@ func (p *Publisher) rebuild(ctx context.Context, s *space, names []string, first
 		return stats, err
 	}
 	stats.Digest, stats.Layers = manifest.Descriptor.Digest, len(sorted)
-	if !p.current(ctx, cur, repo, manifest.Descriptor.Digest) {
+	if !lead {
+		// A follower's: rendered as the leader pushes it, pushed by none.
+		s.cat.Store(&catalog{manifest: manifest.Descriptor, layers: sorted, stats: stats})
+		s.unverified.Store(true)
+		return stats, nil
+	}
+	known := cur
+	if !verified {
+		known = nil
+	}
+	if !p.current(ctx, known, repo, manifest.Descriptor.Digest) {
 		n, err := p.pushBlob(ctx, repo, config)
 		stats.BytesPushed += n
 		if err != nil {
@@ -477,6 +507,7 @@ func (p *Publisher) rebuild(ctx context.Context, s *space, names []string, first
 		before = len(cur.layers)
 	}
 	s.cat.Store(&catalog{manifest: manifest.Descriptor, layers: sorted, stats: stats})
+	s.unverified.Store(false)
 	p.metrics.published(stats, len(sorted)-before)
 	if stats.Pushed {
 		p.log.Info("olm publisher: catalog published", "namespace", s.name, "digest", stats.Digest,

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -636,4 +637,68 @@ func TestPublisherRun(t *testing.T) {
 	}
 	cancel()
 	<-done
+}
+
+// TestPublisherFollowerTakesOver: two replicas' Publishers on one registry.
+// The follower renders what the leader pushes and pushes nothing; when the
+// leader died before pushing a change, the follower that takes over pushes
+// it at its Refresh.
+func TestPublisherFollowerTakesOver(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	var leads atomic.Bool
+	follower, err := NewPublisher(PublisherOptions{Source: e.src, Registry: e.reg, Host: testHost, Leader: leads.Load})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := follower.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.reg.takePushed(); len(got) != 0 {
+		t.Fatalf("a follower pushed %v", got)
+	}
+	leaderDesc, _ := e.pub.Catalog("ns")
+	if d, ok := follower.Catalog("ns"); !ok || d.Digest != leaderDesc.Digest {
+		t.Fatalf("the follower's catalog is %s (%v), the leader's %s", d.Digest, ok, leaderDesc.Digest)
+	}
+	if got, want := writeFBC(t, follower, "ns", nil, nil), fbcOf(t, e.src, "ns", "etcd", "jaeger", "kong"); got != want {
+		t.Errorf("the follower serves\n%s\nwant\n%s", got, want)
+	}
+
+	// A change the leader dies before pushing: only the follower hears of it.
+	e.src.set("ns", "jaeger", olmVersion("jaeger", "1.0.0", ch("stable", "")), olmVersion("jaeger", "1.1.0", ch("stable", "jaeger.v1.0.0")))
+	follower.Changed("ns", "jaeger")
+	if err := follower.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.reg.takePushed(); len(got) != 0 {
+		t.Fatalf("a follower pushed %v", got)
+	}
+	rendered, _ := follower.Catalog("ns")
+	if tagged, _ := e.reg.Resolve(ctx, "ns/olm/catalog", "latest"); tagged == rendered.Digest.String() {
+		t.Fatal("the registry has the change nobody pushed")
+	}
+
+	leads.Store(true)
+	if err := follower.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if tagged, _ := e.reg.Resolve(ctx, "ns/olm/catalog", "latest"); tagged != rendered.Digest.String() {
+		t.Fatalf("after taking over, the tag names %s, want %s", tagged, rendered.Digest)
+	}
+	if got := layerDigests(t, e.reg, "ns"); len(got) != 3 {
+		t.Fatalf("layers %v", got)
+	}
+	for _, l := range e.reg.manifest(t, "ns").Layers {
+		if ok, _ := e.reg.BlobExists(ctx, "ns/olm/catalog", l.Digest); !ok {
+			t.Errorf("layer %s of the pushed catalog is missing", l.Digest)
+		}
+	}
+	e.reg.takePushed()
+	if err := follower.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.reg.takePushed(); len(got) != 0 {
+		t.Errorf("a verified leader with nothing changed pushed %v", got)
+	}
 }

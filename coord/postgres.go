@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"net/url"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -21,6 +22,14 @@ type Postgres struct {
 	pool   *pgxpool.Pool
 	log    *slog.Logger
 	leader atomic.Bool
+	stop   context.CancelFunc
+	done   chan struct{}
+
+	mu sync.Mutex
+	// term is the context of the current term, nil when this process
+	// does not lead; changed is closed when it changes.
+	term    context.Context
+	changed chan struct{}
 	// retry is how often a replica that does not lead asks again, and how
 	// often the leader checks that its connection still holds the lock.
 	retry time.Duration
@@ -38,9 +47,9 @@ const defaultMaxConns = 32
 // leaderKey is the advisory lock of the leadership.
 var leaderKey = lockID("berth/leader")
 
-// OpenPostgres connects to the database at dsn (postgres://…). The URL may
-// set pgx's pool parameters (pool_max_conns); errors name the host, never the
-// password.
+// OpenPostgres connects to the database at dsn (postgres://…) and starts
+// competing for the leadership. The URL may set pgx's pool parameters
+// (pool_max_conns); errors name the host, never the password.
 func OpenPostgres(ctx context.Context, dsn string, log *slog.Logger) (*Postgres, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
@@ -57,11 +66,22 @@ func OpenPostgres(ctx context.Context, dsn string, log *slog.Logger) (*Postgres,
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Postgres{pool: pool, log: log, retry: time.Second}, nil
+	campaignCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	p := &Postgres{pool: pool, log: log, retry: time.Second, stop: stop, done: make(chan struct{}), changed: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		p.campaign(campaignCtx)
+	}()
+	return p, nil
 }
 
-// Close closes the connections, which releases every lock they hold.
-func (p *Postgres) Close() { p.pool.Close() }
+// Close steps down and closes the connections, which releases every lock
+// they hold.
+func (p *Postgres) Close() {
+	p.stop()
+	<-p.done
+	p.pool.Close()
+}
 
 // Ready reports whether the database answers within timeout.
 func (p *Postgres) Ready(ctx context.Context, timeout time.Duration) error {
@@ -113,15 +133,52 @@ func (p *Postgres) hold(ctx context.Context, lock, unlock string, arg any) (func
 	}, nil
 }
 
-// Lead competes for the leadership every retry interval. The leader keeps
-// one connection holding the leadership's advisory lock and checks it every
-// interval; when the check fails (the database restarted, the network went)
-// fn's context ends and the connection is closed, so that the lock is free
-// for another replica. When the leader dies, the database ends its session
-// and another replica leads within one retry interval.
+// Lead calls fn at the start of each term this process leads, with a
+// context that ends with the term, until ctx ends. Any number of callers
+// share the process's one claim on the leadership (campaign).
 func (p *Postgres) Lead(ctx context.Context, fn func(ctx context.Context)) {
+	for {
+		p.mu.Lock()
+		term, changed := p.term, p.changed
+		p.mu.Unlock()
+		if term != nil && term.Err() == nil {
+			fn(term)
+			select {
+			case <-term.Done():
+			case <-ctx.Done():
+				return
+			}
+			continue
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// setTerm records the start (a context) or end (nil) of a term and wakes
+// the callers of Lead.
+func (p *Postgres) setTerm(term context.Context) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.term = term
+	p.leader.Store(term != nil)
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+// campaign competes for the leadership every retry interval until ctx
+// ends. The leader keeps one connection holding the leadership's advisory
+// lock and checks it every interval; when the check fails (the database
+// restarted, the network went) the term ends and the connection is closed,
+// so that the lock is free for another replica. When the leader dies, the
+// database ends its session and another replica leads within one retry
+// interval.
+func (p *Postgres) campaign(ctx context.Context) {
 	for ctx.Err() == nil {
-		if p.tryLead(ctx, fn) {
+		if p.serveTerm(ctx) {
 			continue
 		}
 		select {
@@ -131,8 +188,9 @@ func (p *Postgres) Lead(ctx context.Context, fn func(ctx context.Context)) {
 	}
 }
 
-// tryLead runs fn if it can take the leadership, and reports whether it did.
-func (p *Postgres) tryLead(ctx context.Context, fn func(ctx context.Context)) bool {
+// serveTerm leads for as long as it holds the leadership's lock, if it can
+// take it, and reports whether it did.
+func (p *Postgres) serveTerm(ctx context.Context) bool {
 	conn, err := p.pool.Acquire(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -149,35 +207,25 @@ func (p *Postgres) tryLead(ctx context.Context, fn func(ctx context.Context)) bo
 		return false
 	}
 	p.log.Info("coord: this replica leads")
-	p.leader.Store(true)
-	leadCtx, lost := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		fn(leadCtx)
-	}()
+	term, end := context.WithCancel(ctx)
+	p.setTerm(term)
 	t := time.NewTicker(p.retry)
 	defer t.Stop()
-	healthy := true
-	for healthy {
+	for term.Err() == nil {
 		select {
-		case <-done:
-			healthy = false
-		case <-leadCtx.Done():
-			healthy = false
+		case <-term.Done():
 		case <-t.C:
 			check, cancel := context.WithTimeout(ctx, 2*p.retry)
 			_, err := conn.Exec(check, "SELECT 1")
 			cancel()
 			if err != nil && ctx.Err() == nil {
 				p.log.Error("coord: lost the database connection that holds the leadership; stepping down", "err", err)
-				healthy = false
+				end()
 			}
 		}
 	}
-	p.leader.Store(false)
-	lost()
-	<-done
+	end()
+	p.setTerm(nil)
 	// Closing the session releases the lock, whatever state it is in.
 	conn.Conn().Close(context.Background())
 	conn.Release()

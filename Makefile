@@ -9,7 +9,7 @@ GOFLAGS ?=
 TEST_TIMEOUT ?= 30m
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build run test tools bench bench-catalog bench-provenance bench-mirror bench-olm bench-yaml lint conformance conformance-auth clean
+.PHONY: all build run test tools postgres bench bench-catalog bench-provenance bench-mirror bench-olm bench-yaml lint conformance conformance-auth clean
 
 all: build
 
@@ -36,8 +36,19 @@ tools: bin/opm
 bin/opm: tools/opm/go.mod tools/opm/go.sum
 	cd tools/opm && CGO_ENABLED=0 $(GO) build -tags containers_image_openpgp -o ../../bin/opm github.com/operator-framework/operator-registry/cmd/opm
 
-## test: vet, then every test (unit and end-to-end with the real oras, helm, cosign, crane and opm CLIs)
-test: tools lint
+## postgres: install PostgreSQL's server programs from the OS package when they are missing; the tests
+## run throwaway clusters of their own (internal/pgtest) and never touch the package's default one
+postgres:
+	@if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null; then :; \
+	elif command -v apt-get >/dev/null; then \
+		echo "postgres: installing the OS package postgresql"; \
+		sudo=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$sudo apt-get update -q && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -q --no-install-recommends postgresql; \
+	else echo "postgres: initdb not found and no apt-get; install PostgreSQL's server programs" >&2; exit 1; fi
+
+## test: vet, then every test (unit and end-to-end with the real oras, helm, cosign, crane and opm CLIs,
+## and a real PostgreSQL)
+test: tools postgres lint
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 ## lint: gofmt and go vet must be clean

@@ -3,15 +3,13 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/berth-registry/berth/catalog"
 	"github.com/berth-registry/berth/catalog/apiv1"
+	"github.com/berth-registry/berth/catalog/sqlrow"
 	"github.com/berth-registry/berth/internal/sqlitedb"
-	"github.com/berth-registry/berth/olm"
-	"github.com/berth-registry/berth/pkgformat"
 )
 
 // entryColumns are read by scanEntry; filesColumn is added when Files are wanted.
@@ -38,22 +36,8 @@ func scanEntry(sc scanner, withFiles bool) (*catalog.Entry, error) {
 		return nil, err
 	}
 	e.Indexed = sqlitedb.DecodeTime(indexed)
-	if metadata != nil {
-		e.Metadata = new(pkgformat.Metadata)
-		if err := json.Unmarshal(metadata, e.Metadata); err != nil {
-			return nil, fmt.Errorf("metadata of %s/%s:%s: %w", e.Namespace, e.Name, e.Tag, err)
-		}
-	}
-	if bundle != nil {
-		e.OLM = new(olm.BundleRecord)
-		if err := json.Unmarshal(bundle, e.OLM); err != nil {
-			return nil, fmt.Errorf("OLM bundle of %s/%s:%s: %w", e.Namespace, e.Name, e.Tag, err)
-		}
-	}
-	if files != nil {
-		if err := json.Unmarshal(files, &e.Files); err != nil {
-			return nil, fmt.Errorf("files of %s/%s:%s: %w", e.Namespace, e.Name, e.Tag, err)
-		}
+	if err := sqlrow.Decode(&e, metadata, bundle, files); err != nil {
+		return nil, err
 	}
 	return &e, nil
 }
@@ -167,7 +151,7 @@ func (s *Store) Unindexed(ctx context.Context, access catalog.Access, limit, off
 		args = append(args, catalog.PageSize(limit), offset)
 	}
 	out := []apiv1.Artifact{}
-	allows := allower(access)
+	allows := sqlrow.Allower(access)
 	skip, size := offset, catalog.PageSize(limit)
 	errFull := errors.New("page full")
 	err := query(ctx, s.reader, sqlText, args, func(rows *sql.Rows) error {
@@ -220,7 +204,7 @@ func (s *Store) Walk(ctx context.Context, access catalog.Access, namespace strin
 		` AND (namespace, name, tag) > (?, ?, ?) ORDER BY namespace, name, tag LIMIT ?`
 	var last [3]string
 	batch := make([]*catalog.Entry, 0, walkBatch)
-	allows := allower(access)
+	allows := sqlrow.Allower(access)
 	for {
 		args := append(append([]any{}, filter...), last[0], last[1], last[2], walkBatch)
 		batch = batch[:0]
@@ -284,30 +268,4 @@ func query(ctx context.Context, db queryer, query string, args []any, fn func(*s
 		}
 	}
 	return rows.Err()
-}
-
-// allower returns access.Allows for rows read in namespace and name order:
-// it asks the access once per namespace, and Pull once per package of a
-// namespace the access covers only in part.
-func allower(access catalog.Access) func(namespace, name string) bool {
-	if access.All {
-		return func(string, string) bool { return true }
-	}
-	var ns, name string
-	cov, allowed, asked := catalog.CoversNone, false, false
-	return func(n, m string) bool {
-		if !asked || n != ns {
-			ns, cov, name, asked = n, access.Covers(n), "", true
-		}
-		switch cov {
-		case catalog.CoversAll:
-			return true
-		case catalog.CoversNone:
-			return false
-		}
-		if m != name || name == "" {
-			name, allowed = m, access.Pull(n, m)
-		}
-		return allowed
-	}
 }

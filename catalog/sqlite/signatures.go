@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/berth-registry/berth/catalog"
+	"github.com/berth-registry/berth/catalog/sqlrow"
 	"github.com/berth-registry/berth/internal/sqlitedb"
 )
 
@@ -20,7 +21,7 @@ import (
 // changed, and an error wrapping catalog.ErrInvalid when c lacks its
 // namespace, name or digest or a record has an unknown kind.
 func (s *Store) PutSignatures(ctx context.Context, c *catalog.SignatureCheck) (bool, error) {
-	if err := checkSignatures(c); err != nil {
+	if err := sqlrow.CheckSignatures(c); err != nil {
 		return false, fmt.Errorf("catalog: signatures of %s/%s@%s: %w", c.Namespace, c.Name, c.Digest, err)
 	}
 	verified := c.Verified()
@@ -66,19 +67,6 @@ func (s *Store) PutSignatures(ctx context.Context, c *catalog.SignatureCheck) (b
 		return false, fmt.Errorf("catalog: signatures of %s/%s@%s: %w", c.Namespace, c.Name, c.Digest, err)
 	}
 	return changed, nil
-}
-
-// checkSignatures refuses a check the store cannot file.
-func checkSignatures(c *catalog.SignatureCheck) error {
-	if c.Namespace == "" || c.Name == "" || c.Digest == "" {
-		return fmt.Errorf("%w: namespace, name and digest are required", catalog.ErrInvalid)
-	}
-	for _, r := range c.Signatures {
-		if r.Kind != catalog.KindTag && r.Kind != catalog.KindReferrer {
-			return fmt.Errorf("%w: signature %s: unknown kind %q", catalog.ErrInvalid, r.Digest, r.Kind)
-		}
-	}
-	return nil
 }
 
 // pruneSignatures removes the check of digest, and its signatures, when no

@@ -6,13 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/berth-registry/berth/catalog"
 	"github.com/berth-registry/berth/catalog/apiv1"
+	"github.com/berth-registry/berth/catalog/sqlrow"
 	"github.com/berth-registry/berth/internal/sqlitedb"
-	"github.com/berth-registry/berth/pkgformat"
 )
 
 // Put records e, replacing what its tag held, and appends a "put" change, in
@@ -21,7 +20,7 @@ import (
 // namespace, name or tag, has an unknown status, or is indexed without
 // metadata.
 func (s *Store) Put(ctx context.Context, e *catalog.Entry) (bool, error) {
-	row, err := encodeEntry(e)
+	row, err := sqlrow.Encode(e)
 	if err != nil {
 		return false, fmt.Errorf("catalog: put %s/%s:%s: %w", e.Namespace, e.Name, e.Tag, err)
 	}
@@ -31,7 +30,7 @@ func (s *Store) Put(ctx context.Context, e *catalog.Entry) (bool, error) {
 		var digest, status string
 		err := tx.QueryRowContext(ctx, `SELECT id, digest, status FROM entries WHERE namespace = ? AND name = ? AND tag = ?`,
 			e.Namespace, e.Name, e.Tag).Scan(&id, &digest, &status)
-		replaced := false
+		replaced, verified := false, false
 		switch {
 		case err == nil && digest == e.Digest && status == e.Status:
 			return nil, nil
@@ -46,14 +45,14 @@ func (s *Store) Put(ctx context.Context, e *catalog.Entry) (bool, error) {
 		}
 		// The versions of one digest share the verdict of its last check.
 		err = tx.QueryRowContext(ctx, `SELECT verified FROM signature_checks WHERE namespace = ? AND name = ? AND digest = ?`,
-			e.Namespace, e.Name, e.Digest).Scan(&row.verified)
+			e.Namespace, e.Name, e.Digest).Scan(&verified)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
-			row.verified = e.Verified
+			verified = e.Verified
 		case err != nil:
 			return nil, err
 		}
-		if err := insertEntry(ctx, tx, e, row); err != nil {
+		if err := insertEntry(ctx, tx, e, row, verified); err != nil {
 			return nil, err
 		}
 		if replaced {
@@ -104,93 +103,26 @@ func (s *Store) Delete(ctx context.Context, namespace, name, tag string) (bool, 
 	return changed, nil
 }
 
-// entryRow is an Entry's encoded columns.
-type entryRow struct {
-	verified            bool
-	metadata, files     sql.NullString
-	olm                 sql.NullString
-	kubeMin, kubeMax    string
-	channels            []string
-	apiGroups, apiKinds []string
-}
-
-// encodeEntry checks e and encodes the columns that are not copied as they are.
-func encodeEntry(e *catalog.Entry) (*entryRow, error) {
-	if e.Namespace == "" || e.Name == "" || e.Tag == "" {
-		return nil, fmt.Errorf("%w: namespace, name and tag are required", catalog.ErrInvalid)
-	}
-	switch e.Status {
-	case apiv1.StatusIndexed:
-		if e.Metadata == nil {
-			return nil, fmt.Errorf("%w: an indexed entry needs its metadata", catalog.ErrInvalid)
-		}
-	case apiv1.StatusInvalid, apiv1.StatusIgnored:
-	default:
-		return nil, fmt.Errorf("%w: unknown status %q", catalog.ErrInvalid, e.Status)
-	}
-	row := &entryRow{}
-	if e.Metadata != nil {
-		b, err := json.Marshal(e.Metadata)
-		if err != nil {
-			return nil, err
-		}
-		row.metadata = sql.NullString{String: string(b), Valid: true}
-	}
-	if e.OLM != nil {
-		// Without HTML escaping, so that the FBC property values read back
-		// byte for byte as olm.BuildBundle wrote them, as opm writes them:
-		// json.Marshal would turn each & < > into \u0026 and the like.
-		var b strings.Builder
-		enc := json.NewEncoder(&b)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(e.OLM); err != nil {
-			return nil, err
-		}
-		row.olm = sql.NullString{String: strings.TrimSuffix(b.String(), "\n"), Valid: true}
-	}
-	if len(e.Files) > 0 {
-		b, err := json.Marshal(e.Files)
-		if err != nil {
-			return nil, err
-		}
-		row.files = sql.NullString{String: string(b), Valid: true}
-	}
-	if e.Status != apiv1.StatusIndexed {
-		return row, nil
-	}
-	md := e.Metadata
-	row.kubeMin, _ = catalog.KubeVersionKey(md.MinKubeVersion)
-	row.kubeMax, _ = catalog.KubeVersionKey(md.MaxKubeVersion)
-	for _, c := range md.Channels {
-		row.channels = append(row.channels, c.Name)
-	}
-	for _, a := range md.ProvidedAPIs {
-		row.apiGroups = append(row.apiGroups, strings.ToLower(a.Group))
-		row.apiKinds = append(row.apiKinds, strings.ToLower(a.Kind))
-	}
-	return row, nil
-}
-
-func insertEntry(ctx context.Context, tx *sql.Tx, e *catalog.Entry, row *entryRow) error {
+func insertEntry(ctx context.Context, tx *sql.Tx, e *catalog.Entry, row *sqlrow.Row, verified bool) error {
 	var id int64
 	err := tx.QueryRowContext(ctx, `INSERT INTO entries (namespace, name, tag, version_key, digest, status, reason,
 	indexed, verified, kube_min, kube_max, content_digest, content_size, content_media_type, metadata, files, olm)
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 		e.Namespace, e.Name, e.Tag, catalog.VersionKey(e.Tag), e.Digest, e.Status, e.Reason,
-		sqlitedb.EncodeTime(e.Indexed), row.verified, row.kubeMin, row.kubeMax,
-		e.Content.Digest, e.Content.Size, e.Content.MediaType, row.metadata, row.files, row.olm).Scan(&id)
+		sqlitedb.EncodeTime(e.Indexed), verified, row.KubeMin, row.KubeMax,
+		e.Content.Digest, e.Content.Size, e.Content.MediaType, row.Metadata, row.Files, row.OLM).Scan(&id)
 	if err != nil {
 		return err
 	}
-	for _, c := range row.channels {
+	for _, c := range row.Channels {
 		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO entry_channels (entry_id, namespace, name, channel) VALUES (?, ?, ?, ?)`,
 			id, e.Namespace, e.Name, c); err != nil {
 			return err
 		}
 	}
-	for i := range row.apiKinds {
+	for i := range row.APIKinds {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO entry_apis (entry_id, namespace, name, api_group, kind) VALUES (?, ?, ?, ?, ?)`,
-			id, e.Namespace, e.Name, row.apiGroups[i], row.apiKinds[i]); err != nil {
+			id, e.Namespace, e.Name, row.APIGroups[i], row.APIKinds[i]); err != nil {
 			return err
 		}
 	}
@@ -218,33 +150,22 @@ func refreshPackage(ctx context.Context, tx *sql.Tx, namespace, name string) (*i
 	if err != nil {
 		return nil, err
 	}
-	var md pkgformat.Metadata
-	if err := json.Unmarshal(metadata, &md); err != nil {
-		return nil, fmt.Errorf("metadata of %s/%s:%s: %w", namespace, name, tag, err)
-	}
-	keywords, err := json.Marshal(md.Keywords)
+	latest, err := sqlrow.Latest(namespace, name, tag, digest, sqlitedb.DecodeTime(indexed), verified, metadata)
 	if err != nil {
 		return nil, err
 	}
-	var channels []string
-	for _, c := range md.Channels {
-		channels = append(channels, c.Name)
+	p := &latest.Summary
+	keywords, err := json.Marshal(p.Keywords)
+	if err != nil {
+		return nil, err
 	}
-	channelsJSON, err := json.Marshal(channels)
+	channels, err := json.Marshal(p.Channels)
 	if err != nil {
 		return nil, err
 	}
 	var created sql.NullInt64
-	if md.Created != nil {
-		created = sql.NullInt64{Int64: sqlitedb.EncodeTime(*md.Created), Valid: true}
-	}
-	maintainers := make([]string, len(md.Maintainers))
-	for i, m := range md.Maintainers {
-		maintainers[i] = m.Name
-	}
-	apis := make([]string, 0, 2*len(md.ProvidedAPIs))
-	for _, a := range md.ProvidedAPIs {
-		apis = append(apis, a.Kind, a.Group)
+	if p.Created != nil {
+		created = sql.NullInt64{Int64: sqlitedb.EncodeTime(*p.Created), Valid: true}
 	}
 	_, err = tx.ExecContext(ctx, `INSERT INTO packages (namespace, name, version, digest, format, display_name,
 	description, app_version, keywords, channels, created, updated, verified, maintainers, apis)
@@ -254,9 +175,8 @@ func refreshPackage(ctx context.Context, tx *sql.Tx, namespace, name string) (*i
 	app_version = excluded.app_version, keywords = excluded.keywords, channels = excluded.channels,
 	created = excluded.created, updated = excluded.updated, verified = excluded.verified,
 	maintainers = excluded.maintainers, apis = excluded.apis`,
-		namespace, name, tag, digest, string(md.Format), md.DisplayName, md.Description, md.AppVersion,
-		string(keywords), string(channelsJSON), created, indexed, verified,
-		strings.Join(maintainers, " "), strings.Join(apis, " "))
+		namespace, name, tag, digest, string(p.Format), p.DisplayName, p.Description, p.AppVersion,
+		string(keywords), string(channels), created, indexed, verified, latest.Maintainers, latest.APIs)
 	if err != nil {
 		return nil, err
 	}

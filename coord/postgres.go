@@ -2,16 +2,16 @@ package coord
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"log/slog"
-	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/berth-registry/berth/internal/pgpool"
 )
 
 // Postgres coordinates the replicas that share one PostgreSQL database
@@ -51,13 +51,9 @@ var leaderKey = lockID("berth/leader")
 // competing for the leadership. The URL may set pgx's pool parameters
 // (pool_max_conns); errors name the host, never the password.
 func OpenPostgres(ctx context.Context, dsn string, log *slog.Logger) (*Postgres, error) {
-	cfg, err := pgxpool.ParseConfig(dsn)
+	cfg, err := pgpool.Config(dsn, defaultMaxConns)
 	if err != nil {
-		// pgx's message may quote the URL, password and all.
-		return nil, errors.New("coord: the PostgreSQL URL cannot be parsed; want postgres://user:password@host:port/database?sslmode=...")
-	}
-	if !hasParam(dsn, "pool_max_conns") {
-		cfg.MaxConns = defaultMaxConns
+		return nil, fmt.Errorf("coord: %w", err)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -243,10 +239,4 @@ func lockID(key string) int64 {
 	h := fnv.New64a()
 	h.Write([]byte(key))
 	return int64(h.Sum64())
-}
-
-// hasParam reports whether the URL's query sets name.
-func hasParam(rawURL, name string) bool {
-	u, err := url.Parse(rawURL)
-	return err == nil && u.Query().Has(name)
 }

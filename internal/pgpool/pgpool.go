@@ -1,0 +1,26 @@
+// Package pgpool parses the PostgreSQL URL of catalog.database into a pgx
+// pool configuration, the one way coord and catalog/postgres both read it.
+package pgpool
+
+import (
+	"errors"
+	"net/url"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Config parses dsn (postgres://…), which may set pgx's pool parameters
+// such as pool_max_conns; without pool_max_conns the pool holds at most
+// maxConns connections. Its error never quotes the URL, which may hold a
+// password.
+func Config(dsn string, maxConns int32) (*pgxpool.Config, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		// pgx's message may quote the URL, password and all.
+		return nil, errors.New("the PostgreSQL URL cannot be parsed; want postgres://user:password@host:port/database?sslmode=...")
+	}
+	if u, err := url.Parse(dsn); err != nil || !u.Query().Has("pool_max_conns") {
+		cfg.MaxConns = maxConns
+	}
+	return cfg, nil
+}

@@ -18,8 +18,8 @@ import (
 
 	"github.com/berth-registry/berth/catalog"
 	"github.com/berth-registry/berth/catalog/httpapi"
-	"github.com/berth-registry/berth/catalog/sqlite"
 	"github.com/berth-registry/berth/config"
+	"github.com/berth-registry/berth/coord"
 	"github.com/berth-registry/berth/olm"
 	"github.com/berth-registry/berth/registry"
 	"github.com/berth-registry/berth/server"
@@ -142,6 +142,11 @@ func serve(cmd *cobra.Command, cfg *config.Config) error {
 		return err
 	}
 	defer closeAuth()
+	cl, err := joinCluster(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer cl.close()
 	// The catalog and the source are built after the registry they read; no
 	// event or push can come before the server starts, and by then both are set.
 	var (
@@ -172,7 +177,7 @@ func serve(cmd *cobra.Command, cfg *config.Config) error {
 	// The OLM catalog publisher reads the catalog, which tells it of
 	// changes; a change told before it starts is in its first rendering.
 	var publisher atomic.Pointer[olm.Publisher]
-	cat, stop, err := startCatalog(ctx, cfg, source, policy, log, func(ns, name string) {
+	cat, stop, err := startCatalog(ctx, cfg, cl, source, policy, log, func(ns, name string) {
 		if p := publisher.Load(); p != nil {
 			p.Changed(ns, name)
 		}
@@ -181,12 +186,14 @@ func serve(cmd *cobra.Command, cfg *config.Config) error {
 		return err
 	}
 	defer stop()
-	pub, stopPublisher, err := startPublisher(ctx, cfg, cat, source, publicHost(cfg.Catalog.PublicURL, ln.Addr()), log)
+	pub, stopPublisher, err := startPublisher(ctx, cfg, cl, cat, source, publicHost(cfg.Catalog.PublicURL, ln.Addr()), log)
 	if err != nil {
 		return err
 	}
 	publisher.Store(pub)
 	defer stopPublisher()
+	stopLeading := startLeading(ctx, cl, pub, log)
+	defer stopLeading()
 
 	srv := server.New(server.Options{
 		Registry:        access.registry(reg),
@@ -195,7 +202,7 @@ func serve(cmd *cobra.Command, cfg *config.Config) error {
 		Robots:          access.robots,
 		API:             access.api,
 		Metrics:         access.metrics,
-		Ready:           map[string]server.ReadyChecker{"storage": reg, "catalog": cat},
+		Ready:           cl.readyChecks(map[string]server.ReadyChecker{"storage": reg, "catalog": cat}),
 		Logger:          log,
 		ShutdownTimeout: cfg.ShutdownTimeout,
 	})
@@ -222,7 +229,12 @@ func serveSplitCatalog(cmd *cobra.Command, cfg *config.Config) error {
 		return err
 	}
 	defer closeAuth()
-	cat, stop, err := startCatalog(ctx, cfg, source, policy, log, nil)
+	cl, err := joinCluster(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer cl.close()
+	cat, stop, err := startCatalog(ctx, cfg, cl, source, policy, log, nil)
 	if err != nil {
 		return err
 	}
@@ -237,7 +249,7 @@ func serveSplitCatalog(cmd *cobra.Command, cfg *config.Config) error {
 		Robots:          access.robots,
 		API:             access.api,
 		Metrics:         access.metrics,
-		Ready:           map[string]server.ReadyChecker{"catalog": cat},
+		Ready:           cl.readyChecks(map[string]server.ReadyChecker{"catalog": cat}),
 		Logger:          log,
 		ShutdownTimeout: cfg.ShutdownTimeout,
 	})
@@ -251,11 +263,22 @@ func serveSplitCatalog(cmd *cobra.Command, cfg *config.Config) error {
 
 // startCatalog opens the catalog's store and starts following source,
 // verifying signatures against policy, telling onChange of each package
-// whose versions change. stop ends the catalog's work and closes the store.
-func startCatalog(ctx context.Context, cfg *config.Config, source catalog.Source, policy *signing.Policy, log *slog.Logger, onChange func(namespace, name string)) (*catalog.Catalog, func(), error) {
-	store, err := sqlite.Open(ctx, cfg.Catalog.Database)
+// whose versions change (on a shared store, also those other replicas
+// change). stop ends the catalog's work and closes the store.
+func startCatalog(ctx context.Context, cfg *config.Config, cl *cluster, source catalog.Source, policy *signing.Policy, log *slog.Logger, onChange func(namespace, name string)) (*catalog.Catalog, func(), error) {
+	var storeChanges, catalogChanges func(namespace, name string)
+	if cl.elector != nil {
+		storeChanges = onChange
+	} else {
+		catalogChanges = onChange
+	}
+	store, err := openStore(ctx, cfg, log, storeChanges)
 	if err != nil {
 		return nil, nil, fmt.Errorf("catalog.database: %w", err)
+	}
+	var locks coord.Locks
+	if cl.elector != nil {
+		locks = cl.locks
 	}
 	cat, err := catalog.New(catalog.Options{
 		Store:             store,
@@ -266,7 +289,9 @@ func startCatalog(ctx context.Context, cfg *config.Config, source catalog.Source
 		Logger:            log,
 		Metrics:           prometheus.DefaultRegisterer,
 		Policy:            policy,
-		OnChange:          onChange,
+		OnChange:          catalogChanges,
+		Elector:           cl.elector,
+		Locks:             locks,
 	})
 	if err != nil {
 		store.Close()
@@ -296,10 +321,11 @@ func startCatalog(ctx context.Context, cfg *config.Config, source catalog.Source
 }
 
 // startPublisher starts keeping each namespace's OLM catalog image current
-// (docs/olm.md), its bundle references on host. stop publishes what is
-// pending, within the shutdown timeout, and ends its work.
-func startPublisher(ctx context.Context, cfg *config.Config, cat *catalog.Catalog, reg olm.Registry, host string, log *slog.Logger) (*olm.Publisher, func(), error) {
-	p, err := olm.NewPublisher(olm.PublisherOptions{Source: cat, Registry: reg, Host: host, Logger: log, Metrics: prometheus.DefaultRegisterer})
+// (docs/olm.md), its bundle references on host; of several replicas, only
+// the leader pushes. stop publishes what is pending, within the shutdown
+// timeout, and ends its work.
+func startPublisher(ctx context.Context, cfg *config.Config, cl *cluster, cat *catalog.Catalog, reg olm.Registry, host string, log *slog.Logger) (*olm.Publisher, func(), error) {
+	p, err := olm.NewPublisher(olm.PublisherOptions{Source: cat, Registry: reg, Host: host, Leader: cl.leads(), Logger: log, Metrics: prometheus.DefaultRegisterer})
 	if err != nil {
 		return nil, nil, err
 	}

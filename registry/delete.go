@@ -100,7 +100,11 @@ func (m *guardedManifests) untagNaming(ctx context.Context, dgst digest.Digest) 
 	name := m.repo.Named().Name()
 	for _, tag := range tags {
 		err := func() error {
-			defer m.repo.guard.lockTag(name, tag)()
+			unlock, err := m.repo.guard.lockTag(ctx, name, tag)
+			if err != nil {
+				return err
+			}
+			defer unlock()
 			desc, err := ts.Get(ctx, tag)
 			if err != nil || desc.Digest != dgst {
 				return nil // removed or re-pointed meanwhile
@@ -130,7 +134,11 @@ func (r *Registry) UntagDangling(ctx context.Context, repo, tag string) (bool, e
 	if err != nil {
 		return false, fmt.Errorf("registry: untag %s:%s: %w: %v", repo, tag, ErrInvalid, err)
 	}
-	defer r.guard.lockTag(repo, tag)()
+	unlock, err := r.guard.lockTag(ctx, repo, tag)
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
 	rp, err := r.guard.namespace.Repository(ctx, named)
 	if err != nil {
 		return false, err

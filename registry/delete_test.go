@@ -76,7 +76,10 @@ func TestUntagDangling(t *testing.T) {
 	if err := ts.Tag(ctx, "gone", ocispec.Descriptor{Digest: gone.Digest}); err != nil {
 		t.Fatal(err)
 	}
-	unlock := reg.guard.lockTag(repo, "gone")
+	unlock, err := reg.guard.lockTag(context.Background(), repo, "gone")
+	if err != nil {
+		t.Fatal(err)
+	}
 	type answer struct {
 		removed bool
 		err     error

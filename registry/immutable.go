@@ -13,7 +13,7 @@ import (
 	"github.com/distribution/reference"
 	"github.com/opencontainers/go-digest"
 
-	"github.com/berth-registry/berth/internal/keyedmutex"
+	"github.com/berth-registry/berth/coord"
 	"github.com/berth-registry/berth/pkgformat"
 )
 
@@ -31,17 +31,24 @@ type guard struct {
 	namespace      distribution.Namespace
 	driver         storagedriver.StorageDriver
 	referrers      *referrerIndex
-	// tags serialises the pushes by tag of one repository and tag with the
-	// untags that must not undo them (lockTag).
-	tags keyedmutex.Mutex
+	// locks serialise the pushes by tag of one repository and tag with the
+	// untags that must not undo them (lockTag), in this process or, shared,
+	// across the replicas of one storage.
+	locks coord.Locks
 }
 
 // lockTag locks repo:tag and returns the function that unlocks it. A push by
 // tag holds it from its immutability check to its tag write, and so does an
 // untag that decided from what the tag names, so that it never removes a tag
-// that a push has just written.
-func (g *guard) lockTag(repo, tag string) (unlock func()) {
-	return g.tags.Lock(repo + ":" + tag)
+// that a push has just written. It fails when ctx ends first, or when shared
+// locks cannot be asked for (the database is unreachable): the caller then
+// refuses the request as unavailable.
+func (g *guard) lockTag(ctx context.Context, repo, tag string) (unlock func(), err error) {
+	unlock, err = g.locks.Lock(ctx, "tag:"+repo+":"+tag)
+	if err != nil {
+		return nil, errcode.ErrorCodeUnavailable.WithMessage(fmt.Sprintf("cannot lock %s:%s: %v", repo, tag, err))
+	}
+	return unlock, nil
 }
 
 // initGuard is the distribution middleware constructor; options["guard"]

@@ -28,6 +28,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/berth-registry/berth/coord"
 	"github.com/berth-registry/berth/internal/groupsync"
 	"github.com/berth-registry/berth/storage"
 )
@@ -64,6 +65,11 @@ type Options struct {
 	AdmitTag func(ctx context.Context, repo, tag string, dgst digest.Digest) error
 	// Logger receives distribution's own logs. Nil means slog.Default().
 	Logger *slog.Logger
+	// Locks, when set, are the locks that pushes of one tag take, shared by
+	// the replicas of one storage (coord.Postgres), so that exactly one of
+	// two pushes of a version through different replicas wins. Nil means
+	// locks of this process.
+	Locks coord.Locks
 	// Metrics, when set, receives berth_registry_flush_wait_seconds.
 	Metrics prometheus.Registerer
 }
@@ -108,7 +114,10 @@ func New(ctx context.Context, opts Options) (*Registry, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &guard{allowOverwrite: opts.AllowOverwrite, admitTag: opts.AdmitTag, onEvent: opts.OnEvent, log: logger}
+	g := &guard{allowOverwrite: opts.AllowOverwrite, admitTag: opts.AdmitTag, onEvent: opts.OnEvent, log: logger, locks: opts.Locks}
+	if g.locks == nil {
+		g.locks = &coord.Local{}
+	}
 	if g.allowOverwrite == nil {
 		g.allowOverwrite = func(string) bool { return false }
 	}
@@ -207,7 +216,13 @@ func (r *Registry) serve(w http.ResponseWriter, req *http.Request) {
 	if req.Method == http.MethodPut {
 		if repo, ref, ok := manifestPath(req.URL.Path); ok {
 			if !strings.Contains(ref, ":") {
-				defer r.guard.lockTag(repo, ref)()
+				unlock, err := r.guard.lockTag(req.Context(), repo, ref)
+				if err != nil {
+					w.Header().Set("Docker-Distribution-API-Version", "registry/2.0")
+					_ = errcode.ServeJSON(w, err)
+					return
+				}
+				defer unlock()
 			}
 		}
 	}

@@ -161,6 +161,7 @@ func serve(cmd *cobra.Command, cfg *config.Config) error {
 			return signing.Admit(ctx, catalog.SignatureFetcher(source), policy, repo, tag, d.String())
 		},
 		OnEvent: func(e registry.Event) { cat.Notify(e) },
+		Locks:   cl.locks,
 		Logger:  log,
 		Metrics: prometheus.DefaultRegisterer,
 	})

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-registry/berth/internal/pgtest"
 	"github.com/berth-registry/berth/internal/testenv"
 )
 
@@ -66,7 +67,8 @@ func runMain(m *testing.M) int {
 		}
 		*tool.path = strings.TrimSpace(string(out))
 	}
-	return m.Run()
+	// The tests that need PostgreSQL share one throwaway cluster, stopped here.
+	return pgtest.Run(m)
 }
 
 // requireOras skips (or, in CI, fails) a test that needs the oras CLI.

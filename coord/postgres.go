@@ -130,7 +130,7 @@ func (p *Postgres) hold(ctx context.Context, lock, unlock string, arg any) (func
 }
 
 // Lead calls fn at the start of each term this process leads, with a
-// context that ends with the term, until ctx ends. Any number of callers
+// context that ends with the term or with ctx, until ctx ends. Any number of callers
 // share the process's one claim on the leadership (campaign).
 func (p *Postgres) Lead(ctx context.Context, fn func(ctx context.Context)) {
 	for {
@@ -138,12 +138,16 @@ func (p *Postgres) Lead(ctx context.Context, fn func(ctx context.Context)) {
 		term, changed := p.term, p.changed
 		p.mu.Unlock()
 		if term != nil && term.Err() == nil {
-			fn(term)
-			select {
-			case <-term.Done():
-			case <-ctx.Done():
+			// fn's context ends with the term, or with ctx.
+			run, cancel := context.WithCancel(term)
+			stop := context.AfterFunc(ctx, cancel)
+			fn(run)
+			stop()
+			cancel()
+			if ctx.Err() != nil {
 				return
 			}
+			<-term.Done()
 			continue
 		}
 		select {

@@ -62,11 +62,18 @@ func TestPostgresLeadership(t *testing.T) {
 	}
 	defer b.Close()
 	terms := make(chan string, 4)
+	returned := make(chan string, 2)
+	stopCaller := map[string]context.CancelFunc{}
 	for _, name := range []string{"reconciler", "publisher"} {
-		go b.Lead(ctx, func(ctx context.Context) {
-			terms <- name
-			<-ctx.Done()
-		})
+		callerCtx, stop := context.WithCancel(ctx)
+		stopCaller[name] = stop
+		go func() {
+			b.Lead(callerCtx, func(ctx context.Context) {
+				terms <- name
+				<-ctx.Done()
+			})
+			returned <- name
+		}()
 	}
 	time.Sleep(1500 * time.Millisecond)
 	if b.Leader() || len(terms) != 0 {
@@ -77,6 +84,19 @@ func TestPostgresLeadership(t *testing.T) {
 	got := map[string]bool{<-terms: true, <-terms: true}
 	if !got["reconciler"] || !got["publisher"] {
 		t.Fatalf("terms started: %v, want every Lead caller's", got)
+	}
+	// A caller whose context ends stops leading at once, while its term goes on.
+	stopCaller["reconciler"]()
+	select {
+	case name := <-returned:
+		if name != "reconciler" {
+			t.Fatalf("Lead of %s returned", name)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("Lead did not return when its caller's context ended during a term")
+	}
+	if !b.Leader() {
+		t.Fatal("the replica stopped leading when one Lead caller left")
 	}
 }
 

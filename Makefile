@@ -22,19 +22,24 @@ run: build
 
 ## tools: build the pinned tools the end-to-end tests drive: the oras, helm, cosign and crane CLIs,
 ## distribution's registry (the upstream registry a split `berth serve catalog` follows), and
-## operator-registry's opm into bin/opm (pinned in the separate module tools/opm, so that its
-## dependencies stay out of berth's go.mod)
-tools: bin/opm
+## operator-registry's opm into bin/opm and the versitygw S3 gateway into bin/versitygw (each pinned in a
+## module of its own, tools/opm and tools/versitygw, so that their dependencies stay out of berth's go.mod)
+tools: bin/opm bin/versitygw
 	@$(GO) tool -n oras >/dev/null
 	@$(GO) tool -n helm >/dev/null
 	@$(GO) tool -n cosign >/dev/null
 	@$(GO) tool -n crane >/dev/null
 	@$(GO) tool -n registry >/dev/null
-	@echo "tools: oras $$($(GO) tool oras version | head -1); helm $$($(GO) tool helm version --short); cosign $$($(GO) tool cosign version --json 2>/dev/null | sed -n 's/.*"gitVersion": *"\([^"]*\)".*/\1/p'); crane $$($(GO) tool crane version); registry $$($(GO) tool registry --version | cut -d' ' -f3); opm $$($(GO) version -m bin/opm | awk '$$1 == "mod" {print $$3}')"
+	@echo "tools: oras $$($(GO) tool oras version | head -1); helm $$($(GO) tool helm version --short); cosign $$($(GO) tool cosign version --json 2>/dev/null | sed -n 's/.*"gitVersion": *"\([^"]*\)".*/\1/p'); crane $$($(GO) tool crane version); registry $$($(GO) tool registry --version | cut -d' ' -f3); opm $$($(GO) version -m bin/opm | awk '$$1 == "mod" {print $$3}'); versitygw $$($(GO) version -m bin/versitygw | awk '$$1 == "mod" {print $$3}')"
 
 # bin/opm is rebuilt only when its pin changes: a cold build takes about two minutes.
 bin/opm: tools/opm/go.mod tools/opm/go.sum
 	cd tools/opm && CGO_ENABLED=0 $(GO) build -tags containers_image_openpgp -o ../../bin/opm github.com/operator-framework/operator-registry/cmd/opm
+
+# bin/versitygw, the S3 server the s3 storage tests run berth against, likewise: a cold build takes about
+# five minutes on two cores.
+bin/versitygw: tools/versitygw/go.mod tools/versitygw/go.sum
+	cd tools/versitygw && CGO_ENABLED=0 $(GO) build -o ../../bin/versitygw github.com/versity/versitygw/cmd/versitygw
 
 ## postgres: install PostgreSQL's server programs from the OS package when they are missing; the tests
 ## run throwaway clusters of their own (internal/pgtest) and never touch the package's default one
@@ -47,7 +52,7 @@ postgres:
 	else echo "postgres: initdb not found and no apt-get; install PostgreSQL's server programs" >&2; exit 1; fi
 
 ## test: vet, then every test (unit and end-to-end with the real oras, helm, cosign, crane and opm CLIs,
-## and a real PostgreSQL)
+## s3 storage against versitygw, and a real PostgreSQL)
 test: tools postgres lint
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 

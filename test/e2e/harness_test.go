@@ -25,7 +25,7 @@ import (
 )
 
 // Paths of the binaries under test, set by TestMain.
-var berthBin, orasBin, registryBin, helmBin, cosignBin, craneBin string
+var berthBin, orasBin, registryBin, helmBin, cosignBin, craneBin, versitygwBin string
 
 // fixtures is the shared folder of real operator packages (absolute, since
 // commands run in other directories).
@@ -66,6 +66,13 @@ func runMain(m *testing.M) int {
 			continue
 		}
 		*tool.path = strings.TrimSpace(string(out))
+	}
+	// versitygw is pinned in tools/versitygw/go.mod, out of berth's module, and
+	// `make tools` builds it into bin/versitygw; its tests call requireTool.
+	if p, err := filepath.Abs(filepath.Join("..", "..", "bin", "versitygw")); err == nil {
+		if _, err := os.Stat(p); err == nil {
+			versitygwBin = p
+		}
 	}
 	// The tests that need PostgreSQL share one throwaway cluster, stopped here.
 	return pgtest.Run(m)

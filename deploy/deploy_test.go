@@ -1,0 +1,582 @@
+package deploy
+
+import (
+	"bytes"
+	"encoding/base64"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/berth-registry/berth/config"
+	"github.com/berth-registry/berth/internal/pgtest"
+)
+
+// The parts of Kubernetes objects the tests read, in the API's field names.
+
+type meta struct {
+	Name   string            `yaml:"name"`
+	Labels map[string]string `yaml:"labels"`
+}
+
+// object is one document of a rendering: its kind and name, and the whole
+// document for decoding as that kind.
+type object struct {
+	Kind     string `yaml:"kind"`
+	Metadata meta   `yaml:"metadata"`
+	doc      *yaml.Node
+}
+
+type selector struct {
+	MatchLabels map[string]string `yaml:"matchLabels"`
+}
+
+type workload struct { // a Deployment or a StatefulSet
+	Spec struct {
+		Replicas *int     `yaml:"replicas"`
+		Selector selector `yaml:"selector"`
+		Template struct {
+			Metadata meta    `yaml:"metadata"`
+			Spec     podSpec `yaml:"spec"`
+		} `yaml:"template"`
+		VolumeClaimTemplates []struct {
+			Metadata meta `yaml:"metadata"`
+		} `yaml:"volumeClaimTemplates"`
+	} `yaml:"spec"`
+}
+
+type podSpec struct {
+	EnableServiceLinks *bool           `yaml:"enableServiceLinks"`
+	SecurityContext    securityContext `yaml:"securityContext"`
+	Containers         []container     `yaml:"containers"`
+	Volumes            []volume        `yaml:"volumes"`
+}
+
+type securityContext struct {
+	RunAsNonRoot             *bool `yaml:"runAsNonRoot"`
+	ReadOnlyRootFilesystem   *bool `yaml:"readOnlyRootFilesystem"`
+	AllowPrivilegeEscalation *bool `yaml:"allowPrivilegeEscalation"`
+	Capabilities             struct {
+		Drop []string `yaml:"drop"`
+	} `yaml:"capabilities"`
+	SeccompProfile struct {
+		Type string `yaml:"type"`
+	} `yaml:"seccompProfile"`
+}
+
+type container struct {
+	Name    string   `yaml:"name"`
+	Image   string   `yaml:"image"`
+	Command []string `yaml:"command"`
+	Args    []string `yaml:"args"`
+	Ports   []struct {
+		Name          string `yaml:"name"`
+		ContainerPort int    `yaml:"containerPort"`
+	} `yaml:"ports"`
+	Env []struct {
+		Name      string `yaml:"name"`
+		Value     string `yaml:"value"`
+		ValueFrom *struct {
+			SecretKeyRef *struct {
+				Name string `yaml:"name"`
+				Key  string `yaml:"key"`
+			} `yaml:"secretKeyRef"`
+		} `yaml:"valueFrom"`
+	} `yaml:"env"`
+	VolumeMounts []struct {
+		Name      string `yaml:"name"`
+		MountPath string `yaml:"mountPath"`
+		ReadOnly  bool   `yaml:"readOnly"`
+	} `yaml:"volumeMounts"`
+	StartupProbe    *probe          `yaml:"startupProbe"`
+	LivenessProbe   *probe          `yaml:"livenessProbe"`
+	ReadinessProbe  *probe          `yaml:"readinessProbe"`
+	SecurityContext securityContext `yaml:"securityContext"`
+}
+
+type probe struct {
+	HTTPGet *struct {
+		Path string `yaml:"path"`
+		Port string `yaml:"port"` // a number or a port's name
+	} `yaml:"httpGet"`
+}
+
+type volume struct {
+	Name      string `yaml:"name"`
+	ConfigMap *struct {
+		Name string `yaml:"name"`
+	} `yaml:"configMap"`
+	Secret *struct {
+		SecretName string `yaml:"secretName"`
+	} `yaml:"secret"`
+	EmptyDir              *struct{} `yaml:"emptyDir"`
+	PersistentVolumeClaim *claim    `yaml:"persistentVolumeClaim"`
+}
+
+type claim struct {
+	ClaimName string `yaml:"claimName"`
+}
+
+type configMap struct {
+	Data map[string]string `yaml:"data"`
+}
+
+type secret struct {
+	Data       map[string]string `yaml:"data"` // base64
+	StringData map[string]string `yaml:"stringData"`
+}
+
+type service struct {
+	Spec struct {
+		Selector map[string]string `yaml:"selector"`
+		Ports    []struct {
+			Name       string `yaml:"name"`
+			TargetPort string `yaml:"targetPort"`
+		} `yaml:"ports"`
+	} `yaml:"spec"`
+}
+
+type labelSelected struct { // a PodDisruptionBudget
+	Spec struct {
+		Selector selector `yaml:"selector"`
+	} `yaml:"spec"`
+}
+
+type serviceMonitor struct {
+	Spec struct {
+		Selector  selector `yaml:"selector"`
+		Endpoints []struct {
+			Port string `yaml:"port"`
+			Path string `yaml:"path"`
+		} `yaml:"endpoints"`
+	} `yaml:"spec"`
+}
+
+type ingress struct {
+	Spec struct {
+		Rules []struct {
+			Host string `yaml:"host"`
+			HTTP struct {
+				Paths []struct {
+					Path    string `yaml:"path"`
+					Backend struct {
+						Service struct {
+							Name string `yaml:"name"`
+							Port struct {
+								Name string `yaml:"name"`
+							} `yaml:"port"`
+						} `yaml:"service"`
+					} `yaml:"backend"`
+				} `yaml:"paths"`
+			} `yaml:"http"`
+		} `yaml:"rules"`
+	} `yaml:"spec"`
+}
+
+// parseObjects reads the documents of a multi-document YAML stream, skipping
+// empty ones (Helm separates templates that render nothing with "---").
+func parseObjects(t *testing.T, b []byte) []object {
+	t.Helper()
+	var objs []object
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	for {
+		var doc yaml.Node
+		err := dec.Decode(&doc)
+		if errors.Is(err, io.EOF) {
+			return objs
+		}
+		if err != nil {
+			t.Fatalf("parsing the rendered YAML: %v", err)
+		}
+		if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+			continue
+		}
+		o := object{doc: &doc}
+		if err := doc.Decode(&o); err != nil {
+			t.Fatal(err)
+		}
+		if o.Kind == "" || o.Metadata.Name == "" {
+			t.Fatalf("a document without kind or metadata.name (line %d)", doc.Content[0].Line)
+		}
+		o.checkSchema(t)
+		objs = append(objs, o)
+	}
+}
+
+// apiTypes are the Kubernetes API's types of the kinds the chart and the
+// manifests use (the ServiceMonitor's is the Prometheus Operator's, not
+// among them).
+var apiTypes = map[string]func() any{
+	"ConfigMap":             func() any { return new(corev1.ConfigMap) },
+	"Deployment":            func() any { return new(appsv1.Deployment) },
+	"Ingress":               func() any { return new(networkingv1.Ingress) },
+	"PersistentVolumeClaim": func() any { return new(corev1.PersistentVolumeClaim) },
+	"PodDisruptionBudget":   func() any { return new(policyv1.PodDisruptionBudget) },
+	"Secret":                func() any { return new(corev1.Secret) },
+	"Service":               func() any { return new(corev1.Service) },
+	"ServiceAccount":        func() any { return new(corev1.ServiceAccount) },
+	"StatefulSet":           func() any { return new(appsv1.StatefulSet) },
+}
+
+// checkSchema decodes o strictly into its API type, as the API server reads
+// it: a misspelt field or a value of the wrong type fails the test.
+func (o object) checkSchema(t *testing.T) {
+	t.Helper()
+	newType, ok := apiTypes[o.Kind]
+	if !ok {
+		return
+	}
+	b, err := yaml.Marshal(o.doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sigsyaml.UnmarshalStrict(b, newType()); err != nil {
+		t.Errorf("%s %s: %v", o.Kind, o.Metadata.Name, err)
+	}
+}
+
+// decode decodes o as the kind-specific type of v.
+func (o object) decode(t *testing.T, v any) {
+	t.Helper()
+	if err := o.doc.Decode(v); err != nil {
+		t.Fatalf("%s %s: %v", o.Kind, o.Metadata.Name, err)
+	}
+}
+
+// ofKind returns the objects of kind.
+func ofKind(objs []object, kind string) []object {
+	var out []object
+	for _, o := range objs {
+		if o.Kind == kind {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// find returns the object of kind named name.
+func find(objs []object, kind, name string) (object, bool) {
+	for _, o := range ofKind(objs, kind) {
+		if o.Metadata.Name == name {
+			return o, true
+		}
+	}
+	return object{}, false
+}
+
+// cluster is what exists beside a rendering: the Secrets its values name,
+// key by key, as an operator creates them before installing.
+type cluster map[string]map[string]string
+
+// deployment is a rendering checked by checkDeployment: its workload, the
+// volumes mounted in berth's container and the configuration berth would run
+// with.
+type deployment struct {
+	objs      []object
+	workload  workload
+	pod       podSpec
+	podLabels map[string]string
+	mounts    map[string]volume // by mount path
+	config    *config.Config
+}
+
+// checkDeployment checks what every way of running berth on Kubernetes must
+// hold: one workload running image as `serve --config FILE`, with FILE in a
+// mounted ConfigMap that holds a configuration berth accepts, the files that
+// configuration reads mounted, its data directory and /tmp writable, the
+// probes on /healthz and /readyz at the port berth listens on, a locked-down
+// security context, a Service in front, and a PodDisruptionBudget exactly
+// when there are several replicas.
+func checkDeployment(t *testing.T, objs []object, image string, secrets cluster) *deployment {
+	t.Helper()
+	d := &deployment{objs: objs, mounts: map[string]volume{}}
+	workloads := append(ofKind(objs, "Deployment"), ofKind(objs, "StatefulSet")...)
+	if len(workloads) != 1 {
+		t.Fatalf("want one Deployment or StatefulSet, got %d", len(workloads))
+	}
+	workloads[0].decode(t, &d.workload)
+	d.pod = d.workload.Spec.Template.Spec
+	d.podLabels = d.workload.Spec.Template.Metadata.Labels
+	if !matches(d.workload.Spec.Selector, d.podLabels) {
+		t.Errorf("the workload's selector %v does not select its pods %v", d.workload.Spec.Selector.MatchLabels, d.podLabels)
+	}
+	i := slices.IndexFunc(d.pod.Containers, func(c container) bool { return c.Name == "berth" })
+	if i < 0 {
+		t.Fatal("no container named berth")
+	}
+	c := d.pod.Containers[i]
+	if c.Image != image {
+		t.Errorf("image %q, want %q", c.Image, image)
+	}
+
+	// The command: the image's entrypoint is /berth.
+	cmd := append(append([]string(nil), c.Command...), c.Args...)
+	if len(c.Command) > 0 && c.Command[0] == "/berth" {
+		cmd = cmd[1:]
+	}
+	if len(cmd) < 3 || cmd[0] != "serve" {
+		t.Fatalf("command %q, want serve --config FILE", cmd)
+	}
+	configFile := ""
+	for i, a := range cmd {
+		if a == "--config" && i+1 < len(cmd) {
+			configFile = cmd[i+1]
+		}
+	}
+	if configFile == "" {
+		t.Fatalf("command %q has no --config FILE", cmd)
+	}
+
+	// The pod's file system: every mount, its Secrets and ConfigMaps written
+	// out under root.
+	root := t.TempDir()
+	writable := map[string]bool{}
+	for _, m := range c.VolumeMounts {
+		v, ok := d.volume(m.Name)
+		if !ok {
+			t.Fatalf("volume mount %s: no volume %q", m.MountPath, m.Name)
+		}
+		d.mounts[m.MountPath] = v
+		dir := filepath.Join(root, m.MountPath)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var files map[string]string
+		switch {
+		case v.ConfigMap != nil:
+			o, ok := find(objs, "ConfigMap", v.ConfigMap.Name)
+			if !ok {
+				t.Fatalf("volume %s: ConfigMap %q is not in the rendering", v.Name, v.ConfigMap.Name)
+			}
+			var cm configMap
+			o.decode(t, &cm)
+			files = cm.Data
+		case v.Secret != nil:
+			files = d.secret(t, v.Secret.SecretName, secrets)
+		default: // an emptyDir or a volume claim
+			writable[m.MountPath] = !m.ReadOnly
+		}
+		for name, content := range files {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if v, ok := d.mounts[path.Dir(configFile)]; !ok || v.ConfigMap == nil {
+		t.Errorf("--config %s: its directory is not a mounted ConfigMap", configFile)
+	}
+	if !writable["/tmp"] {
+		t.Error("/tmp is not a writable emptyDir (the root file system is read-only)")
+	}
+
+	// The configuration, as berth serve loads it.
+	var environ []string
+	for _, e := range c.Env {
+		value := e.Value
+		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+			ref := e.ValueFrom.SecretKeyRef
+			v, ok := d.secret(t, ref.Name, secrets)[ref.Key]
+			if !ok {
+				t.Errorf("env %s: Secret %s has no key %q", e.Name, ref.Name, ref.Key)
+			}
+			value = v
+		}
+		environ = append(environ, e.Name+"="+value)
+	}
+	cfg, err := config.Load(filepath.Join(root, configFile), environ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.SetDefaults()
+	d.config = cfg
+	if !underWritable(cfg.Data, writable) {
+		t.Errorf("data directory %s is not on a writable volume", cfg.Data)
+	}
+	// The files berth reads must be in the pod; the upload secret may also be
+	// one berth creates on its first start, in a writable directory.
+	if f := cfg.Registry.HTTPSecretFile; !underWritable(f, writable) {
+		if b, err := os.ReadFile(filepath.Join(root, f)); err != nil || strings.TrimSpace(string(b)) == "" {
+			t.Errorf("registry.httpSecretFile %s: not in a mounted Secret (%v) nor in a writable directory", f, err)
+		}
+	}
+	// Validate opens the key files: a copy names them under root.
+	inPod := *cfg
+	for _, f := range []*string{&inPod.Storage.S3.SecretKeyFile, &inPod.Storage.GCS.KeyFile, &inPod.Storage.Azure.AccountKeyFile} {
+		if *f != "" {
+			*f = filepath.Join(root, *f)
+		}
+	}
+	if err := inPod.Validate(); err != nil {
+		t.Errorf("berth refuses the configuration: %v", err)
+	}
+
+	// The port berth listens on, the probes and the Service.
+	_, port, err := net.SplitHostPort(cfg.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ports := map[string]string{}
+	for _, p := range c.Ports {
+		n := strconv.Itoa(p.ContainerPort)
+		ports[p.Name], ports[n] = n, n
+	}
+	if ports[port] != port {
+		t.Errorf("berth listens on %s (addr %q), but the container has no such port (%v)", port, cfg.Addr, c.Ports)
+	}
+	for _, p := range []struct {
+		name  string
+		probe *probe
+		path  string
+	}{{"liveness", c.LivenessProbe, "/healthz"}, {"readiness", c.ReadinessProbe, "/readyz"}, {"startup", c.StartupProbe, "/healthz"}} {
+		switch {
+		case p.probe == nil && p.name == "startup":
+		case p.probe == nil || p.probe.HTTPGet == nil:
+			t.Errorf("no HTTP %s probe", p.name)
+		case p.probe.HTTPGet.Path != p.path || ports[p.probe.HTTPGet.Port] != port:
+			t.Errorf("%s probe GET %s on port %s, want %s on %s", p.name, p.probe.HTTPGet.Path, p.probe.HTTPGet.Port, p.path, port)
+		}
+	}
+	services := ofKind(objs, "Service")
+	if len(services) != 1 {
+		t.Fatalf("want one Service, got %d", len(services))
+	}
+	var svc service
+	services[0].decode(t, &svc)
+	if !matches(selector{svc.Spec.Selector}, d.podLabels) {
+		t.Errorf("the Service's selector %v does not select the pods %v", svc.Spec.Selector, d.podLabels)
+	}
+	if len(svc.Spec.Ports) == 0 || ports[svc.Spec.Ports[0].TargetPort] != port {
+		t.Errorf("the Service's ports %v do not target berth's port %s", svc.Spec.Ports, port)
+	}
+
+	// The security context: the container's, else the pod's.
+	sc, psc := c.SecurityContext, d.pod.SecurityContext
+	if !isTrue(sc.RunAsNonRoot) && !isTrue(psc.RunAsNonRoot) {
+		t.Error("runAsNonRoot is not set")
+	}
+	if !isTrue(sc.ReadOnlyRootFilesystem) {
+		t.Error("readOnlyRootFilesystem is not set")
+	}
+	if sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+		t.Error("allowPrivilegeEscalation is not false")
+	}
+	if !slices.Contains(sc.Capabilities.Drop, "ALL") {
+		t.Errorf("capabilities drop %v, want ALL", sc.Capabilities.Drop)
+	}
+	if sc.SeccompProfile.Type != "RuntimeDefault" && psc.SeccompProfile.Type != "RuntimeDefault" {
+		t.Error("no RuntimeDefault seccomp profile")
+	}
+	// A Service named berth would put BERTH_PORT and the like into the
+	// environment, where berth looks for its settings.
+	if d.pod.EnableServiceLinks == nil || *d.pod.EnableServiceLinks {
+		t.Error("enableServiceLinks is not false")
+	}
+
+	replicas := d.replicas()
+	pdbs := ofKind(objs, "PodDisruptionBudget")
+	switch {
+	case replicas > 1 && len(pdbs) != 1:
+		t.Errorf("%d replicas and %d PodDisruptionBudgets, want one", replicas, len(pdbs))
+	case replicas <= 1 && len(pdbs) != 0:
+		t.Errorf("one replica and %d PodDisruptionBudgets, want none: it would block every drain", len(pdbs))
+	case len(pdbs) == 1:
+		var pdb labelSelected
+		pdbs[0].decode(t, &pdb)
+		if !matches(pdb.Spec.Selector, d.podLabels) {
+			t.Errorf("the PodDisruptionBudget's selector %v does not select the pods", pdb.Spec.Selector.MatchLabels)
+		}
+	}
+	return d
+}
+
+// replicas is the workload's number of replicas (Kubernetes' default: 1).
+func (d *deployment) replicas() int {
+	if r := d.workload.Spec.Replicas; r != nil {
+		return *r
+	}
+	return 1
+}
+
+// volume returns the pod's volume or volume claim template named name; a
+// claim template is returned as a volume claim.
+func (d *deployment) volume(name string) (volume, bool) {
+	for _, v := range d.pod.Volumes {
+		if v.Name == name {
+			return v, true
+		}
+	}
+	for _, c := range d.workload.Spec.VolumeClaimTemplates {
+		if c.Metadata.Name == name {
+			return volume{Name: name, PersistentVolumeClaim: &claim{ClaimName: name}}, true
+		}
+	}
+	return volume{}, false
+}
+
+// secret returns the keys of the Secret named name: the rendering's, or the
+// cluster's.
+func (d *deployment) secret(t *testing.T, name string, secrets cluster) map[string]string {
+	t.Helper()
+	if o, ok := find(d.objs, "Secret", name); ok {
+		var s secret
+		o.decode(t, &s)
+		out := map[string]string{}
+		for k, v := range s.Data {
+			b, err := base64.StdEncoding.DecodeString(v)
+			if err != nil {
+				t.Fatalf("Secret %s, key %s: %v", name, k, err)
+			}
+			out[k] = string(b)
+		}
+		for k, v := range s.StringData {
+			out[k] = v
+		}
+		return out
+	}
+	s, ok := secrets[name]
+	if !ok {
+		t.Fatalf("Secret %s is neither rendered nor one the cluster has", name)
+	}
+	return s
+}
+
+// underWritable reports whether file is in one of the writable mounts.
+func underWritable(file string, writable map[string]bool) bool {
+	for dir, ok := range writable {
+		if ok && (file == dir || strings.HasPrefix(file, strings.TrimSuffix(dir, "/")+"/")) {
+			return true
+		}
+	}
+	return false
+}
+
+// matches reports whether s selects objects labelled labels.
+func matches(s selector, labels map[string]string) bool {
+	if len(s.MatchLabels) == 0 {
+		return false
+	}
+	for k, v := range s.MatchLabels {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func isTrue(b *bool) bool { return b != nil && *b }
+
+// TestMain stops the PostgreSQL cluster the dashboard's berth runs on.
+func TestMain(m *testing.M) { os.Exit(pgtest.Run(m)) }

@@ -1,0 +1,216 @@
+package deploy
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/berth-registry/berth/internal/testenv"
+)
+
+// chart is the Helm chart's folder, and scaleOutValues the values of several
+// replicas on PostgreSQL and S3 behind an ingress, scraped by Prometheus.
+const (
+	chart          = "helm/berth"
+	scaleOutValues = "helm/berth/ci/scale-out-values.yaml"
+)
+
+// helmPath is the helm pinned in go.mod: `go tool -n helm` builds it once
+// and prints its path.
+var helmPath = sync.OnceValues(func() (string, error) {
+	out, err := exec.Command("go", "tool", "-n", "helm").Output()
+	return strings.TrimSpace(string(out)), err
+})
+
+// helm runs the pinned helm with args and returns its standard output; the
+// test is skipped without helm, and fails in CI.
+func helm(t *testing.T, args ...string) ([]byte, error) {
+	t.Helper()
+	bin, err := helmPath()
+	if err != nil {
+		if testenv.CI() {
+			t.Fatalf("helm is required in CI (go tool -n helm): %v", err)
+		}
+		t.Skipf("helm not available (go tool -n helm): %v", err)
+	}
+	home := t.TempDir()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(),
+		"HELM_CACHE_HOME="+filepath.Join(home, "cache"),
+		"HELM_CONFIG_HOME="+filepath.Join(home, "config"),
+		"HELM_DATA_HOME="+filepath.Join(home, "data"))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return out, fmt.Errorf("helm %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return out, nil
+}
+
+// render renders the chart as release berth with the helm template args.
+func render(t *testing.T, args ...string) []object {
+	t.Helper()
+	out, err := helm(t, append([]string{"template", "berth", chart}, args...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return parseObjects(t, out)
+}
+
+// chartImage is the image the chart runs by default: its repository and the
+// chart's appVersion.
+func chartImage(t *testing.T) string {
+	t.Helper()
+	var c struct {
+		AppVersion string `yaml:"appVersion"`
+	}
+	var v struct {
+		Image struct {
+			Repository string `yaml:"repository"`
+			Tag        string `yaml:"tag"`
+		} `yaml:"image"`
+	}
+	for file, into := range map[string]any{"Chart.yaml": &c, "values.yaml": &v} {
+		b, err := os.ReadFile(filepath.Join(chart, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := yaml.Unmarshal(b, into); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+	}
+	if c.AppVersion == "" || v.Image.Repository == "" || v.Image.Tag != "" {
+		t.Fatalf("want appVersion and image.repository set and image.tag empty, got %q, %q, %q", c.AppVersion, v.Image.Repository, v.Image.Tag)
+	}
+	return v.Image.Repository + ":" + c.AppVersion
+}
+
+func TestHelmLint(t *testing.T) {
+	for _, args := range [][]string{nil, {"--values", scaleOutValues}} {
+		if _, err := helm(t, append([]string{"lint", "--strict", chart}, args...)...); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// TestHelmDefaults renders the chart as it installs with no values: one
+// replica, filesystem storage and the SQLite catalog on a volume claim.
+func TestHelmDefaults(t *testing.T) {
+	t.Parallel()
+	objs := render(t)
+	d := checkDeployment(t, objs, chartImage(t), nil)
+	if d.config.Storage.Driver != "filesystem" || d.config.Catalog.Postgres() {
+		t.Errorf("storage %q, catalog %q: want filesystem and SQLite", d.config.Storage.Driver, d.config.Catalog.Database)
+	}
+	data := d.mounts[d.config.Data]
+	if data.PersistentVolumeClaim == nil {
+		t.Fatalf("the data directory %s is not on a volume claim", d.config.Data)
+	}
+	if _, ok := find(objs, "PersistentVolumeClaim", data.PersistentVolumeClaim.ClaimName); !ok {
+		t.Errorf("the volume claim %s is not rendered", data.PersistentVolumeClaim.ClaimName)
+	}
+	for _, kind := range []string{"Ingress", "ServiceMonitor"} {
+		if n := len(ofKind(objs, kind)); n != 0 {
+			t.Errorf("%d %s objects, want none by default", n, kind)
+		}
+	}
+}
+
+// TestHelmScaleOut renders the chart for several replicas: the catalog in
+// PostgreSQL and blobs in S3, their credentials and the upload secret from
+// existing Secrets, an ingress and a ServiceMonitor.
+func TestHelmScaleOut(t *testing.T) {
+	t.Parallel()
+	const dbURL = "postgres://berth:pw@postgres.db.svc:5432/berth?sslmode=require"
+	objs := render(t, "--values", scaleOutValues)
+	d := checkDeployment(t, objs, chartImage(t), cluster{
+		"berth-postgres":    {"url": dbURL},
+		"berth-s3":          {"accessKey": "AKIAEXAMPLE", "secretKey": "s3-secret"},
+		"berth-http-secret": {"http-secret": "shared-upload-secret"},
+	})
+	cfg := d.config
+	if n := d.replicas(); n != 2 {
+		t.Errorf("replicas %d, want 2", n)
+	}
+	if cfg.Catalog.Database != dbURL {
+		t.Errorf("catalog.database %q, want the URL from Secret berth-postgres", cfg.Catalog.Database)
+	}
+	if cfg.Storage.Driver != "s3" || cfg.Storage.S3.AccessKey != "AKIAEXAMPLE" {
+		t.Errorf("storage %q, access key %q: want s3 with the key from Secret berth-s3", cfg.Storage.Driver, cfg.Storage.S3.AccessKey)
+	}
+	for file, want := range map[string]string{cfg.Storage.S3.SecretKeyFile: "berth-s3", cfg.Registry.HTTPSecretFile: "berth-http-secret"} {
+		if v := d.mounts[path.Dir(file)]; v.Secret == nil || v.Secret.SecretName != want {
+			t.Errorf("%s is not in Secret %s", file, want)
+		}
+	}
+	if v := d.mounts[cfg.Data]; v.EmptyDir == nil {
+		t.Errorf("the data directory %s of one of several replicas is not an emptyDir", cfg.Data)
+	}
+	if n := len(ofKind(objs, "PersistentVolumeClaim")); n != 0 {
+		t.Errorf("%d PersistentVolumeClaims, want none for several replicas", n)
+	}
+	if cfg.Catalog.PublicURL != "https://berth.example.com" {
+		t.Errorf("catalog.publicURL %q, want the ingress's host", cfg.Catalog.PublicURL)
+	}
+
+	svc := ofKind(objs, "Service")[0]
+	ings := ofKind(objs, "Ingress")
+	if len(ings) != 1 {
+		t.Fatalf("%d Ingresses, want one", len(ings))
+	}
+	var ing ingress
+	ings[0].decode(t, &ing)
+	if r := ing.Spec.Rules; len(r) != 1 || r[0].Host != "berth.example.com" || len(r[0].HTTP.Paths) != 1 ||
+		r[0].HTTP.Paths[0].Path != "/" || r[0].HTTP.Paths[0].Backend.Service.Name != svc.Metadata.Name ||
+		r[0].HTTP.Paths[0].Backend.Service.Port.Name != "http" {
+		t.Errorf("ingress rules %+v, want berth.example.com/ to the Service's port http", r)
+	}
+	sms := ofKind(objs, "ServiceMonitor")
+	if len(sms) != 1 {
+		t.Fatalf("%d ServiceMonitors, want one", len(sms))
+	}
+	var sm serviceMonitor
+	sms[0].decode(t, &sm)
+	if !matches(sm.Spec.Selector, svc.Metadata.Labels) {
+		t.Errorf("the ServiceMonitor's selector %v does not select the Service %v", sm.Spec.Selector.MatchLabels, svc.Metadata.Labels)
+	}
+	if e := sm.Spec.Endpoints; len(e) != 1 || e[0].Port != "http" || e[0].Path != "/metrics" {
+		t.Errorf("ServiceMonitor endpoints %+v, want port http, path /metrics", e)
+	}
+}
+
+// TestHelmRefuses checks that the chart refuses values that cannot work,
+// saying why.
+func TestHelmRefuses(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		set  []string
+		want string
+	}{
+		{"several replicas on SQLite", []string{"replicas=2"}, "replicas > 1 needs the catalog in PostgreSQL"},
+		{"several replicas on the filesystem", []string{"replicas=2", "database.existingSecret=pg"}, "replicas > 1 needs shared object storage"},
+		{"several replicas in memory", []string{"replicas=2", "database.existingSecret=pg", "config.storage.driver=inmemory"}, "replicas > 1 needs shared object storage"},
+		{"a database password in the ConfigMap", []string{"config.catalog.database=postgres://u:p@db/berth"}, "config.catalog.database: a PostgreSQL URL holds a password"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := []string{"template", "berth", chart}
+			for _, s := range tc.set {
+				args = append(args, "--set", s)
+			}
+			_, err := helm(t, args...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("helm template --set %s: %v, want an error saying %q", strings.Join(tc.set, ","), err, tc.want)
+			}
+		})
+	}
+}

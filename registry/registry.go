@@ -213,6 +213,15 @@ func (r *Registry) serve(w http.ResponseWriter, req *http.Request) {
 		r.serveReferrers(w, req, repo, ref)
 		return
 	}
+	if req.Method == http.MethodPut || req.Method == http.MethodDelete {
+		if _, _, ok := manifestPath(req.URL.Path); ok {
+			// A manifest write runs to its end once begun, even if the client
+			// hangs up: cancelled half way on a remote storage, it could leave
+			// a tag written whose event was never sent, which the catalog
+			// would miss until its next reconciliation.
+			req = req.WithContext(context.WithoutCancel(req.Context()))
+		}
+	}
 	if req.Method == http.MethodPut {
 		if repo, ref, ok := manifestPath(req.URL.Path); ok {
 			if !strings.Contains(ref, ":") {

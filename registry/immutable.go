@@ -144,6 +144,14 @@ func (m *guardedManifests) Put(ctx context.Context, mf distribution.Manifest, op
 			return "", err
 		}
 	}
+	// Held shared while the manifest is written, so that a garbage
+	// collection's sweep, which holds it exclusively, sees every manifest
+	// whose write began before it (gc.go).
+	unlock, err := m.repo.guard.locks.RLock(ctx, gcLock)
+	if err != nil {
+		return "", errcode.ErrorCodeUnavailable.WithMessage(fmt.Sprintf("cannot lock out garbage collection: %v", err))
+	}
+	defer unlock()
 	dgst, err := m.ManifestService.Put(ctx, mf, options...)
 	if err != nil || ref == nil {
 		return dgst, err

@@ -70,6 +70,12 @@ type Options struct {
 	// two pushes of a version through different replicas wins. Nil means
 	// locks of this process.
 	Locks coord.Locks
+	// CollectsGarbage says that garbage is collected on this storage
+	// (CollectGarbage, by this process or another replica). Blob
+	// descriptors are then not cached: a process's cache would go on
+	// listing a blob a collection deleted, and a manifest that references
+	// it would be accepted.
+	CollectsGarbage bool
 	// Metrics, when set, receives berth_registry_flush_wait_seconds.
 	Metrics prometheus.Registerer
 }
@@ -83,6 +89,10 @@ type Registry struct {
 	// files answers blob and manifest reads from disk; nil unless the
 	// storage is the filesystem driver.
 	files *fileServer
+	// gc caches what garbage collections parsed (gc.go); gcBeforeSweep,
+	// set by tests, runs between a collection's mark and its sweep.
+	gc            gcState
+	gcBeforeSweep func()
 	// syncer flushes the filesystem driver's file system before a push is
 	// answered (durable.go); nil for other drivers and where syncfs(2) is
 	// missing, which keep distribution's per-file syncs.
@@ -126,12 +136,14 @@ func New(ctx context.Context, opts Options) (*Registry, error) {
 		Storage: configuration.Storage{
 			driverName: params,
 			"delete":   configuration.Parameters{"enabled": true},
-			"cache":    configuration.Parameters{"blobdescriptor": "inmemory"},
 			"redirect": configuration.Parameters{"disable": opts.Storage.DisableRedirect},
 		},
 		Middleware: map[string][]configuration.Middleware{
 			"registry": {{Name: middlewareName, Options: configuration.Parameters{"guard": g}}},
 		},
+	}
+	if !opts.CollectsGarbage {
+		cfg.Storage["cache"] = configuration.Parameters{"blobdescriptor": "inmemory"}
 	}
 	cfg.HTTP.Secret = opts.HTTPSecret
 	// distribution's configuration parser defaults this to 1000; built in

@@ -1,0 +1,433 @@
+package registry
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/distribution/distribution/v3"
+	storagedriver "github.com/distribution/distribution/v3/registry/storage/driver"
+	"github.com/distribution/reference"
+	"github.com/opencontainers/go-digest"
+)
+
+// Online garbage collection (docs/gc.md). distribution's garbage-collect
+// needs the registry stopped or read-only, because of a race: a push uploads
+// a blob, the collector finds it referenced by no manifest and deletes it,
+// and the manifest that references it arrives next. berth collects while
+// pushes go on:
+//
+//   - The mark reads the storage without stopping anything: every tag,
+//     every manifest revision and layer link with its modification time, and
+//     every blob. A manifest is live when a tag names it, a live index lists
+//     it, or its subject is live; a blob is live when a live manifest is it
+//     or references it.
+//   - Grace: a blob, or an untagged manifest, written or linked into a
+//     repository less than Grace ago is live. A push in progress has uploaded
+//     its blobs and not yet pushed the manifest that references them; an
+//     upload links its blob into the repository (the layer link), so a blob
+//     uploaded again is as young as the upload.
+//   - The sweep runs under the exclusive lock gcLock, which every manifest
+//     write holds shared (guardedManifests.Put): while it runs, manifest
+//     writes wait, so none can make a candidate live unseen. Under the lock
+//     the sweep reads the repositories again, marks again with what it reads
+//     (the manifests it parsed in the mark are cached by digest), and deletes
+//     only the candidates of the mark that are still dead.
+//
+// A client that found a blob present (HEAD) before the sweep deleted it, and
+// so did not upload it, gets MANIFEST_BLOB_UNKNOWN for its manifest and
+// pushes again: a push fails cleanly, and nothing a finished push references
+// is deleted.
+
+// gcLock is the key of the lock manifest writes hold shared and the sweep
+// holds exclusively.
+const gcLock = "gc"
+
+// blobsRoot is where distribution keeps blob data:
+// blobs/<alg>/<first two hex>/<hex>/data.
+const blobsRoot = "/docker/registry/v2/blobs"
+
+// GCOptions configure a garbage collection.
+type GCOptions struct {
+	// Grace keeps blobs and untagged manifests younger than this: long
+	// enough for the slowest push to go from its first blob upload to its
+	// manifest. 0 means DefaultGCGrace.
+	Grace time.Duration
+	// DryRun reports what would be deleted and deletes nothing.
+	DryRun bool
+}
+
+// DefaultGCGrace is the grace period when GCOptions.Grace is 0.
+const DefaultGCGrace = time.Hour
+
+// GCReport is what a garbage collection deleted, or would delete in a dry
+// run.
+type GCReport struct {
+	DryRun bool `json:"dryRun"`
+	// Manifests and Blobs count what was deleted; Bytes is the size of the
+	// blobs.
+	Manifests int   `json:"manifests"`
+	Blobs     int   `json:"blobs"`
+	Bytes     int64 `json:"bytes"`
+	// Mark and Sweep are how long each phase took; manifest writes wait
+	// during the sweep.
+	Mark  time.Duration `json:"mark"`
+	Sweep time.Duration `json:"sweep"`
+}
+
+// CollectGarbage deletes the manifests no tag, live index or live subject
+// references and the blobs no live manifest references, keeping what is
+// younger than the grace period, while the registry serves. Collections do
+// not overlap, across replicas either: the sweep holds gcLock. A manifest
+// is deleted as a client's DELETE would delete it (its referrers index entry
+// goes, the catalog hears of it).
+func (r *Registry) CollectGarbage(ctx context.Context, opts GCOptions) (GCReport, error) {
+	if opts.Grace <= 0 {
+		opts.Grace = DefaultGCGrace
+	}
+	rep := GCReport{DryRun: opts.DryRun}
+	start := time.Now()
+	blobs, err := r.scanBlobs(ctx)
+	if err != nil {
+		return rep, fmt.Errorf("registry: gc: %w", err)
+	}
+	st, err := r.scanRepositories(ctx)
+	if err != nil {
+		return rep, fmt.Errorf("registry: gc: %w", err)
+	}
+	deadline := start.Add(-opts.Grace)
+	live, err := r.gc.mark(ctx, r.driver, st, deadline)
+	if err != nil {
+		return rep, fmt.Errorf("registry: gc: %w", err)
+	}
+	deadManifests := st.dead(live)
+	var deadBlobs []digest.Digest
+	for d, b := range blobs {
+		if !live.blobs[d] && b.modified.Before(deadline) && !st.linkedSince(d, deadline) {
+			deadBlobs = append(deadBlobs, d)
+		}
+	}
+	rep.Mark = time.Since(start)
+	if r.gcBeforeSweep != nil {
+		r.gcBeforeSweep()
+	}
+
+	start = time.Now()
+	unlock, err := r.guard.locks.Lock(ctx, gcLock)
+	if err != nil {
+		return rep, fmt.Errorf("registry: gc: %w", err)
+	}
+	defer unlock()
+	// Marked again under the lock: what manifest writes did since the scan.
+	if st, err = r.scanRepositories(ctx); err != nil {
+		return rep, fmt.Errorf("registry: gc: %w", err)
+	}
+	if live, err = r.gc.mark(ctx, r.driver, st, deadline); err != nil {
+		return rep, fmt.Errorf("registry: gc: %w", err)
+	}
+	for _, m := range deadManifests {
+		if live.manifests[m] || !st.revisions[m.repo].has(m.digest) {
+			continue
+		}
+		if !opts.DryRun {
+			if err := r.deleteManifest(ctx, m.repo, m.digest); err != nil {
+				return rep, fmt.Errorf("registry: gc: delete %s@%s: %w", m.repo, m.digest, err)
+			}
+		}
+		rep.Manifests++
+	}
+	for _, d := range deadBlobs {
+		if live.blobs[d] || st.linkedSince(d, deadline) {
+			continue
+		}
+		if !opts.DryRun {
+			if err := r.driver.Delete(ctx, path.Dir(blobDataPath(d))); err != nil && !isPathNotFound(err) {
+				return rep, fmt.Errorf("registry: gc: delete blob %s: %w", d, err)
+			}
+		}
+		rep.Blobs++
+		rep.Bytes += blobs[d].size
+	}
+	rep.Sweep = time.Since(start)
+	return rep, nil
+}
+
+// deleteManifest deletes manifest d of repo through the guarded repository.
+func (r *Registry) deleteManifest(ctx context.Context, repo string, d digest.Digest) error {
+	named, err := reference.WithName(repo)
+	if err != nil {
+		return err
+	}
+	rp, err := r.guard.namespace.Repository(ctx, named)
+	if err != nil {
+		return err
+	}
+	ms, err := rp.Manifests(ctx)
+	if err != nil {
+		return err
+	}
+	err = ms.Delete(ctx, d)
+	var unknown distribution.ErrManifestUnknownRevision
+	if errors.As(err, &unknown) || errors.Is(err, distribution.ErrBlobUnknown) {
+		return nil
+	}
+	return err
+}
+
+// blobInfo is a blob's size and the time its data was written.
+type blobInfo struct {
+	size     int64
+	modified time.Time
+}
+
+// scanBlobs lists every blob in the storage.
+func (r *Registry) scanBlobs(ctx context.Context) (map[digest.Digest]blobInfo, error) {
+	out := map[digest.Digest]blobInfo{}
+	err := r.driver.Walk(ctx, blobsRoot, func(fi storagedriver.FileInfo) error {
+		if fi.IsDir() || path.Base(fi.Path()) != "data" {
+			return nil
+		}
+		dir := path.Dir(fi.Path())
+		alg := path.Base(path.Dir(path.Dir(dir)))
+		d := digest.NewDigestFromEncoded(digest.Algorithm(alg), path.Base(dir))
+		if d.Validate() == nil {
+			out[d] = blobInfo{size: fi.Size(), modified: fi.ModTime()}
+		}
+		return nil
+	})
+	if isPathNotFound(err) {
+		return out, nil
+	}
+	return out, err
+}
+
+// blobDataPath is where distribution keeps the data of blob d.
+func blobDataPath(d digest.Digest) string {
+	return path.Join(blobsRoot, d.Algorithm().String(), d.Encoded()[:2], d.Encoded(), "data")
+}
+
+// repoManifest is one manifest of one repository.
+type repoManifest struct {
+	repo   string
+	digest digest.Digest
+}
+
+// links are the digests a repository links, with when each link was written.
+type links map[digest.Digest]time.Time
+
+func (l links) has(d digest.Digest) bool { _, ok := l[d]; return ok }
+
+// storageState is what the repositories hold: their manifest revisions,
+// the manifests their tags name, and their layer links.
+type storageState struct {
+	revisions map[string]links
+	tagged    map[string][]digest.Digest
+	// layers are the newest layer link of each blob, in any repository.
+	layers links
+}
+
+// linkedSince reports whether some repository linked blob d after t.
+func (s *storageState) linkedSince(d digest.Digest, t time.Time) bool {
+	return s.layers[d].After(t)
+}
+
+// dead returns the manifests live does not hold.
+func (s *storageState) dead(live *liveSet) []repoManifest {
+	var out []repoManifest
+	for repo, revs := range s.revisions {
+		for d := range revs {
+			if m := (repoManifest{repo, d}); !live.manifests[m] {
+				out = append(out, m)
+			}
+		}
+	}
+	return out
+}
+
+// scanRepositories reads every repository's manifest revisions, tags and
+// layer links from the storage, in one walk and one read per tag.
+func (r *Registry) scanRepositories(ctx context.Context) (*storageState, error) {
+	st := &storageState{revisions: map[string]links{}, tagged: map[string][]digest.Digest{}, layers: links{}}
+	var tagLinks []string
+	err := r.driver.Walk(ctx, repositoriesRoot, func(fi storagedriver.FileInfo) error {
+		p := fi.Path()
+		if fi.IsDir() || path.Base(p) != "link" {
+			return nil
+		}
+		rel := strings.TrimPrefix(p, repositoriesRoot+"/")
+		for _, kind := range []string{"/_manifests/revisions/", "/_layers/", "/_manifests/tags/"} {
+			i := strings.Index(rel, kind)
+			if i < 0 {
+				continue
+			}
+			repo, rest := rel[:i], strings.Split(rel[i+len(kind):], "/")
+			switch {
+			case kind == "/_manifests/tags/":
+				if len(rest) == 3 && rest[1] == "current" {
+					tagLinks = append(tagLinks, p)
+				}
+			case len(rest) == 3:
+				d := digest.NewDigestFromEncoded(digest.Algorithm(rest[0]), rest[1])
+				if d.Validate() != nil {
+					return nil
+				}
+				if kind == "/_layers/" {
+					if fi.ModTime().After(st.layers[d]) {
+						st.layers[d] = fi.ModTime()
+					}
+				} else {
+					if st.revisions[repo] == nil {
+						st.revisions[repo] = links{}
+					}
+					st.revisions[repo][d] = fi.ModTime()
+				}
+			}
+			return nil
+		}
+		return nil
+	})
+	if err != nil && !isPathNotFound(err) {
+		return nil, err
+	}
+	for _, p := range tagLinks {
+		b, err := r.driver.GetContent(ctx, p)
+		if isPathNotFound(err) {
+			continue // untagged since the walk
+		}
+		if err != nil {
+			return nil, err
+		}
+		d, err := digest.Parse(strings.TrimSpace(string(b)))
+		if err != nil {
+			continue // a torn link names nothing
+		}
+		repo := strings.TrimPrefix(p[:strings.Index(p, "/_manifests/tags/")], repositoriesRoot+"/")
+		st.tagged[repo] = append(st.tagged[repo], d)
+	}
+	return st, nil
+}
+
+// liveSet is what a mark found live.
+type liveSet struct {
+	manifests map[repoManifest]bool
+	blobs     map[digest.Digest]bool
+}
+
+// manifestRefs is what a manifest references: the blobs of an image
+// (config and layers), the manifests of an index, and its subject.
+type manifestRefs struct {
+	blobs     []digest.Digest
+	manifests []digest.Digest
+	subject   digest.Digest
+}
+
+// gcState caches what the collector parsed: manifests are content
+// addressed, so a digest's references never change.
+type gcState struct {
+	mu   sync.Mutex
+	refs map[digest.Digest]*manifestRefs
+}
+
+// gcCacheLimit bounds the parsed manifests kept between collections.
+const gcCacheLimit = 1 << 20
+
+// mark computes what is live in st: tagged manifests and those younger
+// than deadline are roots; the manifests of a live index and the
+// referrers of a live manifest are live; a live manifest's own blob and
+// the blobs it references are live.
+func (g *gcState) mark(ctx context.Context, driver storagedriver.StorageDriver, st *storageState, deadline time.Time) (*liveSet, error) {
+	live := &liveSet{manifests: map[repoManifest]bool{}, blobs: map[digest.Digest]bool{}}
+	for repo, revs := range st.revisions {
+		referrers := map[digest.Digest][]digest.Digest{}
+		var queue []digest.Digest
+		for d, modified := range revs {
+			refs, err := g.parse(ctx, driver, d)
+			if err != nil {
+				return nil, err
+			}
+			if refs != nil && refs.subject != "" {
+				referrers[refs.subject] = append(referrers[refs.subject], d)
+			}
+			if modified.After(deadline) {
+				queue = append(queue, d)
+			}
+		}
+		queue = append(queue, st.tagged[repo]...)
+		for len(queue) > 0 {
+			d := queue[len(queue)-1]
+			queue = queue[:len(queue)-1]
+			m := repoManifest{repo, d}
+			if live.manifests[m] || !revs.has(d) {
+				continue
+			}
+			live.manifests[m] = true
+			live.blobs[d] = true
+			refs, err := g.parse(ctx, driver, d)
+			if err != nil {
+				return nil, err
+			}
+			if refs != nil {
+				for _, b := range refs.blobs {
+					live.blobs[b] = true
+				}
+				queue = append(queue, refs.manifests...)
+			}
+			queue = append(queue, referrers[d]...)
+		}
+	}
+	return live, nil
+}
+
+// parse returns what manifest d references, or nil when its blob is gone.
+func (g *gcState) parse(ctx context.Context, driver storagedriver.StorageDriver, d digest.Digest) (*manifestRefs, error) {
+	g.mu.Lock()
+	refs, ok := g.refs[d]
+	g.mu.Unlock()
+	if ok {
+		return refs, nil
+	}
+	b, err := driver.GetContent(ctx, blobDataPath(d))
+	if isPathNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var doc struct {
+		Config    *struct{ Digest digest.Digest }  `json:"config"`
+		Layers    []struct{ Digest digest.Digest } `json:"layers"`
+		Blobs     []struct{ Digest digest.Digest } `json:"blobs"`
+		Manifests []struct{ Digest digest.Digest } `json:"manifests"`
+		Subject   *struct{ Digest digest.Digest }  `json:"subject"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		// What it references cannot be told: collecting anything could
+		// delete a blob it needs.
+		return nil, fmt.Errorf("manifest %s cannot be read, so nothing is collected: %w", d, err)
+	}
+	refs = &manifestRefs{}
+	if doc.Config != nil {
+		refs.blobs = append(refs.blobs, doc.Config.Digest)
+	}
+	for _, l := range append(doc.Layers, doc.Blobs...) {
+		refs.blobs = append(refs.blobs, l.Digest)
+	}
+	for _, m := range doc.Manifests {
+		refs.manifests = append(refs.manifests, m.Digest)
+	}
+	if doc.Subject != nil {
+		refs.subject = doc.Subject.Digest
+	}
+	g.mu.Lock()
+	if g.refs == nil || len(g.refs) >= gcCacheLimit {
+		g.refs = map[digest.Digest]*manifestRefs{}
+	}
+	g.refs[d] = refs
+	g.mu.Unlock()
+	return refs, nil
+}

@@ -38,6 +38,8 @@ type Config struct {
 	Trust Trust `yaml:"trust"`
 	// Auth turns on authentication and access rules; nil leaves berth open.
 	Auth *Auth `yaml:"auth"`
+	// GC is online garbage collection, off unless its interval is set.
+	GC GC `yaml:"gc"`
 }
 
 // Trust is the trust policy of the catalog, the registry and berth pull.
@@ -119,6 +121,26 @@ type Namespace struct {
 	Name string `yaml:"name"`
 	// AllowOverwrite lets a package version tag be re-pointed to another digest.
 	AllowOverwrite bool `yaml:"allowOverwrite"`
+	// KeepLast, when above 0, is a retention policy: each garbage
+	// collection first deletes the versions of each package beyond its
+	// KeepLast newest, never a version that heads a channel (docs/gc.md).
+	KeepLast int `yaml:"keepLast"`
+	// UntaggedOlderThan keeps untagged manifests this long before garbage
+	// collection deletes them, when longer than gc.grace.
+	UntaggedOlderThan time.Duration `yaml:"untaggedOlderThan"`
+}
+
+// GC configures online garbage collection (docs/gc.md).
+type GC struct {
+	// Interval is how often the leader collects garbage; 0 (the default)
+	// never.
+	Interval time.Duration `yaml:"interval"`
+	// Grace keeps blobs and untagged manifests younger than this (default
+	// 1h): the longest a push may take from its first blob to its manifest.
+	Grace time.Duration `yaml:"grace"`
+	// DryRun logs and counts what collections would delete, and deletes
+	// nothing.
+	DryRun bool `yaml:"dryRun"`
 }
 
 // EnvPrefix starts the name of every environment variable berth reads.
@@ -163,6 +185,9 @@ func (c *Config) SetDefaults() {
 	}
 	if c.Catalog.IndexTimeout == 0 {
 		c.Catalog.IndexTimeout = 30 * time.Second
+	}
+	if c.GC.Grace == 0 {
+		c.GC.Grace = time.Hour
 	}
 	if c.Auth != nil {
 		c.Auth.setDefaults(c.Data)
@@ -248,6 +273,18 @@ func (c *Config) Validate() error {
 		if strings.Contains(ns.Name, "/") {
 			return fmt.Errorf("%s: a namespace has no '/' (got %q)", key, ns.Name)
 		}
+		if ns.KeepLast < 0 {
+			return fmt.Errorf("namespaces[%d].keepLast: must not be negative (got %d)", i, ns.KeepLast)
+		}
+		if ns.UntaggedOlderThan < 0 {
+			return fmt.Errorf("namespaces[%d].untaggedOlderThan: must not be negative (got %s)", i, ns.UntaggedOlderThan)
+		}
+	}
+	if c.GC.Interval < 0 {
+		return fmt.Errorf("gc.interval: must not be negative (got %s)", c.GC.Interval)
+	}
+	if c.GC.Grace < time.Minute {
+		return fmt.Errorf("gc.grace: must be at least 1m, or a push in progress could lose its blobs (got %s)", c.GC.Grace)
 	}
 	if c.Auth != nil {
 		if err := c.Auth.Validate("auth"); err != nil {
@@ -344,10 +381,16 @@ func checkBaseURL(s string) error {
 
 // AllowOverwrite reports whether version tags in namespace may be re-pointed.
 func (c *Config) AllowOverwrite(namespace string) bool {
+	return c.NamespacePolicy(namespace).AllowOverwrite
+}
+
+// NamespacePolicy is the first entry of namespaces whose name matches
+// namespace, or the zero policy when none does.
+func (c *Config) NamespacePolicy(namespace string) Namespace {
 	for _, ns := range c.Namespaces {
 		if ok, _ := path.Match(ns.Name, namespace); ok {
-			return ns.AllowOverwrite
+			return ns
 		}
 	}
-	return false
+	return Namespace{Name: namespace}
 }

@@ -156,6 +156,10 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"namespace without name", func(c *Config) { c.Namespaces = []Namespace{{AllowOverwrite: true}} }, "namespaces[0].name: required"},
 		{"namespace bad glob", func(c *Config) { c.Namespaces = []Namespace{{Name: "dev"}, {Name: "[x"}} }, "namespaces[1].name: bad glob"},
 		{"namespace with slash", func(c *Config) { c.Namespaces = []Namespace{{Name: "a/b"}} }, `namespaces[0].name: a namespace has no '/'`},
+		{"negative keepLast", func(c *Config) { c.Namespaces = []Namespace{{Name: "a", KeepLast: -1}} }, "namespaces[0].keepLast: must not be negative"},
+		{"negative untaggedOlderThan", func(c *Config) { c.Namespaces = []Namespace{{Name: "a", UntaggedOlderThan: -time.Hour}} }, "namespaces[0].untaggedOlderThan: must not be negative"},
+		{"negative gc interval", func(c *Config) { c.GC.Interval = -time.Second }, "gc.interval: must not be negative"},
+		{"gc grace too short", func(c *Config) { c.GC.Grace = time.Second }, "gc.grace: must be at least 1m"},
 		{"trust policy without repositories", func(c *Config) { c.Trust.Policies = []TrustPolicy{{Keys: []string{"k.pub"}}} }, "trust.policies[0].repositories: required"},
 		{"trust policy bad glob", func(c *Config) {
 			c.Trust.Policies = []TrustPolicy{{Repositories: []string{"stable/[x"}, Keys: []string{"k.pub"}}}

@@ -58,8 +58,24 @@ type GCOptions struct {
 	// enough for the slowest push to go from its first blob upload to its
 	// manifest. 0 means DefaultGCGrace.
 	Grace time.Duration
+	// KeepUntagged, when set, is how long the untagged manifests of a
+	// repository are kept, when longer than Grace (a namespace's
+	// untaggedOlderThan).
+	KeepUntagged func(repo string) time.Duration
 	// DryRun reports what would be deleted and deletes nothing.
 	DryRun bool
+}
+
+// manifestDeadline returns, for each repository, the time before which its
+// untagged manifests are old enough to collect.
+func (o GCOptions) manifestDeadline(start time.Time) func(repo string) time.Time {
+	return func(repo string) time.Time {
+		keep := o.Grace
+		if o.KeepUntagged != nil {
+			keep = max(keep, o.KeepUntagged(repo))
+		}
+		return start.Add(-keep)
+	}
 }
 
 // DefaultGCGrace is the grace period when GCOptions.Grace is 0.
@@ -100,8 +116,8 @@ func (r *Registry) CollectGarbage(ctx context.Context, opts GCOptions) (GCReport
 	if err != nil {
 		return rep, fmt.Errorf("registry: gc: %w", err)
 	}
-	deadline := start.Add(-opts.Grace)
-	live, err := r.gc.mark(ctx, r.driver, st, deadline)
+	deadline, manifestDeadline := start.Add(-opts.Grace), opts.manifestDeadline(start)
+	live, err := r.gc.mark(ctx, r.driver, st, manifestDeadline)
 	if err != nil {
 		return rep, fmt.Errorf("registry: gc: %w", err)
 	}
@@ -127,7 +143,7 @@ func (r *Registry) CollectGarbage(ctx context.Context, opts GCOptions) (GCReport
 	if st, err = r.scanRepositories(ctx); err != nil {
 		return rep, fmt.Errorf("registry: gc: %w", err)
 	}
-	if live, err = r.gc.mark(ctx, r.driver, st, deadline); err != nil {
+	if live, err = r.gc.mark(ctx, r.driver, st, manifestDeadline); err != nil {
 		return rep, fmt.Errorf("registry: gc: %w", err)
 	}
 	for _, m := range deadManifests {
@@ -337,12 +353,13 @@ type gcState struct {
 const gcCacheLimit = 1 << 20
 
 // mark computes what is live in st: tagged manifests and those younger
-// than deadline are roots; the manifests of a live index and the
+// than their repository's deadline are roots; the manifests of a live index and the
 // referrers of a live manifest are live; a live manifest's own blob and
 // the blobs it references are live.
-func (g *gcState) mark(ctx context.Context, driver storagedriver.StorageDriver, st *storageState, deadline time.Time) (*liveSet, error) {
+func (g *gcState) mark(ctx context.Context, driver storagedriver.StorageDriver, st *storageState, deadlineOf func(repo string) time.Time) (*liveSet, error) {
 	live := &liveSet{manifests: map[repoManifest]bool{}, blobs: map[digest.Digest]bool{}}
 	for repo, revs := range st.revisions {
+		deadline := deadlineOf(repo)
 		referrers := map[digest.Digest][]digest.Digest{}
 		var queue []digest.Digest
 		for d, modified := range revs {
@@ -430,4 +447,36 @@ func (g *gcState) parse(ctx context.Context, driver storagedriver.StorageDriver,
 	g.refs[d] = refs
 	g.mu.Unlock()
 	return refs, nil
+}
+
+// Untag removes tag from repository repo, if it still names dgst, under the
+// lock that pushes of the tag hold, and reports whether it removed it. The
+// catalog hears of it as of a client's untag. Retention removes expired
+// versions so; garbage collection then reclaims what they alone held.
+func (r *Registry) Untag(ctx context.Context, repo, tag string, dgst digest.Digest) (bool, error) {
+	named, err := reference.WithName(repo)
+	if err != nil {
+		return false, fmt.Errorf("registry: untag %s:%s: %w: %v", repo, tag, ErrInvalid, err)
+	}
+	unlock, err := r.guard.lockTag(ctx, repo, tag)
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
+	rp, err := r.guard.namespace.Repository(ctx, named)
+	if err != nil {
+		return false, err
+	}
+	ts := rp.Tags(ctx)
+	desc, err := ts.Get(ctx, tag)
+	if isGone(err) || (err == nil && desc.Digest != dgst) {
+		return false, nil // gone or re-pointed meanwhile
+	}
+	if err != nil {
+		return false, err
+	}
+	if err := ts.Untag(ctx, tag); err != nil && !isGone(err) {
+		return false, fmt.Errorf("registry: untag %s:%s: %w", repo, tag, err)
+	}
+	return true, nil
 }

@@ -184,3 +184,28 @@ func TestCollectGarbageRefusesUnreadableManifests(t *testing.T) {
 		t.Errorf("a refused collection deleted a blob: %v", err)
 	}
 }
+
+func TestCollectGarbageKeepsUntaggedAsLongAsTheirNamespaceSays(t *testing.T) {
+	dir := t.TempDir()
+	reg := newRegistry(t, Options{Storage: onDisk(dir), CollectsGarbage: true})
+	untagged := map[string]ocispec.Descriptor{}
+	for _, repo := range []string{"keep/app", "team/app"} {
+		untagged[repo] = mustPut(t, reg, repo, "", pushBlobs(t, reg, repo).image(nil, "", "", nil))
+	}
+	age(t, dir, 2*time.Hour)
+	rep, err := reg.CollectGarbage(context.Background(), GCOptions{Grace: time.Hour, KeepUntagged: func(repo string) time.Duration {
+		if strings.HasPrefix(repo, "keep/") {
+			return 24 * time.Hour
+		}
+		return 0
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := status(reg, "/v2/keep/app/manifests/"+untagged["keep/app"].Digest.String()); code != http.StatusOK || rep.Manifests != 1 {
+		t.Errorf("keep/app's untagged manifest, 2h old, kept 24h: GET = %d; %d manifests deleted, want 1", code, rep.Manifests)
+	}
+	if code := status(reg, "/v2/team/app/manifests/"+untagged["team/app"].Digest.String()); code != http.StatusNotFound {
+		t.Errorf("team/app's untagged manifest, 2h old: GET = %d, want 404", code)
+	}
+}

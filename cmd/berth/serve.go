@@ -160,10 +160,11 @@ func serve(cmd *cobra.Command, cfg *config.Config) error {
 		AdmitTag: func(ctx context.Context, repo, tag string, d digest.Digest) error {
 			return signing.Admit(ctx, catalog.SignatureFetcher(source), policy, repo, tag, d.String())
 		},
-		OnEvent: func(e registry.Event) { cat.Notify(e) },
-		Locks:   cl.locks,
-		Logger:  log,
-		Metrics: prometheus.DefaultRegisterer,
+		OnEvent:         func(e registry.Event) { cat.Notify(e) },
+		Locks:           cl.locks,
+		CollectsGarbage: cfg.GC.Interval > 0,
+		Logger:          log,
+		Metrics:         prometheus.DefaultRegisterer,
 	})
 	if err != nil {
 		return err
@@ -193,7 +194,13 @@ func serve(cmd *cobra.Command, cfg *config.Config) error {
 	}
 	publisher.Store(pub)
 	defer stopPublisher()
-	stopLeading := startLeading(ctx, cl, pub, log)
+	var mt *maintenance
+	if cfg.GC.Interval > 0 {
+		if mt, err = newMaintenance(cfg, reg, cat, log, prometheus.DefaultRegisterer); err != nil {
+			return err
+		}
+	}
+	stopLeading := startLeading(ctx, cl, pub, mt, log)
 	defer stopLeading()
 
 	srv := server.New(server.Options{

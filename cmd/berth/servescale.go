@@ -95,9 +95,10 @@ func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger, onChan
 
 // startLeading runs the work of the leader while this process leads: on
 // taking over from another replica, the OLM publisher checks against the
-// registry what it rendered as a follower and pushes what is missing. stop
-// ends it.
-func startLeading(ctx context.Context, cl *cluster, pub *olm.Publisher, log *slog.Logger) (stop func()) {
+// registry what it rendered as a follower and pushes what is missing; then,
+// when garbage collection is on (mt not nil), retention and garbage
+// collection run every gc.interval. stop ends it.
+func startLeading(ctx context.Context, cl *cluster, pub *olm.Publisher, mt *maintenance, log *slog.Logger) (stop func()) {
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	go func() {
@@ -107,6 +108,9 @@ func startLeading(ctx context.Context, cl *cluster, pub *olm.Publisher, log *slo
 				if err := pub.Refresh(ctx); err != nil && ctx.Err() == nil {
 					log.Error("olm: publish on taking the leadership", "err", err)
 				}
+			}
+			if mt != nil {
+				mt.loop(ctx)
 			}
 			<-ctx.Done()
 		})

@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -11,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/berth-registry/berth/client"
 	"github.com/berth-registry/berth/internal/pgtest"
@@ -24,7 +28,9 @@ import (
 //     leading replica is killed with SIGKILL: the other carries on, takes
 //     over the leadership and reconciles;
 //   - afterwards each replica's catalog equals the registry: no missing,
-//     stale or duplicate version.
+//     stale or duplicate version;
+//   - garbage collection, every second on the leader, reclaims old garbage
+//     during the pushes and deletes nothing a finished push references.
 func TestTwoReplicasOnPostgresAndS3(t *testing.T) {
 	dsn := pgtest.Database(t)
 	gw := startVersitygw(t)
@@ -46,6 +52,9 @@ registry:
   httpSecretFile: %s
 catalog:
   database: %s
+gc:
+  interval: 1s
+  grace: 1m
 `, bucket, gw.addr, gw.accessKey, gw.secretKeyFile, filepath.Join(dir, "http-secret"), dsn), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -58,6 +67,7 @@ catalog:
 		}
 	}
 	leader, follower := waitForOneLeader(t, a, b)
+	garbage := makeGarbage(t, a, filepath.Join(gw.root, bucket))
 	t.Cleanup(func() {
 		if t.Failed() {
 			for name, s := range map[string]*server{"first leader": leader, "first follower": follower} {
@@ -126,6 +136,111 @@ catalog:
 	}
 	for _, s := range []*server{follower, restarted} {
 		compareViews(t, reg, catalogView(t, s))
+	}
+	// The garbage went, and everything the registry lists is whole.
+	waitFor(t, "garbage collection to reclaim the old garbage", 30*time.Second, func() bool {
+		return blobStatus(t, follower, garbage) == http.StatusNotFound
+	})
+	for ref, d := range reg {
+		repo, _, _ := strings.Cut(ref, ":")
+		checkWhole(t, follower, repo, d)
+	}
+}
+
+// makeGarbage pushes packages through s, deletes half of them, and ages
+// every file of the bucket's directory by two hours, past gc.grace. It
+// returns a repository and blob that only a deleted package referenced.
+func makeGarbage(t *testing.T, s *server, bucketDir string) [2]string {
+	t.Helper()
+	c, err := client.New(client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var garbage [2]string
+	for i := range 10 {
+		ref, art, err := plainPackage(s, "old", "pkg", fmt.Sprintf("0.0.%d", i), int64(-1-i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		desc, err := c.Push(context.Background(), ref, art)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 1 {
+			continue
+		}
+		var m ocispec.Manifest
+		if code := getManifest(t, s, "old/pkg", desc.Digest.String(), &m); code != http.StatusOK {
+			t.Fatalf("GET old/pkg@%s: %d", desc.Digest, code)
+		}
+		garbage = [2]string{"old/pkg", m.Layers[0].Digest.String()}
+		req, _ := http.NewRequest(http.MethodDelete, s.url()+"/v2/old/pkg/manifests/"+desc.Digest.String(), nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("DELETE old/pkg@%s: %d", desc.Digest, resp.StatusCode)
+		}
+	}
+	if code := blobStatus(t, s, garbage); code != http.StatusOK {
+		t.Fatalf("the garbage blob %v: GET = %d before any collection, want 200", garbage, code)
+	}
+	then := time.Now().Add(-2 * time.Hour)
+	if err := filepath.WalkDir(bucketDir, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Chtimes(p, then, then)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return garbage
+}
+
+// getManifest decodes the manifest ref of repo.
+func getManifest(t *testing.T, s *server, repo, ref string, v any) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, s.url()+"/v2/"+repo+"/manifests/"+ref, nil)
+	req.Header.Set("Accept", ocispec.MediaTypeImageManifest)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusOK {
+		if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return resp.StatusCode
+}
+
+// blobStatus is the status of a GET of a blob ([repo, digest]).
+func blobStatus(t *testing.T, s *server, blob [2]string) int {
+	t.Helper()
+	resp, err := http.Get(s.url() + "/v2/" + blob[0] + "/blobs/" + blob[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// checkWhole fails unless manifest d of repo, its config and its layers can
+// all be read.
+func checkWhole(t *testing.T, s *server, repo, d string) {
+	t.Helper()
+	var m ocispec.Manifest
+	if code := getManifest(t, s, repo, d, &m); code != http.StatusOK {
+		t.Errorf("%s@%s: GET = %d", repo, d, code)
+		return
+	}
+	for _, b := range append([]ocispec.Descriptor{m.Config}, m.Layers...) {
+		if code := blobStatus(t, s, [2]string{repo, b.Digest.String()}); code != http.StatusOK {
+			t.Errorf("%s@%s: blob %s: GET = %d: garbage collection deleted what a finished push references", repo, d, b.Digest, code)
+		}
 	}
 }
 

@@ -280,11 +280,14 @@ func startBerth(t *testing.T) *berthServer {
 		t.Fatal(err)
 	}
 	cfg := filepath.Join(s.dir, "berth.yaml")
-	// On PostgreSQL, as replicas run, so that the leadership's metric is served.
+	// On PostgreSQL, as replicas run, so that the leadership's metric is
+	// served, and collecting garbage every second, so that its metrics are.
 	doc := fmt.Sprintf(`addr: 127.0.0.1:0
 data: %q
 catalog:
   database: %q
+gc:
+  interval: 1s
 auth:
   htpasswd: %q
   audit: %q

@@ -51,6 +51,16 @@ func newMaintenance(cfg *config.Config, reg *registry.Registry, cat *catalog.Cat
 			return nil, err
 		}
 	}
+	// Every series exists from the start, so that rates and alerts see
+	// the first increase.
+	for _, result := range []string{"ok", "failed"} {
+		mt.runs.WithLabelValues(result)
+	}
+	for _, c := range []*prometheus.CounterVec{mt.bytes, mt.blobs, mt.manifests, mt.expired} {
+		for _, v := range []string{"true", "false"} {
+			c.WithLabelValues(v)
+		}
+	}
 	return mt, nil
 }
 

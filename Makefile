@@ -9,7 +9,7 @@ GOFLAGS ?=
 TEST_TIMEOUT ?= 30m
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build run test tools postgres bench bench-catalog bench-provenance bench-mirror bench-olm bench-yaml lint conformance conformance-auth clean
+.PHONY: all build run test tools postgres bench bench-catalog bench-scale bench-provenance bench-mirror bench-olm bench-yaml lint conformance conformance-auth clean
 
 all: build
 
@@ -71,6 +71,12 @@ bench:
 ## index.yaml, time to searchable (not part of `make test`; about 4 minutes on an idle 2-core machine)
 bench-catalog:
 	$(GO) run ./test/bench -catalog
+
+## bench-scale: the catalog on PostgreSQL against SQLite at 100,000 versions, package push and pull through
+## 1 and 2 replicas on PostgreSQL and S3 (versitygw) against the upstream registry on the same S3, and online
+## garbage collection of 10,000 versions after deleting half (not part of `make test`)
+bench-scale: tools postgres
+	$(GO) run ./test/bench -scale
 
 ## bench-provenance: the referrers API with 1, 100 and 5,000 referrers, and the time from the real
 ## `cosign sign` exiting to search listing the package verified (not part of `make test`)

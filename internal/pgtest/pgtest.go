@@ -60,17 +60,27 @@ func Run(m *testing.M) int {
 func Database(t testing.TB) string {
 	t.Helper()
 	c := Shared(t)
-	name := fmt.Sprintf("t%d_%d", os.Getpid(), dbs.Add(1))
 	ctx := context.Background()
-	if err := c.exec(ctx, `CREATE DATABASE `+name); err != nil {
+	url, drop, err := c.CreateDatabase(ctx)
+	if err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
 	t.Cleanup(func() {
-		if err := c.exec(ctx, `DROP DATABASE `+name+` WITH (FORCE)`); err != nil {
+		if err := drop(); err != nil {
 			t.Errorf("pgtest: %v", err)
 		}
 	})
-	return c.URL(name)
+	return url
+}
+
+// CreateDatabase creates an empty database in the cluster and returns its
+// connection URL and the function that drops it.
+func (c *Cluster) CreateDatabase(ctx context.Context) (url string, drop func() error, err error) {
+	name := fmt.Sprintf("t%d_%d", os.Getpid(), dbs.Add(1))
+	if err := c.exec(ctx, `CREATE DATABASE `+name); err != nil {
+		return "", nil, err
+	}
+	return c.URL(name), func() error { return c.exec(context.Background(), `DROP DATABASE `+name+` WITH (FORCE)`) }, nil
 }
 
 // Shared returns the package's cluster, starting it on first use. It skips

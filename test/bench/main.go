@@ -140,6 +140,7 @@ type options struct {
 	provenance            provenanceOptions
 	mirror                mirrorOptions
 	olm                   olmOptions
+	scale                 scaleOptions
 }
 
 func parseFlags() (options, error) {
@@ -157,18 +158,19 @@ func parseFlags() (options, error) {
 	registerProvenanceFlags(&o.provenance)
 	registerMirrorFlags(&o.mirror)
 	registerOLMFlags(&o.olm)
+	registerScaleFlags(&o.scale)
 	flag.Parse()
 	if flag.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments %q", flag.Args())
 	}
 	modes := 0
-	for _, on := range []bool{o.catalog.enabled, o.provenance.enabled, o.mirror.enabled, o.olm.enabled} {
+	for _, on := range []bool{o.catalog.enabled, o.provenance.enabled, o.mirror.enabled, o.olm.enabled, o.scale.enabled} {
 		if on {
 			modes++
 		}
 	}
 	if modes > 1 {
-		return o, errors.New("-catalog, -provenance, -mirror and -olm are separate runs; choose one")
+		return o, errors.New("-catalog, -provenance, -mirror, -olm and -scale are separate runs; choose one")
 	}
 	for _, f := range []struct {
 		name  string
@@ -213,6 +215,9 @@ func run() error {
 	}
 	if o.olm.enabled {
 		return runOLM(ctx, o.olm)
+	}
+	if o.scale.enabled {
+		return runScale(ctx, o.scale)
 	}
 	began := time.Now()
 	if o.zot == "" {

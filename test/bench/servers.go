@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -368,12 +369,12 @@ func (s *server) logTail() string {
 // loopbackTransport is an HTTP/1.1 transport that keeps enough idle
 // connections for the workloads' concurrency, uses no proxy, and refuses to
 // dial anything but addr.
-func loopbackTransport(addr string) *http.Transport {
+func loopbackTransport(addrs ...string) *http.Transport {
 	dialer := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
 	return &http.Transport{
 		DialContext: func(ctx context.Context, network, target string) (net.Conn, error) {
-			if target != addr {
-				return nil, fmt.Errorf("refusing to dial %s: the benchmark talks only to %s", target, addr)
+			if !slices.Contains(addrs, target) {
+				return nil, fmt.Errorf("refusing to dial %s: the benchmark talks only to %s", target, strings.Join(addrs, ", "))
 			}
 			return dialer.DialContext(ctx, network, target)
 		},

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"net/http"
 	"time"
@@ -25,8 +26,11 @@ import (
 // target is one server as the workloads see it: its address and the one
 // HTTP client every request to it goes through.
 type target struct {
-	name   string
-	addr   string
+	name string
+	addr string
+	// also are more replicas of the same registry: each repository goes
+	// to one of addr and also, by its name.
+	also   []string
 	client *http.Client
 	// login, when set, is the registry API's client instead of client: it
 	// logs in through the token flow.
@@ -36,8 +40,8 @@ type target struct {
 	store *floor.Store
 }
 
-func newTarget(name, addr string) *target {
-	return &target{name: name, addr: addr, client: &http.Client{Transport: loopbackTransport(addr)}}
+func newTarget(name, addr string, also ...string) *target {
+	return &target{name: name, addr: addr, also: also, client: &http.Client{Transport: loopbackTransport(append([]string{addr}, also...)...)}}
 }
 
 // repository is an oras-go client for one repository of t, over plain HTTP.
@@ -46,9 +50,16 @@ func (t *target) repository(name string) *remote.Repository {
 	if t.login != nil {
 		client = t.login
 	}
+	addr := t.addr
+	if len(t.also) > 0 {
+		h := fnv.New32a()
+		h.Write([]byte(name))
+		addrs := append([]string{t.addr}, t.also...)
+		addr = addrs[int(h.Sum32()%uint32(len(addrs)))]
+	}
 	return &remote.Repository{
 		Client:    client,
-		Reference: registry.Reference{Registry: t.addr, Repository: name},
+		Reference: registry.Reference{Registry: addr, Repository: name},
 		PlainHTTP: true,
 	}
 }

@@ -1,0 +1,570 @@
+package main
+
+// The scale-out benchmarks (go run ./test/bench -scale, make bench-scale):
+// the catalog on PostgreSQL against SQLite, berth with one and two replicas
+// on PostgreSQL and S3 (versitygw) against the upstream registry on the
+// same S3, and online garbage collection. docs/benchmarks.md says what each
+// row measures.
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/berth-registry/berth/catalog"
+	"github.com/berth-registry/berth/catalog/apiv1"
+	"github.com/berth-registry/berth/catalog/postgres"
+	"github.com/berth-registry/berth/catalog/sqlite"
+	"github.com/berth-registry/berth/internal/pgtest"
+	"github.com/berth-registry/berth/pkgformat"
+	"github.com/berth-registry/berth/registry"
+	"github.com/berth-registry/berth/storage"
+)
+
+// scaleOptions are the flags of the scale-out benchmarks.
+type scaleOptions struct {
+	enabled    bool
+	versions   int
+	gcVersions int
+	packages   int
+	runs       int
+	searches   int
+	versitygw  string
+}
+
+func registerScaleFlags(o *scaleOptions) {
+	flag.BoolVar(&o.enabled, "scale", false, "run the scale-out benchmarks: PostgreSQL against SQLite, replicas on S3, garbage collection")
+	flag.IntVar(&o.versions, "scale-versions", 100000, "package versions in the catalog store rows")
+	flag.IntVar(&o.gcVersions, "gc-versions", 10000, "package versions stored before the garbage collection row deletes half")
+	flag.IntVar(&o.packages, "scale-packages", 300, "packages pushed and pulled per run of the replica rows")
+	flag.IntVar(&o.runs, "scale-runs", 3, "runs per server of the replica rows")
+	flag.IntVar(&o.searches, "scale-searches", 2000, "searches timed per store")
+	flag.StringVar(&o.versitygw, "versitygw", "bin/versitygw", "the versitygw binary the replica rows run S3 on (make tools builds it)")
+}
+
+func runScale(ctx context.Context, o scaleOptions) error {
+	for _, f := range []struct {
+		name  string
+		value int
+	}{{"scale-versions", o.versions}, {"gc-versions", o.gcVersions}, {"scale-packages", o.packages}, {"scale-runs", o.runs}, {"scale-searches", o.searches}} {
+		if f.value < 1 {
+			return fmt.Errorf("-%s must be at least 1", f.name)
+		}
+	}
+	cluster, err := pgtest.Start()
+	if err != nil {
+		return fmt.Errorf("PostgreSQL: %w", err)
+	}
+	defer cluster.Stop()
+	root, err := os.MkdirTemp("", "berth-bench-scale-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(root)
+
+	logf("catalog stores: %d versions on SQLite and on PostgreSQL", o.versions)
+	stores, err := storeRows(ctx, cluster, root, o)
+	if err != nil {
+		return err
+	}
+	printCatalogTable(os.Stdout, fmt.Sprintf("\ncatalog stores at %s versions (SQLite | PostgreSQL)", thousands(o.versions)), stores)
+
+	logf("replicas: %d packages at c=8, %d runs, on versitygw", o.packages, o.runs)
+	replicas, err := replicaRows(ctx, cluster, root, o)
+	if err != nil {
+		return err
+	}
+	printCatalogTable(os.Stdout, "\npackage push and pull on PostgreSQL + S3 (versitygw), c=8, medians", replicas)
+
+	logf("garbage collection: %d versions, half deleted", o.gcVersions)
+	gc, err := gcRows(ctx, root, o)
+	if err != nil {
+		return err
+	}
+	printCatalogTable(os.Stdout, fmt.Sprintf("\ngarbage collection of %s versions after deleting half (filesystem)", thousands(o.gcVersions)), gc)
+	return nil
+}
+
+// synthEntries returns n indexed versions, five per package, over ten
+// namespaces, with descriptions drawn from the benchmark vocabulary.
+func synthEntries(n int, seed uint64) []*catalog.Entry {
+	r := rand.New(rand.NewPCG(seed, 17))
+	out := make([]*catalog.Entry, 0, n)
+	now := time.Now()
+	for i := 0; len(out) < n; i++ {
+		name := fmt.Sprintf("%s-%s-%d", techs[r.IntN(len(techs))], nouns[r.IntN(len(nouns))], i)
+		words := make([]string, 8)
+		for j := range words {
+			words[j] = keywordList[r.IntN(len(keywordList))]
+		}
+		for v := 0; v < 5 && len(out) < n; v++ {
+			out = append(out, &catalog.Entry{
+				Namespace: fmt.Sprintf("ns%d", i%10), Name: name, Tag: fmt.Sprintf("1.%d.0", v),
+				Digest: fmt.Sprintf("sha256:%064x", uint64(i)*8+uint64(v)), Status: apiv1.StatusIndexed, Indexed: now,
+				Metadata: &pkgformat.Metadata{
+					SchemaVersion: pkgformat.MetadataSchemaVersion, Name: name, Version: fmt.Sprintf("1.%d.0", v),
+					Format: pkgformat.Helm, Description: strings.Join(words, " "), Keywords: words[:3],
+					Channels: []pkgformat.Channel{{Name: "stable"}},
+				},
+			})
+		}
+	}
+	return out
+}
+
+// storeKind opens one kind of store, again and again on the same data.
+type storeKind struct {
+	name string
+	open func(ctx context.Context) (catalog.Store, error)
+	// second, when set, opens another replica's store on the same data.
+	second func(ctx context.Context) (catalog.Store, error)
+}
+
+func storeRows(ctx context.Context, cluster *pgtest.Cluster, root string, o scaleOptions) ([]catRow, error) {
+	dsn, drop, err := cluster.CreateDatabase(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer drop()
+	file := filepath.Join(root, "catalog.db")
+	openPG := func(ctx context.Context) (catalog.Store, error) { return postgres.Open(ctx, dsn, postgres.Options{}) }
+	kinds := []storeKind{
+		{name: "SQLite", open: func(ctx context.Context) (catalog.Store, error) { return sqlite.Open(ctx, file) }},
+		{name: "PostgreSQL", open: openPG, second: openPG},
+	}
+	entries := synthEntries(o.versions, 7)
+	queries := []string{"kafka", "operator", "postgres backup", "ha", "cluster monitoring", "red", "zz-no-match"}
+	results := map[string]map[string]string{}
+	var order []string
+	add := func(kind, row, value string) {
+		if results[row] == nil {
+			results[row] = map[string]string{}
+			order = append(order, row)
+		}
+		results[row][kind] = value
+	}
+	for _, k := range kinds {
+		s, err := k.open(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", k.name, err)
+		}
+		start := time.Now()
+		var next atomic.Int64
+		g, gctx := errgroup.WithContext(ctx)
+		for range 8 {
+			g.Go(func() error {
+				for i := next.Add(1) - 1; i < int64(len(entries)); i = next.Add(1) - 1 {
+					if _, err := s.Put(gctx, entries[i]); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		}
+		if err := g.Wait(); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("%s: load: %w", k.name, err)
+		}
+		took := time.Since(start)
+		add(k.name, "load (8 writers)", fmt.Sprintf("%.0f versions/s", float64(len(entries))/took.Seconds()))
+
+		var lat []time.Duration
+		for i := range o.searches {
+			q := catalog.Query{Text: queries[i%len(queries)], Access: catalog.Access{All: true}}
+			t0 := time.Now()
+			if _, err := s.Search(ctx, q); err != nil {
+				s.Close()
+				return nil, fmt.Errorf("%s: search: %w", k.name, err)
+			}
+			lat = append(lat, time.Since(t0))
+		}
+		add(k.name, "search p50", formatDuration(percentile(lat, 0.5)))
+		add(k.name, "search p99", formatDuration(percentile(lat, 0.99)))
+
+		if k.second != nil {
+			other, err := k.second(ctx)
+			if err != nil {
+				s.Close()
+				return nil, err
+			}
+			var lags []time.Duration
+			for i := range 200 {
+				e := synthEntries(1, uint64(1000+i))[0]
+				e.Namespace, e.Name = "fresh", fmt.Sprintf("fresh-%d", i)
+				t0 := time.Now()
+				if _, err := s.Put(ctx, e); err != nil {
+					return nil, err
+				}
+				for {
+					res, err := other.Search(ctx, catalog.Query{Namespace: "fresh", Text: e.Name, Access: catalog.Access{All: true}})
+					if err != nil {
+						return nil, err
+					}
+					if res.Total > 0 {
+						break
+					}
+					if time.Since(t0) > 10*time.Second {
+						return nil, fmt.Errorf("%s: %s not searchable on the other replica after 10s", k.name, e.Name)
+					}
+					time.Sleep(100 * time.Microsecond)
+				}
+				lags = append(lags, time.Since(t0))
+			}
+			other.Close()
+			add(k.name, "searchable on the other replica p50", formatDuration(percentile(lags, 0.5)))
+			add(k.name, "searchable on the other replica p99", formatDuration(percentile(lags, 0.99)))
+		} else {
+			add(k.name, "searchable on the other replica p50", "one process")
+			add(k.name, "searchable on the other replica p99", "one process")
+		}
+		if err := s.Close(); err != nil {
+			return nil, err
+		}
+		start = time.Now()
+		s, err = k.open(ctx)
+		if err != nil {
+			return nil, err
+		}
+		add(k.name, "restart (open + index)", formatDuration(time.Since(start)))
+		s.Close()
+	}
+	var rows []catRow
+	for _, r := range order {
+		row := catRow{name: r, value: results[r]["SQLite"] + " | " + results[r]["PostgreSQL"]}
+		switch r {
+		case "search p99":
+			row.target, row.result = "<= "+formatDuration(searchP99Target), verdict(parseMs(results[r]["PostgreSQL"]) <= searchP99Target)
+		case "searchable on the other replica p99":
+			row.target, row.result = "<= 1.00 s", verdict(parseMs(results[r]["PostgreSQL"]) <= time.Second)
+		case "restart (open + index)":
+			row.target, row.result = "<= "+formatDuration(restartTarget), verdict(parseMs(results[r]["PostgreSQL"]) <= restartTarget)
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+// parseMs reads back a duration formatDuration printed.
+func parseMs(s string) time.Duration {
+	var v float64
+	var unit string
+	if _, err := fmt.Sscanf(s, "%f %s", &v, &unit); err != nil {
+		return time.Hour
+	}
+	if unit == "s" {
+		return time.Duration(v * float64(time.Second))
+	}
+	return time.Duration(v * float64(time.Millisecond))
+}
+
+// replicaRows pushes and pulls packages through berth with one replica,
+// with two (each package through one, round-robin by repository), and
+// through the upstream registry, each on its own bucket of one versitygw,
+// the berths on one PostgreSQL database each.
+func replicaRows(ctx context.Context, cluster *pgtest.Cluster, root string, o scaleOptions) ([]catRow, error) {
+	bins, err := build(ctx, filepath.Join(root, "bin"))
+	if err != nil {
+		return nil, err
+	}
+	gwBin, err := filepath.Abs(o.versitygw)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(gwBin); err != nil {
+		return nil, fmt.Errorf("-versitygw: %w (make tools builds bin/versitygw)", err)
+	}
+	gw, err := startS3(ctx, gwBin, filepath.Join(root, "s3"))
+	if err != nil {
+		return nil, err
+	}
+	defer gw.stop()
+
+	type setup struct {
+		name  string
+		start func(run int) ([]*server, error)
+	}
+	berths := func(n int) func(run int) ([]*server, error) {
+		return func(run int) ([]*server, error) {
+			dsn, _, err := cluster.CreateDatabase(ctx)
+			if err != nil {
+				return nil, err
+			}
+			bucket, err := gw.bucket(fmt.Sprintf("berth%d-%d", n, run))
+			if err != nil {
+				return nil, err
+			}
+			var out []*server
+			for i := range n {
+				dir := filepath.Join(root, fmt.Sprintf("berth%d-%d-%d", n, run, i))
+				s, err := startBerthOnS3(ctx, bins.berth, dir, gw, bucket, dsn, filepath.Join(root, "http-secret"))
+				if err != nil {
+					stopAll(out)
+					return nil, err
+				}
+				out = append(out, s)
+			}
+			return out, nil
+		}
+	}
+	setups := []setup{
+		{"berth, 1 replica", berths(1)},
+		{"berth, 2 replicas", berths(2)},
+		{"upstream registry", func(run int) ([]*server, error) {
+			bucket, err := gw.bucket(fmt.Sprintf("upstream-%d", run))
+			if err != nil {
+				return nil, err
+			}
+			s, err := startUpstreamOnS3(ctx, bins.upstream, filepath.Join(root, fmt.Sprintf("upstream-%d", run)), gw, bucket)
+			if err != nil {
+				return nil, err
+			}
+			return []*server{s}, nil
+		}},
+	}
+	push, pull := map[string][]float64{}, map[string][]float64{}
+	for run := range o.runs {
+		for _, st := range setups {
+			servers, err := st.start(run)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", st.name, err)
+			}
+			pkgs, err := newPackages(rand.NewChaCha8([32]byte{byte(run), 3}), packageSet{prefix: "scale", count: o.packages, repos: 30, contentSize: 50 << 10})
+			if err != nil {
+				stopAll(servers)
+				return nil, err
+			}
+			var also []string
+			for _, s := range servers[1:] {
+				also = append(also, s.addr)
+			}
+			t := newTarget(st.name, servers[0].addr, also...)
+			ps, pl, err := packageRound(ctx, t, pkgs, 8)
+			stopAll(servers)
+			if err != nil {
+				return nil, err
+			}
+			push[st.name] = append(push[st.name], ps)
+			pull[st.name] = append(pull[st.name], pl)
+			logf("run %d %s: push %.1f, pull %.1f packages/s", run+1, st.name, ps, pl)
+		}
+	}
+	var rows []catRow
+	up := "upstream registry"
+	for _, st := range setups {
+		rows = append(rows,
+			catRow{name: st.name + ": push", value: fmt.Sprintf("%.1f packages/s", median(push[st.name])),
+				detail: fmt.Sprintf("%s of upstream; runs %s", formatRatio(median(push[st.name]), median(push[up])), formatSamples(push[st.name]))},
+			catRow{name: st.name + ": pull", value: fmt.Sprintf("%.1f packages/s", median(pull[st.name])),
+				detail: fmt.Sprintf("%s of upstream; runs %s", formatRatio(median(pull[st.name]), median(pull[up])), formatSamples(pull[st.name]))})
+	}
+	return rows, nil
+}
+
+func stopAll(servers []*server) {
+	for _, s := range servers {
+		s.stop()
+	}
+}
+
+// s3Server is a versitygw on loopback with its posix backend under dir.
+type s3Server struct {
+	addr, dir, accessKey, secretFile string
+	cmd                              *exec.Cmd
+}
+
+func startS3(ctx context.Context, bin, dir string) (*s3Server, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	gw := &s3Server{addr: addr, dir: filepath.Join(dir, "posix"), accessKey: "bench", secretFile: filepath.Join(dir, "secret")}
+	if err := os.MkdirAll(gw.dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(gw.secretFile, []byte("bench-secret"), 0o600); err != nil {
+		return nil, err
+	}
+	gw.cmd = exec.CommandContext(ctx, bin, "--port", addr, "--quiet", "posix", gw.dir)
+	gw.cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY_ID="+gw.accessKey, "ROOT_SECRET_ACCESS_KEY=bench-secret")
+	if err := gw.cmd.Start(); err != nil {
+		return nil, err
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		resp, err := http.Get("http://" + addr + "/")
+		if err == nil {
+			resp.Body.Close()
+			return gw, nil
+		}
+		if time.Now().After(deadline) {
+			gw.stop()
+			return nil, fmt.Errorf("versitygw did not answer within 30s: %w", err)
+		}
+	}
+}
+
+func (gw *s3Server) stop() {
+	_ = gw.cmd.Process.Kill()
+	_ = gw.cmd.Wait()
+}
+
+// bucket creates a bucket: a folder of the posix backend.
+func (gw *s3Server) bucket(name string) (string, error) {
+	return name, os.Mkdir(filepath.Join(gw.dir, name), 0o755)
+}
+
+func startBerthOnS3(ctx context.Context, bin, dir string, gw *s3Server, bucket, dsn, secret string) (*server, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	config := filepath.Join(dir, "berth.yaml")
+	if err := os.WriteFile(config, fmt.Appendf(nil, `addr: %s
+data: %s
+log:
+  level: warn
+storage:
+  driver: s3
+  disableRedirect: true
+  s3:
+    bucket: %s
+    region: us-east-1
+    regionEndpoint: http://%s
+    accessKey: %s
+    secretKeyFile: %s
+    forcePathStyle: true
+registry:
+  httpSecretFile: %s
+catalog:
+  database: %s
+`, addr, filepath.Join(dir, "data"), bucket, gw.addr, gw.accessKey, gw.secretFile, secret, dsn), 0o600); err != nil {
+		return nil, err
+	}
+	return start(ctx, "berth", addr, dir, "/readyz", bin, "serve", "--config", config)
+}
+
+func startUpstreamOnS3(ctx context.Context, bin, dir string, gw *s3Server, bucket string) (*server, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	secret, err := os.ReadFile(gw.secretFile)
+	if err != nil {
+		return nil, err
+	}
+	config := filepath.Join(dir, "config.yml")
+	if err := os.WriteFile(config, fmt.Appendf(nil, `version: 0.1
+log:
+  level: warn
+storage:
+  s3:
+    bucket: %s
+    region: us-east-1
+    regionendpoint: http://%s
+    accesskey: %s
+    secretkey: %s
+    forcepathstyle: true
+  delete:
+    enabled: true
+  cache:
+    blobdescriptor: inmemory
+  redirect:
+    disable: true
+http:
+  addr: %s
+  draintimeout: 5s
+`, bucket, gw.addr, gw.accessKey, secret, addr), 0o600); err != nil {
+		return nil, err
+	}
+	return start(ctx, "upstream", addr, dir, "/v2/", bin, "serve", config)
+}
+
+// gcRows stores gcVersions packages in an in-process registry on the
+// filesystem, deletes half of them, ages every file past the grace period
+// and collects: the time of each phase and what was reclaimed.
+func gcRows(ctx context.Context, root string, o scaleOptions) ([]catRow, error) {
+	dir := filepath.Join(root, "gc")
+	reg, err := registry.New(ctx, registry.Options{
+		Storage:         &storage.Config{Driver: "filesystem", Filesystem: storage.Filesystem{RootDirectory: dir}},
+		HTTPSecret:      "bench",
+		CollectsGarbage: true,
+		Logger:          slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer reg.Close()
+	srv := httptest.NewServer(reg)
+	defer srv.Close()
+	t := newTarget("berth", strings.TrimPrefix(srv.URL, "http://"))
+	pkgs, err := newPackages(rand.NewChaCha8([32]byte{5}), packageSet{prefix: "gc", count: o.gcVersions, repos: o.gcVersions / 10, contentSize: 4 << 10})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := timeEach(ctx, t, pkgs, 8, func(ctx context.Context, p *pkg) error {
+		return pushPackage(ctx, t.repository(p.repo), p)
+	}); err != nil {
+		return nil, err
+	}
+	var want int64
+	for i := 0; i < len(pkgs); i += 2 {
+		p := &pkgs[i]
+		req, _ := http.NewRequestWithContext(ctx, http.MethodDelete, srv.URL+"/v2/"+p.repo+"/manifests/"+p.manifestDesc.Digest.String(), nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusAccepted {
+			return nil, fmt.Errorf("delete %s@%s: %s", p.repo, p.manifestDesc.Digest, resp.Status)
+		}
+		want += p.configDesc.Size + p.contentDesc.Size + p.manifestDesc.Size
+	}
+	then := time.Now().Add(-2 * time.Hour)
+	if err := filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Chtimes(p, then, then)
+	}); err != nil {
+		return nil, err
+	}
+	rep, err := reg.CollectGarbage(ctx, registry.GCOptions{Grace: time.Hour})
+	if err != nil {
+		return nil, err
+	}
+	again, err := reg.CollectGarbage(ctx, registry.GCOptions{Grace: time.Hour})
+	if err != nil {
+		return nil, err
+	}
+	if again.Blobs != 0 || again.Manifests != 0 {
+		return nil, errors.New("a second collection found more to delete")
+	}
+	return []catRow{
+		{name: "mark (pushes go on)", value: formatDuration(rep.Mark)},
+		{name: "sweep (manifest pushes wait)", value: formatDuration(rep.Sweep),
+			detail: fmt.Sprintf("%d manifests and %d blobs deleted", rep.Manifests, rep.Blobs)},
+		{name: "bytes reclaimed", value: fmt.Sprintf("%d", rep.Bytes), target: fmt.Sprintf("= %d", want), result: verdict(rep.Bytes == want),
+			detail: "the deleted versions' manifests, configs and content"},
+		{name: "second collection, nothing to delete", value: formatDuration(again.Mark + again.Sweep)},
+	}, nil
+}

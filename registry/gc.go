@@ -103,6 +103,9 @@ type GCReport struct {
 // is deleted as a client's DELETE would delete it (its referrers index entry
 // goes, the catalog hears of it).
 func (r *Registry) CollectGarbage(ctx context.Context, opts GCOptions) (GCReport, error) {
+	if !r.guard.collectsGarbage {
+		return GCReport{}, errors.New("registry: gc: the registry was not built with Options.CollectsGarbage")
+	}
 	if opts.Grace <= 0 {
 		opts.Grace = DefaultGCGrace
 	}

@@ -35,6 +35,8 @@ type guard struct {
 	// untags that must not undo them (lockTag), in this process or, shared,
 	// across the replicas of one storage.
 	locks coord.Locks
+	// collectsGarbage makes manifest writes hold gcLock shared.
+	collectsGarbage bool
 }
 
 // lockTag locks repo:tag and returns the function that unlocks it. A push by
@@ -147,11 +149,13 @@ func (m *guardedManifests) Put(ctx context.Context, mf distribution.Manifest, op
 	// Held shared while the manifest is written, so that a garbage
 	// collection's sweep, which holds it exclusively, sees every manifest
 	// whose write began before it (gc.go).
-	unlock, err := m.repo.guard.locks.RLock(ctx, gcLock)
-	if err != nil {
-		return "", errcode.ErrorCodeUnavailable.WithMessage(fmt.Sprintf("cannot lock out garbage collection: %v", err))
+	if m.repo.guard.collectsGarbage {
+		unlock, err := m.repo.guard.locks.RLock(ctx, gcLock)
+		if err != nil {
+			return "", errcode.ErrorCodeUnavailable.WithMessage(fmt.Sprintf("cannot lock out garbage collection: %v", err))
+		}
+		defer unlock()
 	}
-	defer unlock()
 	dgst, err := m.ManifestService.Put(ctx, mf, options...)
 	if err != nil || ref == nil {
 		return dgst, err

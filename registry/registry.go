@@ -71,10 +71,11 @@ type Options struct {
 	// locks of this process.
 	Locks coord.Locks
 	// CollectsGarbage says that garbage is collected on this storage
-	// (CollectGarbage, by this process or another replica). Blob
-	// descriptors are then not cached: a process's cache would go on
-	// listing a blob a collection deleted, and a manifest that references
-	// it would be accepted.
+	// (CollectGarbage, by this process or another replica): manifest
+	// writes then hold the collection's lock shared, and blob descriptors
+	// are not cached, since a process's cache would go on listing a blob a
+	// collection deleted, and a manifest that references it would be
+	// accepted. CollectGarbage requires it.
 	CollectsGarbage bool
 	// Metrics, when set, receives berth_registry_flush_wait_seconds.
 	Metrics prometheus.Registerer
@@ -124,7 +125,8 @@ func New(ctx context.Context, opts Options) (*Registry, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &guard{allowOverwrite: opts.AllowOverwrite, admitTag: opts.AdmitTag, onEvent: opts.OnEvent, log: logger, locks: opts.Locks}
+	g := &guard{allowOverwrite: opts.AllowOverwrite, admitTag: opts.AdmitTag, onEvent: opts.OnEvent, log: logger,
+		locks: opts.Locks, collectsGarbage: opts.CollectsGarbage}
 	if g.locks == nil {
 		g.locks = &coord.Local{}
 	}

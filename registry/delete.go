@@ -130,6 +130,33 @@ func (m *guardedManifests) untagNaming(ctx context.Context, dgst digest.Digest) 
 // flight. It reports whether it removed the tag; a tag that is gone, or
 // that names a manifest, is left and is no error.
 func (r *Registry) UntagDangling(ctx context.Context, repo, tag string) (bool, error) {
+	var current digest.Digest
+	removed, err := r.untagIf(ctx, repo, tag, func(rp distribution.Repository, desc v1.Descriptor, err error) (bool, error) {
+		switch {
+		case isGone(err):
+			return true, nil // no current link: the tag is gone, or listed without one
+		case err != nil:
+			return false, err
+		}
+		current = desc.Digest
+		ms, err := rp.Manifests(ctx)
+		if err != nil {
+			return false, err
+		}
+		exists, err := ms.Exists(ctx, desc.Digest)
+		return !exists, err
+	})
+	if removed {
+		r.log.WarnContext(ctx, "registry: removed a dangling tag", "repo", repo, "tag", tag, "digest", current.String())
+	}
+	return removed, err
+}
+
+// untagIf removes tag from repository repo when decide, asked under the
+// lock that pushes of repo:tag hold with what the tag names now (or the
+// error of reading it), says to. It reports whether it removed the tag; a
+// tag gone meanwhile is not removed and is no error.
+func (r *Registry) untagIf(ctx context.Context, repo, tag string, decide func(rp distribution.Repository, desc v1.Descriptor, err error) (bool, error)) (bool, error) {
 	named, err := reference.WithName(repo)
 	if err != nil {
 		return false, fmt.Errorf("registry: untag %s:%s: %w: %v", repo, tag, ErrInvalid, err)
@@ -145,27 +172,15 @@ func (r *Registry) UntagDangling(ctx context.Context, repo, tag string) (bool, e
 	}
 	ts := rp.Tags(ctx)
 	desc, err := ts.Get(ctx, tag)
-	switch {
-	case isGone(err):
-		// No current link: the tag is gone, or listed without one.
-	case err != nil:
+	if remove, err := decide(rp, desc, err); err != nil || !remove {
 		return false, err
-	default:
-		ms, err := rp.Manifests(ctx)
-		if err != nil {
-			return false, err
-		}
-		if ok, err := ms.Exists(ctx, desc.Digest); err != nil || ok {
-			return false, err
-		}
 	}
 	if err := ts.Untag(ctx, tag); err != nil {
 		if isGone(err) {
 			return false, nil
 		}
-		return false, err
+		return false, fmt.Errorf("registry: untag %s:%s: %w", repo, tag, err)
 	}
-	r.log.WarnContext(ctx, "registry: removed a dangling tag", "repo", repo, "tag", tag, "digest", desc.Digest.String())
 	return true, nil
 }
 

@@ -14,6 +14,8 @@ import (
 	storagedriver "github.com/distribution/distribution/v3/registry/storage/driver"
 	"github.com/distribution/reference"
 	"github.com/opencontainers/go-digest"
+	v1 "github.com/opencontainers/image-spec/specs-go/v1"
+	"golang.org/x/sync/errgroup"
 )
 
 // Online garbage collection (docs/gc.md). distribution's garbage-collect
@@ -47,6 +49,11 @@ import (
 // gcLock is the key of the lock manifest writes hold shared and the sweep
 // holds exclusively.
 const gcLock = "gc"
+
+// gcDeleteConcurrency bounds the deletions a sweep runs at once: manifest
+// pushes wait for the sweep, and on object storage each deletion is a
+// round trip.
+const gcDeleteConcurrency = 16
 
 // blobsRoot is where distribution keeps blob data:
 // blobs/<alg>/<first two hex>/<hex>/data.
@@ -149,28 +156,46 @@ func (r *Registry) CollectGarbage(ctx context.Context, opts GCOptions) (GCReport
 	if live, err = r.gc.mark(ctx, r.driver, st, manifestDeadline); err != nil {
 		return rep, fmt.Errorf("registry: gc: %w", err)
 	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(gcDeleteConcurrency)
 	for _, m := range deadManifests {
 		if live.manifests[m] || !st.revisions[m.repo].has(m.digest) {
 			continue
 		}
-		if !opts.DryRun {
-			if err := r.deleteManifest(ctx, m.repo, m.digest); err != nil {
-				return rep, fmt.Errorf("registry: gc: delete %s@%s: %w", m.repo, m.digest, err)
-			}
-		}
 		rep.Manifests++
+		if !opts.DryRun {
+			g.Go(func() error {
+				if err := r.deleteManifest(gctx, m.repo, m.digest); err != nil {
+					return fmt.Errorf("registry: gc: delete %s@%s: %w", m.repo, m.digest, err)
+				}
+				return nil
+			})
+		}
 	}
+	// The manifests go before the blobs: a crash in between leaves blobs
+	// that nothing references, never a manifest whose blob is gone.
+	if err := g.Wait(); err != nil {
+		return rep, err
+	}
+	g, gctx = errgroup.WithContext(ctx)
+	g.SetLimit(gcDeleteConcurrency)
 	for _, d := range deadBlobs {
 		if live.blobs[d] || st.linkedSince(d, deadline) {
 			continue
 		}
-		if !opts.DryRun {
-			if err := r.driver.Delete(ctx, path.Dir(blobDataPath(d))); err != nil && !isPathNotFound(err) {
-				return rep, fmt.Errorf("registry: gc: delete blob %s: %w", d, err)
-			}
-		}
 		rep.Blobs++
 		rep.Bytes += blobs[d].size
+		if !opts.DryRun {
+			g.Go(func() error {
+				if err := r.driver.Delete(gctx, path.Dir(blobDataPath(d))); err != nil && !isPathNotFound(err) {
+					return fmt.Errorf("registry: gc: delete blob %s: %w", d, err)
+				}
+				return nil
+			})
+		}
+	}
+	if err := g.Wait(); err != nil {
+		return rep, err
 	}
 	rep.Sweep = time.Since(start)
 	return rep, nil
@@ -457,29 +482,11 @@ func (g *gcState) parse(ctx context.Context, driver storagedriver.StorageDriver,
 // catalog hears of it as of a client's untag. Retention removes expired
 // versions so; garbage collection then reclaims what they alone held.
 func (r *Registry) Untag(ctx context.Context, repo, tag string, dgst digest.Digest) (bool, error) {
-	named, err := reference.WithName(repo)
-	if err != nil {
-		return false, fmt.Errorf("registry: untag %s:%s: %w: %v", repo, tag, ErrInvalid, err)
-	}
-	unlock, err := r.guard.lockTag(ctx, repo, tag)
-	if err != nil {
-		return false, err
-	}
-	defer unlock()
-	rp, err := r.guard.namespace.Repository(ctx, named)
-	if err != nil {
-		return false, err
-	}
-	ts := rp.Tags(ctx)
-	desc, err := ts.Get(ctx, tag)
-	if isGone(err) || (err == nil && desc.Digest != dgst) {
-		return false, nil // gone or re-pointed meanwhile
-	}
-	if err != nil {
-		return false, err
-	}
-	if err := ts.Untag(ctx, tag); err != nil && !isGone(err) {
-		return false, fmt.Errorf("registry: untag %s:%s: %w", repo, tag, err)
-	}
-	return true, nil
+	return r.untagIf(ctx, repo, tag, func(_ distribution.Repository, desc v1.Descriptor, err error) (bool, error) {
+		if isGone(err) {
+			return false, nil
+		}
+		// Re-pointed meanwhile: the version retention read is gone.
+		return err == nil && desc.Digest == dgst, err
+	})
 }

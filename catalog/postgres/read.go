@@ -150,25 +150,15 @@ func (s *Store) Unindexed(ctx context.Context, access catalog.Access, limit, off
 		sqlText += ` LIMIT $1 OFFSET $2`
 		args = append(args, catalog.PageSize(limit), offset)
 	}
-	out := []apiv1.Artifact{}
-	allows := sqlrow.Allower(access)
-	skip, size := offset, catalog.PageSize(limit)
+	page := sqlrow.NewUnindexedPage(access, limit, offset)
 	err := s.query(ctx, sqlText, args, func(rows pgx.Rows) error {
 		var a apiv1.Artifact
 		var t int64
 		if err := rows.Scan(&a.Namespace, &a.Name, &a.Tag, &a.Digest, &a.Status, &a.Reason, &t); err != nil {
 			return err
 		}
-		switch {
-		case !allows(a.Namespace, a.Name):
-			return nil
-		case !access.All && skip > 0:
-			skip--
-			return nil
-		}
 		a.Indexed = sqlitedb.DecodeTime(t)
-		out = append(out, a)
-		if len(out) == size {
+		if page.Add(a) {
 			return errFull
 		}
 		return nil
@@ -176,22 +166,16 @@ func (s *Store) Unindexed(ctx context.Context, access catalog.Access, limit, off
 	if err != nil && !errors.Is(err, errFull) {
 		return nil, fmt.Errorf("catalog: unindexed: %w", err)
 	}
-	return out, nil
+	return page.Artifacts, nil
 }
 
-// walkBatch is how many entries Walk reads per query, holding no
-// transaction while fn runs.
-const walkBatch = 256
-
 // Walk calls fn for every indexed entry access allows (only namespace's when
-// it is not empty), ordered by namespace, name and tag, without Files, reading
-// walkBatch entries at a time: entries written during the walk may or may not
-// be seen, and each is seen at most once. fn's error stops the walk and is
-// returned as it is.
+// it is not empty), ordered by namespace, name and tag, without Files,
+// reading sqlrow.WalkBatch entries at a time and holding no transaction
+// while fn runs: entries written during the walk may or may not be seen, and
+// each is seen at most once. fn's error stops the walk and is returned as it
+// is.
 func (s *Store) Walk(ctx context.Context, access catalog.Access, namespace string, fn func(*catalog.Entry) error) error {
-	if !access.All && access.Pull == nil {
-		return nil
-	}
 	where := `status = 'indexed' AND (namespace, name, tag) > ($1, $2, $3)`
 	var filter []any
 	if namespace != "" {
@@ -199,33 +183,17 @@ func (s *Store) Walk(ctx context.Context, access catalog.Access, namespace strin
 		filter = append(filter, namespace)
 	}
 	sqlText := `SELECT ` + entryColumns + ` FROM entries WHERE ` + where + ` ORDER BY namespace, name, tag LIMIT $4`
-	var last [3]string
-	batch := make([]*catalog.Entry, 0, walkBatch)
-	allows := sqlrow.Allower(access)
-	for {
-		args := append([]any{last[0], last[1], last[2], walkBatch}, filter...)
+	batch := make([]*catalog.Entry, 0, sqlrow.WalkBatch)
+	return sqlrow.Walk(access, func(last [3]string) ([]*catalog.Entry, error) {
+		args := append([]any{last[0], last[1], last[2], sqlrow.WalkBatch}, filter...)
 		batch = batch[:0]
-		if err := s.query(ctx, sqlText, args, func(rows pgx.Rows) error {
+		err := s.query(ctx, sqlText, args, func(rows pgx.Rows) error {
 			e, err := scanEntry(rows, false)
 			batch = append(batch, e)
 			return err
-		}); err != nil {
-			return fmt.Errorf("catalog: walk: %w", err)
-		}
-		for _, e := range batch {
-			if !allows(e.Namespace, e.Name) {
-				continue
-			}
-			if err := fn(e); err != nil {
-				return err
-			}
-		}
-		if len(batch) < walkBatch {
-			return nil
-		}
-		e := batch[len(batch)-1]
-		last = [3]string{e.Namespace, e.Name, e.Tag}
-	}
+		})
+		return batch, err
+	}, fn)
 }
 
 // Stats counts packages with an indexed version, indexed versions and other

@@ -150,9 +150,7 @@ func (s *Store) Unindexed(ctx context.Context, access catalog.Access, limit, off
 		sqlText += ` LIMIT ? OFFSET ?`
 		args = append(args, catalog.PageSize(limit), offset)
 	}
-	out := []apiv1.Artifact{}
-	allows := sqlrow.Allower(access)
-	skip, size := offset, catalog.PageSize(limit)
+	page := sqlrow.NewUnindexedPage(access, limit, offset)
 	errFull := errors.New("page full")
 	err := query(ctx, s.reader, sqlText, args, func(rows *sql.Rows) error {
 		var a apiv1.Artifact
@@ -160,16 +158,8 @@ func (s *Store) Unindexed(ctx context.Context, access catalog.Access, limit, off
 		if err := rows.Scan(&a.Namespace, &a.Name, &a.Tag, &a.Digest, &a.Status, &a.Reason, &t); err != nil {
 			return err
 		}
-		switch {
-		case !allows(a.Namespace, a.Name):
-			return nil
-		case !access.All && skip > 0:
-			skip--
-			return nil
-		}
 		a.Indexed = sqlitedb.DecodeTime(t)
-		out = append(out, a)
-		if len(out) == size {
+		if page.Add(a) {
 			return errFull
 		}
 		return nil
@@ -177,23 +167,17 @@ func (s *Store) Unindexed(ctx context.Context, access catalog.Access, limit, off
 	if err != nil && !errors.Is(err, errFull) {
 		return nil, fmt.Errorf("catalog: unindexed: %w", err)
 	}
-	return out, nil
+	return page.Artifacts, nil
 }
-
-// walkBatch is how many entries Walk reads per query. Walk holds no read
-// transaction while fn runs, so a slow consumer (an index.yaml streamed to a
-// slow client) never keeps the WAL from being checkpointed.
-const walkBatch = 256
 
 // Walk calls fn for every indexed entry access allows (only namespace's when
 // it is not empty), ordered by namespace, name and tag, without Files. It
-// reads walkBatch entries at a time, so entries written during the walk may or
-// may not be seen; each is seen at most once. fn's error stops the walk and is
-// returned as it is.
+// reads sqlrow.WalkBatch entries at a time and holds no read transaction
+// while fn runs, so a slow consumer never keeps the WAL from being
+// checkpointed; entries written during the walk may or may not be seen, and
+// each is seen at most once. fn's error stops the walk and is returned as it
+// is.
 func (s *Store) Walk(ctx context.Context, access catalog.Access, namespace string, fn func(*catalog.Entry) error) error {
-	if !access.All && access.Pull == nil {
-		return nil
-	}
 	var filter []any
 	where := `status = 'indexed'`
 	if namespace != "" {
@@ -202,36 +186,20 @@ func (s *Store) Walk(ctx context.Context, access catalog.Access, namespace strin
 	}
 	sqlText := `SELECT ` + entryColumns + ` FROM entries WHERE ` + where +
 		` AND (namespace, name, tag) > (?, ?, ?) ORDER BY namespace, name, tag LIMIT ?`
-	var last [3]string
-	batch := make([]*catalog.Entry, 0, walkBatch)
-	allows := sqlrow.Allower(access)
-	for {
-		args := append(append([]any{}, filter...), last[0], last[1], last[2], walkBatch)
+	batch := make([]*catalog.Entry, 0, sqlrow.WalkBatch)
+	return sqlrow.Walk(access, func(last [3]string) ([]*catalog.Entry, error) {
+		args := append(append([]any{}, filter...), last[0], last[1], last[2], sqlrow.WalkBatch)
 		batch = batch[:0]
-		if err := query(ctx, s.reader, sqlText, args, func(rows *sql.Rows) error {
+		err := query(ctx, s.reader, sqlText, args, func(rows *sql.Rows) error {
 			e, err := scanEntry(rows, false)
 			if err != nil {
 				return err
 			}
 			batch = append(batch, e)
 			return nil
-		}); err != nil {
-			return fmt.Errorf("catalog: walk: %w", err)
-		}
-		for _, e := range batch {
-			if !allows(e.Namespace, e.Name) {
-				continue
-			}
-			if err := fn(e); err != nil {
-				return err
-			}
-		}
-		if len(batch) < walkBatch {
-			return nil
-		}
-		e := batch[len(batch)-1]
-		last = [3]string{e.Namespace, e.Name, e.Tag}
-	}
+		})
+		return batch, err
+	}, fn)
 }
 
 // Stats counts packages with an indexed version, indexed versions and other

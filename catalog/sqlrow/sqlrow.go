@@ -188,3 +188,72 @@ func Allower(access catalog.Access) func(namespace, name string) bool {
 		return allowed
 	}
 }
+
+// UnindexedPage collects one page of Unindexed: the artifacts access allows,
+// after skipping offset of them, up to the page size of limit. With
+// access.All the query pages itself (LIMIT and OFFSET) and nothing is
+// skipped here.
+type UnindexedPage struct {
+	Artifacts  []apiv1.Artifact
+	allows     func(namespace, name string) bool
+	skip, size int
+}
+
+// NewUnindexedPage starts a page of limit (catalog.PageSize) after offset.
+func NewUnindexedPage(access catalog.Access, limit, offset int) *UnindexedPage {
+	p := &UnindexedPage{Artifacts: []apiv1.Artifact{}, allows: Allower(access), size: catalog.PageSize(limit)}
+	if !access.All {
+		p.skip = offset
+	}
+	return p
+}
+
+// Add offers the next artifact in namespace, name and tag order and reports
+// whether the page is full.
+func (p *UnindexedPage) Add(a apiv1.Artifact) (full bool) {
+	switch {
+	case !p.allows(a.Namespace, a.Name):
+		return false
+	case p.skip > 0:
+		p.skip--
+		return false
+	}
+	p.Artifacts = append(p.Artifacts, a)
+	return len(p.Artifacts) == p.size
+}
+
+// WalkBatch is how many entries Walk reads per query: it holds no
+// transaction while its callback runs, so a slow consumer (an index.yaml
+// streamed to a slow client) holds nothing in the database.
+const WalkBatch = 256
+
+// Walk calls fn for every entry access allows, reading them WalkBatch at a
+// time with batch, which returns the entries after the key (namespace,
+// name, tag) given, in that order; the first call gets the empty key. fn's
+// error stops the walk and is returned as it is.
+func Walk(access catalog.Access, batch func(after [3]string) ([]*catalog.Entry, error), fn func(*catalog.Entry) error) error {
+	if !access.All && access.Pull == nil {
+		return nil
+	}
+	allows := Allower(access)
+	var last [3]string
+	for {
+		entries, err := batch(last)
+		if err != nil {
+			return fmt.Errorf("catalog: walk: %w", err)
+		}
+		for _, e := range entries {
+			if !allows(e.Namespace, e.Name) {
+				continue
+			}
+			if err := fn(e); err != nil {
+				return err
+			}
+		}
+		if len(entries) < WalkBatch {
+			return nil
+		}
+		e := entries[len(entries)-1]
+		last = [3]string{e.Namespace, e.Name, e.Tag}
+	}
+}

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand"
@@ -9,7 +8,6 @@ import (
 	"net/url"
 	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -31,7 +29,7 @@ func TestCatalogConvergesAfterKill9(t *testing.T) {
 	for round := range 3 {
 		s := startServer(t, data)
 		waitReconciled(t, s, 1)
-		stopLoad := load(t, s, &seq)
+		stopLoad := loadClients(t, s, "crash", 37, &seq, 4)
 		time.Sleep(time.Duration(300+rng.Intn(900)) * time.Millisecond)
 		if err := s.cmd.Process.Kill(); err != nil {
 			t.Fatal(err)
@@ -50,52 +48,6 @@ func TestCatalogConvergesAfterKill9(t *testing.T) {
 		if err := s.stop(t); err != nil {
 			t.Fatalf("stop: %v\n%s", err, s.logs())
 		}
-	}
-}
-
-// load pushes distinct plain packages from 4 goroutines and deletes some of
-// them, until the returned function is called; that returns how many pushes
-// succeeded. Errors are expected once the server is killed.
-func load(t *testing.T, s *server, seq *atomic.Int64) func() int64 {
-	t.Helper()
-	c, err := client.New(client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	var pushed atomic.Int64
-	for w := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				n := seq.Add(1)
-				name := fmt.Sprintf("pkg%d", n%37)
-				version := fmt.Sprintf("1.%d.%d", w, n)
-				ref, art, err := plainPackage(s, "crash", name, version, n)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				desc, err := c.Push(ctx, ref, art)
-				if err != nil {
-					continue
-				}
-				pushed.Add(1)
-				if n%5 == 0 { // delete some versions again
-					req, _ := http.NewRequestWithContext(ctx, http.MethodDelete, s.url()+"/v2/crash/"+name+"/manifests/"+desc.Digest.String(), nil)
-					if resp, err := http.DefaultClient.Do(req); err == nil {
-						resp.Body.Close()
-					}
-				}
-			}
-		}()
-	}
-	return func() int64 {
-		cancel()
-		wg.Wait()
-		return pushed.Load()
 	}
 }
 

@@ -37,25 +37,14 @@ func TestTwoReplicasOnPostgresAndS3(t *testing.T) {
 	bucket := gw.bucket(t, "replicas")
 	dir := t.TempDir()
 	config := filepath.Join(dir, "berth.yaml")
-	if err := os.WriteFile(config, fmt.Appendf(nil, `storage:
-  driver: s3
-  disableRedirect: true
-  s3:
-    bucket: %s
-    region: us-east-1
-    regionEndpoint: http://%s
-    accessKey: %s
-    secretKeyFile: %s
-    forcePathStyle: true
-    insecure: true
-registry:
+	if err := os.WriteFile(config, fmt.Appendf(nil, `%sregistry:
   httpSecretFile: %s
 catalog:
   database: %s
 gc:
   interval: 1s
   grace: 1m
-`, bucket, gw.addr, gw.accessKey, gw.secretKeyFile, filepath.Join(dir, "http-secret"), dsn), 0o600); err != nil {
+`, gw.storageConfig(bucket, false), filepath.Join(dir, "http-secret"), dsn), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	dataA, dataB := t.TempDir(), t.TempDir()
@@ -109,7 +98,7 @@ gc:
 
 	// 8 clients through both replicas; the leader dies half way.
 	var seq atomic.Int64
-	stopA, stopB := loadClients(t, leader, &seq, 4), loadClients(t, follower, &seq, 4)
+	stopA, stopB := loadClients(t, leader, "load", 23, &seq, 4), loadClients(t, follower, "load", 23, &seq, 4)
 	time.Sleep(8 * time.Second)
 	if err := leader.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
@@ -244,11 +233,11 @@ func checkWhole(t *testing.T, s *server, repo, d string) {
 	}
 }
 
-// loadClients pushes distinct plain packages through s from n goroutines,
-// deleting one in five again by digest, until the returned function is
-// called; that returns how many pushes succeeded. Errors are expected once
-// s is killed.
-func loadClients(t *testing.T, s *server, seq *atomic.Int64, n int) func() int64 {
+// loadClients pushes distinct plain packages, spread over names packages of
+// namespace ns, through s from n goroutines, deleting one in five again by
+// digest, until the returned function is called; that returns how many
+// pushes succeeded. Errors are expected once s is killed.
+func loadClients(t *testing.T, s *server, ns string, names int, seq *atomic.Int64, n int) func() int64 {
 	t.Helper()
 	c, err := client.New(client.Options{})
 	if err != nil {
@@ -263,8 +252,8 @@ func loadClients(t *testing.T, s *server, seq *atomic.Int64, n int) func() int64
 			defer wg.Done()
 			for ctx.Err() == nil {
 				k := seq.Add(1)
-				name := fmt.Sprintf("pkg%d", k%23)
-				ref, art, err := plainPackage(s, "load", name, fmt.Sprintf("1.0.%d", k), k)
+				name := fmt.Sprintf("pkg%d", k%int64(names))
+				ref, art, err := plainPackage(s, ns, name, fmt.Sprintf("1.0.%d", k), k)
 				if err != nil {
 					t.Error(err)
 					return
@@ -276,7 +265,7 @@ func loadClients(t *testing.T, s *server, seq *atomic.Int64, n int) func() int64
 				}
 				pushed.Add(1)
 				if k%5 == 0 {
-					req, _ := http.NewRequestWithContext(ctx, http.MethodDelete, s.url()+"/v2/load/"+name+"/manifests/"+desc.Digest.String(), nil)
+					req, _ := http.NewRequestWithContext(ctx, http.MethodDelete, s.url()+"/v2/"+ns+"/"+name+"/manifests/"+desc.Digest.String(), nil)
 					if resp, err := http.DefaultClient.Do(req); err == nil {
 						resp.Body.Close()
 					}

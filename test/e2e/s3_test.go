@@ -242,7 +242,19 @@ func (gw *versitygw) bucket(t *testing.T, name string) string {
 func (gw *versitygw) serveBerth(t *testing.T, bucket string, redirect bool) *server {
 	t.Helper()
 	config := filepath.Join(t.TempDir(), "berth.yaml")
-	if err := os.WriteFile(config, fmt.Appendf(nil, `storage:
+	if err := os.WriteFile(config, []byte(gw.storageConfig(bucket, redirect)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, "", "--config", config)
+	if code, body := s.get(t, "/readyz"); code != http.StatusOK || !strings.Contains(body, `"storage":"ok"`) {
+		t.Fatalf("GET /readyz = %d %s\n%s", code, body, s.logs())
+	}
+	return s
+}
+
+// storageConfig is the storage section of a berth configuration on bucket.
+func (gw *versitygw) storageConfig(bucket string, redirect bool) string {
+	return fmt.Sprintf(`storage:
   driver: s3
   disableRedirect: %t
   s3:
@@ -253,12 +265,5 @@ func (gw *versitygw) serveBerth(t *testing.T, bucket string, redirect bool) *ser
     secretKeyFile: %s
     forcePathStyle: true
     insecure: true
-`, !redirect, bucket, gw.addr, gw.accessKey, gw.secretKeyFile), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	s := startServer(t, "", "--config", config)
-	if code, body := s.get(t, "/readyz"); code != http.StatusOK || !strings.Contains(body, `"storage":"ok"`) {
-		t.Fatalf("GET /readyz = %d %s\n%s", code, body, s.logs())
-	}
-	return s
+`, !redirect, bucket, gw.addr, gw.accessKey, gw.secretKeyFile)
 }

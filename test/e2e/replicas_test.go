@@ -23,10 +23,11 @@ import (
 // TestTwoReplicasOnPostgresAndS3 runs two berth serve processes on one
 // PostgreSQL database and one S3 bucket (versitygw), as a scaled-out berth
 // runs behind a load balancer:
-//   - one version pushed through both at once has exactly one winner;
-//   - 8 clients push through both, and deletes go through both, while the
-//     leading replica is killed with SIGKILL: the other carries on, takes
-//     over the leadership and reconciles;
+//   - one version pushed through both at once, during the load, has
+//     exactly one winner;
+//   - 8 clients push through both for 30 s, and deletes go through both,
+//     while the leading replica is killed with SIGKILL half way: the other
+//     carries on, takes over the leadership and reconciles;
 //   - afterwards each replica's catalog equals the registry: no missing,
 //     stale or duplicate version;
 //   - garbage collection, every second on the leader, reclaims old garbage
@@ -65,47 +66,20 @@ gc:
 		}
 	})
 
-	// One version through both replicas at once: exactly one push wins.
-	c, err := client.New(client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	for i := range 10 {
-		var wins atomic.Int32
-		var wg sync.WaitGroup
-		for j, s := range []*server{a, b} {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				ref, art, err := plainPackage(s, "race", "pkg", fmt.Sprintf("1.0.%d", i), int64(1000*i+j))
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				if _, err := c.Push(ctx, ref, art); err == nil {
-					wins.Add(1)
-				} else if !strings.Contains(err.Error(), "DENIED") {
-					t.Errorf("the losing push of race/pkg:1.0.%d failed with %v, want DENIED", i, err)
-				}
-			}()
-		}
-		wg.Wait()
-		if n := wins.Load(); n != 1 {
-			t.Fatalf("race/pkg:1.0.%d pushed through both replicas at once: %d winners, want 1", i, n)
-		}
-	}
-
-	// 8 clients through both replicas; the leader dies half way.
+	// 8 clients push through both replicas for 30 s; meanwhile one version
+	// goes through both at once, again and again, and the leader dies half
+	// way.
 	var seq atomic.Int64
+	start := time.Now()
 	stopA, stopB := loadClients(t, leader, "load", 23, &seq, 4), loadClients(t, follower, "load", 23, &seq, 4)
-	time.Sleep(8 * time.Second)
+	raceBoth(t, a, b, 10)
+	time.Sleep(time.Until(start.Add(15 * time.Second)))
 	if err := leader.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	<-leader.done
 	waitFor(t, "the surviving replica to lead", 30*time.Second, func() bool { return leads(t, follower) })
-	time.Sleep(7 * time.Second)
+	time.Sleep(time.Until(start.Add(30 * time.Second)))
 	pushed := stopA() + stopB()
 	t.Logf("%d pushes went through", pushed)
 	if pushed == 0 {
@@ -229,6 +203,41 @@ func checkWhole(t *testing.T, s *server, repo, d string) {
 	for _, b := range append([]ocispec.Descriptor{m.Config}, m.Layers...) {
 		if code := blobStatus(t, s, [2]string{repo, b.Digest.String()}); code != http.StatusOK {
 			t.Errorf("%s@%s: blob %s: GET = %d: garbage collection deleted what a finished push references", repo, d, b.Digest, code)
+		}
+	}
+}
+
+// raceBoth pushes n versions of race/pkg, each through a and b at once with
+// different content: exactly one of each pair must win, the other be
+// DENIED (versions are immutable).
+func raceBoth(t *testing.T, a, b *server, n int) {
+	t.Helper()
+	c, err := client.New(client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		var wins atomic.Int32
+		var wg sync.WaitGroup
+		for j, s := range []*server{a, b} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ref, art, err := plainPackage(s, "race", "pkg", fmt.Sprintf("1.0.%d", i), int64(1000*i+j))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if _, err := c.Push(context.Background(), ref, art); err == nil {
+					wins.Add(1)
+				} else if !strings.Contains(err.Error(), "DENIED") {
+					t.Errorf("the losing push of race/pkg:1.0.%d failed with %v, want DENIED", i, err)
+				}
+			}()
+		}
+		wg.Wait()
+		if n := wins.Load(); n != 1 {
+			t.Fatalf("race/pkg:1.0.%d pushed through both replicas at once: %d winners, want 1", i, n)
 		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/berth-registry/berth/coord"
 	"github.com/berth-registry/berth/internal/pgtest"
 )
@@ -108,5 +110,49 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestPostgresLeadershipAfterLostConnections cuts every connection of two
+// replicas: the leader's check finds its lock gone and it steps down, and
+// then exactly one replica leads again.
+func TestPostgresLeadershipAfterLostConnections(t *testing.T) {
+	dsn := pgtest.Database(t)
+	a, b := openPostgres(t, dsn), openPostgres(t, dsn)
+	waitUntil(t, "one replica to lead", func() bool { return a.Leader() != b.Leader() })
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cut int
+	err = conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+	WHERE datname = current_database() AND pid <> pg_backend_pid()`).Scan(&cut)
+	conn.Close(ctx)
+	if err != nil || cut < 2 {
+		t.Fatalf("cut %d connections (%v), want at least the two replicas'", cut, err)
+	}
+	// Stable: exactly one of the two leads for two seconds running.
+	stable := time.Time{}
+	waitUntil(t, "exactly one replica to lead for 2s after the cut", func() bool {
+		if a.Leader() == b.Leader() {
+			stable = time.Time{}
+			return false
+		}
+		if stable.IsZero() {
+			stable = time.Now()
+		}
+		return time.Since(stable) > 2*time.Second
+	})
+	// And the one that says it leads holds the leadership's lock.
+	conn, err = pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var held int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+	WHERE l.locktype = 'advisory' AND l.granted AND a.datname = current_database()`).Scan(&held); err != nil || held != 1 {
+		t.Fatalf("%d advisory locks held (%v), want the leadership's alone", held, err)
 	}
 }

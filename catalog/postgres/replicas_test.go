@@ -277,3 +277,39 @@ func waitFor(t *testing.T, what string, cond func() bool) time.Duration {
 	}
 	return time.Since(start)
 }
+
+// TestSurvivesLostConnections cuts every connection of both replicas, as a
+// database restart or a network cut would: the stores reconnect, and the
+// other replica follows again, through its poll until it listens again.
+func TestSurvivesLostConnections(t *testing.T) {
+	dsn := pgtest.Database(t)
+	a := openAt(t, dsn, Options{})
+	defer a.Close()
+	b := openAt(t, dsn, Options{Poll: 100 * time.Millisecond})
+	defer b.Close()
+	ctx := context.Background()
+	if _, err := a.Put(ctx, entry("team", "before", "1.0.0")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the first package on b", func() bool { return found(t, b, "before") == "1.0.0" })
+	var cut int
+	if err := a.pool.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+	WHERE datname = current_database() AND pid <> pg_backend_pid()`).Scan(&cut); err != nil {
+		t.Fatal(err)
+	}
+	if cut < 2 {
+		t.Fatalf("cut %d connections, want both replicas' (at least their listeners)", cut)
+	}
+	// Connections the pool held are dead; pgx finds out on their next use.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, err := a.Put(ctx, entry("team", "after", "1.0.0"))
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Put after the cut still fails: %v", err)
+		}
+	}
+	waitFor(t, "the package written after the cut on b", func() bool { return found(t, b, "after") == "1.0.0" })
+}

@@ -143,8 +143,7 @@ func (s *Store) Unindexed(ctx context.Context, access catalog.Access, limit, off
 	if !access.All && access.Pull == nil {
 		return []apiv1.Artifact{}, nil
 	}
-	sqlText := `SELECT namespace, name, tag, digest, status, reason, indexed
-	FROM entries WHERE status <> 'indexed' ORDER BY namespace, name, tag`
+	sqlText := `SELECT ` + sqlrow.UnindexedColumns + ` FROM entries WHERE status <> 'indexed' ORDER BY namespace, name, tag`
 	var args []any
 	if access.All {
 		sqlText += ` LIMIT $1 OFFSET $2`
@@ -152,16 +151,11 @@ func (s *Store) Unindexed(ctx context.Context, access catalog.Access, limit, off
 	}
 	page := sqlrow.NewUnindexedPage(access, limit, offset)
 	err := s.query(ctx, sqlText, args, func(rows pgx.Rows) error {
-		var a apiv1.Artifact
-		var t int64
-		if err := rows.Scan(&a.Namespace, &a.Name, &a.Tag, &a.Digest, &a.Status, &a.Reason, &t); err != nil {
-			return err
-		}
-		a.Indexed = sqlitedb.DecodeTime(t)
-		if page.Add(a) {
+		full, err := page.AddRow(rows)
+		if err == nil && full {
 			return errFull
 		}
-		return nil
+		return err
 	})
 	if err != nil && !errors.Is(err, errFull) {
 		return nil, fmt.Errorf("catalog: unindexed: %w", err)
@@ -278,18 +272,13 @@ func (s *Store) SignatureCheckPage(ctx context.Context, after catalog.SignatureC
 // Checked, empty Policy); tail filters, orders and limits them.
 func (s *Store) listChecks(ctx context.Context, where []string, args []any, tail string) ([]catalog.SignatureCheck, error) {
 	var out []catalog.SignatureCheck
-	err := s.query(ctx, `SELECT e.namespace, e.name, e.digest, coalesce(c.checked, 0), coalesce(c.policy, ''), coalesce(c.error, '')
+	err := s.query(ctx, `SELECT `+sqlrow.CheckColumns+`
 	FROM (SELECT DISTINCT namespace, name, digest FROM entries WHERE `+strings.Join(where, ` AND `)+`) e
 	LEFT JOIN signature_checks c ON c.namespace = e.namespace AND c.name = e.name AND c.digest = e.digest
 	`+tail, args, func(rows pgx.Rows) error {
-		var c catalog.SignatureCheck
-		var checked int64
-		if err := rows.Scan(&c.Namespace, &c.Name, &c.Digest, &checked, &c.Policy, &c.Error); err != nil {
-			return err
-		}
-		c.Checked = sqlitedb.DecodeTime(checked)
+		c, err := sqlrow.ScanCheck(rows)
 		out = append(out, c)
-		return nil
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("catalog: signature checks: %w", err)

@@ -143,8 +143,7 @@ func (s *Store) Unindexed(ctx context.Context, access catalog.Access, limit, off
 	if !access.All && access.Pull == nil {
 		return []apiv1.Artifact{}, nil
 	}
-	sqlText := `SELECT namespace, name, tag, digest, status, reason, indexed
-	FROM entries WHERE status <> 'indexed' ORDER BY namespace, name, tag`
+	sqlText := `SELECT ` + sqlrow.UnindexedColumns + ` FROM entries WHERE status <> 'indexed' ORDER BY namespace, name, tag`
 	var args []any
 	if access.All {
 		sqlText += ` LIMIT ? OFFSET ?`
@@ -153,16 +152,11 @@ func (s *Store) Unindexed(ctx context.Context, access catalog.Access, limit, off
 	page := sqlrow.NewUnindexedPage(access, limit, offset)
 	errFull := errors.New("page full")
 	err := query(ctx, s.reader, sqlText, args, func(rows *sql.Rows) error {
-		var a apiv1.Artifact
-		var t int64
-		if err := rows.Scan(&a.Namespace, &a.Name, &a.Tag, &a.Digest, &a.Status, &a.Reason, &t); err != nil {
-			return err
-		}
-		a.Indexed = sqlitedb.DecodeTime(t)
-		if page.Add(a) {
+		full, err := page.AddRow(rows)
+		if err == nil && full {
 			return errFull
 		}
-		return nil
+		return err
 	})
 	if err != nil && !errors.Is(err, errFull) {
 		return nil, fmt.Errorf("catalog: unindexed: %w", err)

@@ -152,18 +152,13 @@ func (s *Store) SignatureCheckPage(ctx context.Context, after catalog.SignatureC
 // Checked, empty Policy); tail filters, orders and limits them.
 func (s *Store) listChecks(ctx context.Context, where []string, args []any, tail string, tailArgs []any) ([]catalog.SignatureCheck, error) {
 	var out []catalog.SignatureCheck
-	err := query(ctx, s.reader, `SELECT e.namespace, e.name, e.digest, coalesce(c.checked, 0), coalesce(c.policy, ''), coalesce(c.error, '')
+	err := query(ctx, s.reader, `SELECT `+sqlrow.CheckColumns+`
 	FROM (SELECT DISTINCT namespace, name, digest FROM entries WHERE `+strings.Join(where, ` AND `)+`) e
 	LEFT JOIN signature_checks c ON c.namespace = e.namespace AND c.name = e.name AND c.digest = e.digest
 	`+tail, append(args, tailArgs...), func(rows *sql.Rows) error {
-		var c catalog.SignatureCheck
-		var checked int64
-		if err := rows.Scan(&c.Namespace, &c.Name, &c.Digest, &checked, &c.Policy, &c.Error); err != nil {
-			return err
-		}
-		c.Checked = sqlitedb.DecodeTime(checked)
+		c, err := sqlrow.ScanCheck(rows)
 		out = append(out, c)
-		return nil
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("catalog: signature checks: %w", err)

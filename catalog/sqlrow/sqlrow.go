@@ -16,6 +16,7 @@ import (
 	"github.com/berth-registry/berth/catalog"
 	"github.com/berth-registry/berth/catalog/apiv1"
 	"github.com/berth-registry/berth/catalog/searchindex"
+	"github.com/berth-registry/berth/internal/sqlitedb"
 	"github.com/berth-registry/berth/olm"
 	"github.com/berth-registry/berth/pkgformat"
 )
@@ -256,4 +257,38 @@ func Walk(access catalog.Access, batch func(after [3]string) ([]*catalog.Entry, 
 		e := entries[len(entries)-1]
 		last = [3]string{e.Namespace, e.Name, e.Tag}
 	}
+}
+
+// Scanner is a row of *sql.Rows or pgx.Rows.
+type Scanner interface{ Scan(dest ...any) error }
+
+// UnindexedColumns are the columns of the entries table AddRow reads.
+const UnindexedColumns = `namespace, name, tag, digest, status, reason, indexed`
+
+// AddRow reads one row of UnindexedColumns and offers it to the page (Add):
+// it reports whether the page is full.
+func (p *UnindexedPage) AddRow(row Scanner) (full bool, err error) {
+	var a apiv1.Artifact
+	var t int64
+	if err := row.Scan(&a.Namespace, &a.Name, &a.Tag, &a.Digest, &a.Status, &a.Reason, &t); err != nil {
+		return false, err
+	}
+	a.Indexed = sqlitedb.DecodeTime(t)
+	return p.Add(a), nil
+}
+
+// CheckColumns selects, from a join of the distinct digests e of entries
+// and their signature_checks c, what ScanCheck reads: a digest never
+// checked has a zero time and empty policy and error.
+const CheckColumns = `e.namespace, e.name, e.digest, coalesce(c.checked, 0), coalesce(c.policy, ''), coalesce(c.error, '')`
+
+// ScanCheck reads one row of CheckColumns.
+func ScanCheck(row Scanner) (catalog.SignatureCheck, error) {
+	var c catalog.SignatureCheck
+	var checked int64
+	if err := row.Scan(&c.Namespace, &c.Name, &c.Digest, &checked, &c.Policy, &c.Error); err != nil {
+		return c, err
+	}
+	c.Checked = sqlitedb.DecodeTime(checked)
+	return c, nil
 }

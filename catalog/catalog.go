@@ -67,15 +67,26 @@ type Options struct {
 	// replicas that share the store, as each tag's worker does within one
 	// process. Nil: no lock beyond the worker's.
 	Locks coord.Locks
+	// Signals, when set with an Elector, carry a follower's request for a
+	// reconciliation (its queue overflowed and it dropped events) to the
+	// leader, which runs one at once instead of at its next interval.
+	Signals coord.Signals
+	// QueueSize bounds each worker's queue of pending tags; 0 means 4096.
+	QueueSize int
 	// OnChange, when set, is called after a version of the package
 	// namespace/name is recorded, replaced or removed (the OLM catalog
 	// publisher follows it). It must not block.
 	OnChange func(namespace, name string)
 }
 
-// queueSize bounds each worker's queue of pending tags. Events that find it
-// full are dropped, and the reconciler that follows catches up.
+// queueSize bounds each worker's queue of pending tags unless
+// Options.QueueSize says otherwise. Events that find it full are dropped,
+// and the reconciler that follows catches up.
 const queueSize = 4096
+
+// reconcileTopic is the Signals topic of a follower's request for a
+// reconciliation.
+const reconcileTopic = "catalog/reconcile"
 
 // Catalog keeps a Store in step with a registry and answers queries on it.
 // Every write for a tag goes through that tag's worker, and every verdict on
@@ -92,6 +103,11 @@ type Catalog struct {
 	sigInterval time.Duration
 	queues      []chan task
 	kick        chan struct{}
+	// signals carry reconciliation requests between replicas: askLeader
+	// holds this follower's, leaderWakes brings every replica's.
+	signals     coord.Signals
+	askLeader   chan struct{}
+	leaderWakes <-chan struct{}
 	policy      *signing.Policy
 	policyID    string // policy.Fingerprint()
 
@@ -200,8 +216,16 @@ func New(opts Options) (*Catalog, error) {
 		elector:     opts.Elector,
 		locks:       opts.Locks,
 	}
+	size := opts.QueueSize
+	if size <= 0 {
+		size = queueSize
+	}
 	for i := range c.queues {
-		c.queues[i] = make(chan task, queueSize)
+		c.queues[i] = make(chan task, size)
+	}
+	if opts.Signals != nil && opts.Elector != nil {
+		c.signals, c.askLeader = opts.Signals, make(chan struct{}, 1)
+		c.leaderWakes = opts.Signals.Subscribe(reconcileTopic)
 	}
 	c.metrics = newMetrics(c, opts.Metrics)
 	return c, nil
@@ -220,6 +244,13 @@ func (c *Catalog) Run(ctx context.Context) {
 			c.work(ctx, q)
 		}()
 	}
+	if c.askLeader != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.forwardRequests(ctx)
+		}()
+	}
 	if c.elector != nil {
 		c.elector.Lead(ctx, c.reconcileLoop)
 	} else {
@@ -227,6 +258,36 @@ func (c *Catalog) Run(ctx context.Context) {
 	}
 	c.background.Wait()
 	wg.Wait()
+}
+
+// wantReconcile asks for a reconciliation: of this process's reconciler,
+// and, when this process follows, of the leader's.
+func (c *Catalog) wantReconcile() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+	if c.askLeader != nil && !c.elector.Leader() {
+		select {
+		case c.askLeader <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// forwardRequests sends this follower's requests for a reconciliation to
+// the leader until ctx ends.
+func (c *Catalog) forwardRequests(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.askLeader:
+		}
+		if err := c.signals.Notify(ctx, reconcileTopic); err != nil && ctx.Err() == nil {
+			c.log.Warn("catalog: asking the leader for a reconciliation", "err", err)
+		}
+	}
 }
 
 func (c *Catalog) reconcileLoop(ctx context.Context) {
@@ -256,6 +317,8 @@ func (c *Catalog) reconcileLoop(ctx context.Context) {
 			all = c.sigInterval > 0 && time.Since(lastAll) >= c.sigInterval
 		case <-c.kick:
 			all = false
+		case <-c.leaderWakes:
+			all = false
 		}
 	}
 }
@@ -276,10 +339,7 @@ func (c *Catalog) enqueue(t task) {
 	case c.queue(t) <- t:
 	default:
 		c.metrics.dropped.Inc()
-		select {
-		case c.kick <- struct{}{}:
-		default:
-		}
+		c.wantReconcile()
 	}
 }
 

@@ -66,6 +66,9 @@ type envOptions struct {
 	// elector is the catalog's Elector; with one, start does not wait for
 	// a reconciliation.
 	elector coord.Elector
+	// signals and queueSize are the catalog's Signals and QueueSize.
+	signals   coord.Signals
+	queueSize int
 }
 
 func newEnv(t testing.TB, opts envOptions) *env {
@@ -122,7 +125,8 @@ func (e *env) start(policy *signing.Policy) {
 		src = e.opts.source(src)
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cat, err := catalog.New(catalog.Options{Store: store, Source: src, ReconcileInterval: -1, Logger: quiet, Policy: policy, Metrics: e.opts.metrics, IndexTimeout: e.opts.indexTimeout, Elector: e.opts.elector})
+	cat, err := catalog.New(catalog.Options{Store: store, Source: src, ReconcileInterval: -1, Logger: quiet, Policy: policy, Metrics: e.opts.metrics, IndexTimeout: e.opts.indexTimeout, Elector: e.opts.elector,
+		Signals: e.opts.signals, QueueSize: e.opts.queueSize})
 	if err != nil {
 		e.t.Fatal(err)
 	}

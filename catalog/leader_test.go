@@ -2,11 +2,14 @@ package catalog_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/berth-registry/berth/catalog"
+	"github.com/berth-registry/berth/coord"
 )
 
 // gate is an Elector that leads once opened.
@@ -51,4 +54,33 @@ func TestReconcilesOnlyWhileLeading(t *testing.T) {
 		res, err := e.cat.Search(e.ctx, catalog.Query{Text: "kafka", Access: all})
 		return err == nil && len(res.Packages) == 1
 	})
+}
+
+// TestFollowerAsksTheLeaderToReconcile: a follower whose queue overflows
+// drops events and cannot reconcile; it asks the leader, through Signals.
+func TestFollowerAsksTheLeaderToReconcile(t *testing.T) {
+	signals := &coord.Local{}
+	leaderHears := signals.Subscribe("catalog/reconcile")
+	e := newEnv(t, envOptions{elector: newGate(), signals: signals, queueSize: 1})
+	for i := range 200 {
+		e.cat.Notify(catalog.Event{Action: catalog.EventPush, Repository: "team/app", Tag: fmt.Sprintf("1.0.%d", i),
+			Digest: "sha256:" + strings.Repeat("a", 64)})
+	}
+	select {
+	case <-leaderHears:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a follower that dropped events did not ask the leader for a reconciliation")
+	}
+}
+
+// TestLeaderReconcilesWhenAsked: the leader runs a reconciliation as soon
+// as a follower asks, not at its next interval.
+func TestLeaderReconcilesWhenAsked(t *testing.T) {
+	signals := &coord.Local{}
+	e := newEnv(t, envOptions{elector: &coord.Local{}, signals: signals})
+	e.waitReconciled(1)
+	if err := signals.Notify(e.ctx, "catalog/reconcile"); err != nil {
+		t.Fatal(err)
+	}
+	e.waitReconciled(2)
 }

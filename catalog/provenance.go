@@ -253,10 +253,7 @@ func (c *Catalog) enqueueCheck(repo, subject string) {
 		c.deferredAll = true
 	}
 	c.deferMu.Unlock()
-	select {
-	case c.kick <- struct{}{}:
-	default:
-	}
+	c.wantReconcile()
 }
 
 // takeDeferred returns the checks kept for this pass, and whether to check

@@ -35,9 +35,53 @@ type Elector interface {
 	Leader() bool
 }
 
+// Signals wake the replicas: a Notify of a topic reaches every channel
+// Subscribe returned for that topic, in every replica, this one included.
+// Wake-ups coalesce, and one may be lost (a replica reconnecting to the
+// database misses what was sent meanwhile): what they trigger must also
+// happen on a timer.
+type Signals interface {
+	// Notify wakes the subscribers of topic.
+	Notify(ctx context.Context, topic string) error
+	// Subscribe returns a channel that receives after each Notify of topic
+	// (several close together may come as one).
+	Subscribe(topic string) <-chan struct{}
+}
+
+// subscribers are the channels of each topic.
+type subscribers struct {
+	mu   sync.Mutex
+	subs map[string][]chan struct{}
+}
+
+func (s *subscribers) Subscribe(topic string) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.subs == nil {
+		s.subs = map[string][]chan struct{}{}
+	}
+	ch := make(chan struct{}, 1)
+	s.subs[topic] = append(s.subs[topic], ch)
+	return ch
+}
+
+// wake wakes the subscribers of topic without blocking.
+func (s *subscribers) wake(topic string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, ch := range s.subs[topic] {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
 // Local coordinates the goroutines of one process: its locks are mutexes,
-// and it is always the leader. The zero value is ready to use.
+// it is always the leader, and its signals stay in the process. The zero
+// value is ready to use.
 type Local struct {
+	subscribers
 	mu     sync.Mutex
 	locks  map[string]*localLock
 	leader bool
@@ -46,7 +90,14 @@ type Local struct {
 var (
 	_ Locks   = (*Local)(nil)
 	_ Elector = (*Local)(nil)
+	_ Signals = (*Local)(nil)
 )
+
+// Notify wakes the subscribers of topic in this process.
+func (l *Local) Notify(_ context.Context, topic string) error {
+	l.wake(topic)
+	return nil
+}
 
 type localLock struct {
 	sync.RWMutex

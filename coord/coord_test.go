@@ -107,3 +107,28 @@ func TestLocalLeads(t *testing.T) {
 		t.Fatalf("Lead: fn saw Leader()=%v, after: %v", ran, l.Leader())
 	}
 }
+
+// testSignals checks that a Notify through from reaches a subscriber of the
+// topic on to, and not one of another topic.
+func testSignals(t *testing.T, from, to coord.Signals) {
+	t.Helper()
+	wanted, other := to.Subscribe("catalog/reconcile"), to.Subscribe("other")
+	if err := from.Notify(context.Background(), "catalog/reconcile"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-wanted:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the subscriber did not hear the signal")
+	}
+	select {
+	case <-other:
+		t.Fatal("a subscriber of another topic heard the signal")
+	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+func TestLocalSignals(t *testing.T) {
+	l := &coord.Local{}
+	testSignals(t, l, l)
+}

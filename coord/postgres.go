@@ -19,11 +19,13 @@ import (
 // process, so it goes when the process dies and the database closes its
 // session. It is safe for concurrent use.
 type Postgres struct {
+	subscribers
 	pool   *pgxpool.Pool
 	log    *slog.Logger
 	leader atomic.Bool
 	stop   context.CancelFunc
 	done   chan struct{}
+	wg     sync.WaitGroup
 
 	mu sync.Mutex
 	// term is the context of the current term, nil when this process
@@ -38,7 +40,12 @@ type Postgres struct {
 var (
 	_ Locks   = (*Postgres)(nil)
 	_ Elector = (*Postgres)(nil)
+	_ Signals = (*Postgres)(nil)
 )
+
+// signalChannel is the PostgreSQL notification channel of Signals; the
+// payload is the topic.
+const signalChannel = "berth_coord"
 
 // defaultMaxConns is the pool size when the URL sets no pool_max_conns: every
 // lock held (one per manifest push in flight) holds a connection.
@@ -64,11 +71,45 @@ func OpenPostgres(ctx context.Context, dsn string, log *slog.Logger) (*Postgres,
 	}
 	campaignCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	p := &Postgres{pool: pool, log: log, retry: time.Second, stop: stop, done: make(chan struct{}), changed: make(chan struct{})}
+	p.wg.Add(2)
 	go func() {
-		defer close(p.done)
+		defer p.wg.Done()
 		p.campaign(campaignCtx)
 	}()
+	go func() {
+		defer p.wg.Done()
+		p.listen(campaignCtx)
+	}()
+	go func() {
+		p.wg.Wait()
+		close(p.done)
+	}()
 	return p, nil
+}
+
+// Notify wakes the subscribers of topic in every replica.
+func (p *Postgres) Notify(ctx context.Context, topic string) error {
+	if _, err := p.pool.Exec(ctx, "SELECT pg_notify($1, $2)", signalChannel, topic); err != nil {
+		return fmt.Errorf("coord: notify %s: %w", topic, err)
+	}
+	return nil
+}
+
+// listen passes the notifications of every replica to this one's
+// subscribers, on a connection of its own, connecting again after a
+// failure, until ctx ends.
+func (p *Postgres) listen(ctx context.Context) {
+	for ctx.Err() == nil {
+		err := pgpool.Listen(ctx, p.pool, signalChannel, p.wake)
+		if ctx.Err() != nil {
+			return
+		}
+		p.log.Warn("coord: listening for other replicas' signals", "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(p.retry):
+		}
+	}
 }
 
 // Close steps down and closes the connections, which releases every lock

@@ -156,3 +156,24 @@ func TestPostgresLeadershipAfterLostConnections(t *testing.T) {
 		t.Fatalf("%d advisory locks held (%v), want the leadership's alone", held, err)
 	}
 }
+
+func TestPostgresSignals(t *testing.T) {
+	dsn := pgtest.Database(t)
+	a, b := openPostgres(t, dsn), openPostgres(t, dsn)
+	// The listeners connect in the background; a signal sent before they
+	// listen is lost, as Signals allows, so the first is sent until heard.
+	heard := b.Subscribe("ready")
+	waitUntil(t, "the other replica to listen", func() bool {
+		if err := a.Notify(context.Background(), "ready"); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-heard:
+			return true
+		case <-time.After(50 * time.Millisecond):
+			return false
+		}
+	})
+	testSignals(t, a, b)
+	testSignals(t, a, a)
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/berth-registry/berth/catalog"
 	"github.com/berth-registry/berth/catalog/apiv1"
 	"github.com/berth-registry/berth/catalog/searchindex"
+	"github.com/berth-registry/berth/internal/pgpool"
 )
 
 // storedDoc is a package's search document as the packages row holds it.
@@ -81,7 +82,12 @@ func (s *Store) follow(ctx context.Context) {
 // own, connecting again after a failure, until ctx ends.
 func (s *Store) listen(ctx context.Context, wake chan<- struct{}) {
 	for ctx.Err() == nil {
-		err := s.listenOnce(ctx, wake)
+		err := pgpool.Listen(ctx, s.pool, notifyChannel, func(string) {
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		})
 		if ctx.Err() != nil {
 			return
 		}
@@ -89,28 +95,6 @@ func (s *Store) listen(ctx context.Context, wake chan<- struct{}) {
 		select {
 		case <-ctx.Done():
 		case <-time.After(time.Second):
-		}
-	}
-}
-
-func (s *Store) listenOnce(ctx context.Context, wake chan<- struct{}) error {
-	pooled, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	// The connection listens until it is closed: it never goes back to the pool.
-	conn := pooled.Hijack()
-	defer conn.Close(context.Background())
-	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
-		return err
-	}
-	for {
-		if _, err := conn.WaitForNotification(ctx); err != nil {
-			return err
-		}
-		select {
-		case wake <- struct{}{}:
-		default:
 		}
 	}
 }

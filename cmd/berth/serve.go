@@ -299,6 +299,7 @@ func startCatalog(ctx context.Context, cfg *config.Config, cl *cluster, source c
 		Policy:            policy,
 		OnChange:          catalogChanges,
 		Elector:           cl.elector,
+		Signals:           cl.signals,
 		Locks:             locks,
 	})
 	if err != nil {

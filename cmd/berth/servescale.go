@@ -22,8 +22,10 @@ import (
 // competes for the leadership there.
 type cluster struct {
 	locks coord.Locks
-	// elector is nil when the process is alone: it always leads.
+	// elector is nil when the process is alone: it always leads; signals,
+	// nil too then, carry requests between replicas.
 	elector coord.Elector
+	signals coord.Signals
 	// ready checks the shared database, nil when there is none.
 	ready server.ReadyChecker
 	close func()
@@ -51,7 +53,7 @@ func joinCluster(ctx context.Context, cfg *config.Config, log *slog.Logger) (*cl
 		pg.Close()
 		return nil, err
 	}
-	return &cluster{locks: pg, elector: pg, ready: pg, close: func() {
+	return &cluster{locks: pg, elector: pg, signals: pg, ready: pg, close: func() {
 		prometheus.DefaultRegisterer.Unregister(leader)
 		pg.Close()
 	}}, nil

@@ -3,9 +3,11 @@
 package pgpool
 
 import (
+	"context"
 	"errors"
 	"net/url"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -23,4 +25,26 @@ func Config(dsn string, maxConns int32) (*pgxpool.Config, error) {
 		cfg.MaxConns = maxConns
 	}
 	return cfg, nil
+}
+
+// Listen LISTENs on channel on a connection taken from pool for good (it
+// never goes back), and calls fn with the payload of each notification,
+// until ctx ends or the connection fails; it returns why it stopped.
+func Listen(ctx context.Context, pool *pgxpool.Pool, channel string, fn func(payload string)) error {
+	pooled, err := pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	conn := pooled.Hijack()
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
+		return err
+	}
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		fn(n.Payload)
+	}
 }

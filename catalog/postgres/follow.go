@@ -81,22 +81,14 @@ func (s *Store) follow(ctx context.Context) {
 // listen sends on wake each time a write notifies, on a connection of its
 // own, connecting again after a failure, until ctx ends.
 func (s *Store) listen(ctx context.Context, wake chan<- struct{}) {
-	for ctx.Err() == nil {
-		err := pgpool.Listen(ctx, s.pool, notifyChannel, func(string) {
-			select {
-			case wake <- struct{}{}:
-			default:
-			}
-		})
-		if ctx.Err() != nil {
-			return
-		}
+	pgpool.Listen(ctx, s.pool, notifyChannel, time.Second, func(err error) {
 		s.log.Warn("catalog: listening for other replicas' writes; polling meanwhile", "err", err)
+	}, func(string) {
 		select {
-		case <-ctx.Done():
-		case <-time.After(time.Second):
+		case wake <- struct{}{}:
+		default:
 		}
-	}
+	})
 }
 
 // readBatch is how many packages the follower reads per query.

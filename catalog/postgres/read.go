@@ -14,51 +14,17 @@ import (
 	"github.com/berth-registry/berth/internal/sqlitedb"
 )
 
-// entryColumns are read by scanEntry; filesColumn is added when Files are wanted.
-const (
-	entryColumns = `namespace, name, tag, digest, status, reason, indexed, verified,
-	content_digest, content_size, content_media_type, metadata, olm`
-	filesColumn = `, files`
-)
-
-// scanEntry reads entryColumns, and filesColumn when withFiles.
-func scanEntry(row pgx.Row, withFiles bool) (*catalog.Entry, error) {
-	var e catalog.Entry
-	var indexed int64
-	var metadata, bundle, files []byte
-	dest := []any{&e.Namespace, &e.Name, &e.Tag, &e.Digest, &e.Status, &e.Reason, &indexed, &e.Verified,
-		&e.Content.Digest, &e.Content.Size, &e.Content.MediaType, &metadata, &bundle}
-	if withFiles {
-		dest = append(dest, &files)
-	}
-	if err := row.Scan(dest...); err != nil {
-		return nil, err
-	}
-	e.Indexed = sqlitedb.DecodeTime(indexed)
-	if err := sqlrow.Decode(&e, metadata, bundle, files); err != nil {
-		return nil, err
-	}
-	return &e, nil
-}
-
 // Search returns one page of the packages that match q from this replica's
 // index (searchindex.Index.Search documents the ranking), which follows the
 // database within a notification's delay.
 func (s *Store) Search(ctx context.Context, q catalog.Query) (*catalog.SearchResult, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("catalog: search: %w", err)
-	}
-	res, err := s.index.Search(q)
-	if err != nil {
-		return nil, fmt.Errorf("catalog: search: %w", err)
-	}
-	return res, nil
+	return sqlrow.Search(ctx, s.index, q)
 }
 
 // Entry returns the entry of one tag, Files included, or an error wrapping
 // catalog.ErrNotFound.
 func (s *Store) Entry(ctx context.Context, namespace, name, tag string) (*catalog.Entry, error) {
-	e, err := scanEntry(s.pool.QueryRow(ctx, `SELECT `+entryColumns+filesColumn+` FROM entries
+	e, err := sqlrow.ScanEntry(s.pool.QueryRow(ctx, `SELECT `+sqlrow.EntryColumns+sqlrow.FilesColumn+` FROM entries
 	WHERE namespace = $1 AND name = $2 AND tag = $3`, namespace, name, tag), true)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("catalog: %s/%s:%s: %w", namespace, name, tag, catalog.ErrNotFound)
@@ -73,9 +39,9 @@ func (s *Store) Entry(ctx context.Context, namespace, name, tag string) (*catalo
 // or an error wrapping catalog.ErrNotFound when there is none.
 func (s *Store) Entries(ctx context.Context, namespace, name string) ([]*catalog.Entry, error) {
 	var out []*catalog.Entry
-	err := s.query(ctx, `SELECT `+entryColumns+filesColumn+` FROM entries WHERE namespace = $1 AND name = $2 ORDER BY tag`,
+	err := s.query(ctx, `SELECT `+sqlrow.EntryColumns+sqlrow.FilesColumn+` FROM entries WHERE namespace = $1 AND name = $2 ORDER BY tag`,
 		[]any{namespace, name}, func(rows pgx.Rows) error {
-			e, err := scanEntry(rows, true)
+			e, err := sqlrow.ScanEntry(rows, true)
 			out = append(out, e)
 			return err
 		})
@@ -129,38 +95,11 @@ func (s *Store) Changes(ctx context.Context, since int64, limit int) ([]apiv1.Ch
 	return out, nil
 }
 
-// errFull stops a query whose page is full.
-var errFull = errors.New("page full")
-
-// Unindexed returns the entries whose status is not indexed and whose
-// package access allows, ordered by namespace, name and tag, starting after
-// offset of them. A limit <= 0 means catalog.DefaultLimit, and it is capped at
-// catalog.MaxLimit; a negative offset is an error wrapping catalog.ErrInvalid.
+// Unindexed implements catalog.StoreReader (sqlrow.Unindexed).
 func (s *Store) Unindexed(ctx context.Context, access catalog.Access, limit, offset int) ([]apiv1.Artifact, error) {
-	if offset < 0 {
-		return nil, fmt.Errorf("catalog: unindexed: %w: negative offset %d", catalog.ErrInvalid, offset)
-	}
-	if !access.All && access.Pull == nil {
-		return []apiv1.Artifact{}, nil
-	}
-	sqlText := `SELECT ` + sqlrow.UnindexedColumns + ` FROM entries WHERE status <> 'indexed' ORDER BY namespace, name, tag`
-	var args []any
-	if access.All {
-		sqlText += ` LIMIT $1 OFFSET $2`
-		args = append(args, catalog.PageSize(limit), offset)
-	}
-	page := sqlrow.NewUnindexedPage(access, limit, offset)
-	err := s.query(ctx, sqlText, args, func(rows pgx.Rows) error {
-		full, err := page.AddRow(rows)
-		if err == nil && full {
-			return errFull
-		}
-		return err
+	return sqlrow.Unindexed(access, limit, offset, `LIMIT $1 OFFSET $2`, func(sqlText string, args []any, row func(sqlrow.Scanner) (bool, error)) error {
+		return s.query(ctx, sqlText, args, func(rows pgx.Rows) error { return sqlrow.Stop(row(rows)) })
 	})
-	if err != nil && !errors.Is(err, errFull) {
-		return nil, fmt.Errorf("catalog: unindexed: %w", err)
-	}
-	return page.Artifacts, nil
 }
 
 // Walk calls fn for every indexed entry access allows (only namespace's when
@@ -176,13 +115,13 @@ func (s *Store) Walk(ctx context.Context, access catalog.Access, namespace strin
 		where += ` AND namespace = $5`
 		filter = append(filter, namespace)
 	}
-	sqlText := `SELECT ` + entryColumns + ` FROM entries WHERE ` + where + ` ORDER BY namespace, name, tag LIMIT $4`
+	sqlText := `SELECT ` + sqlrow.EntryColumns + ` FROM entries WHERE ` + where + ` ORDER BY namespace, name, tag LIMIT $4`
 	batch := make([]*catalog.Entry, 0, sqlrow.WalkBatch)
 	return sqlrow.Walk(access, func(last [3]string) ([]*catalog.Entry, error) {
 		args := append([]any{last[0], last[1], last[2], sqlrow.WalkBatch}, filter...)
 		batch = batch[:0]
 		err := s.query(ctx, sqlText, args, func(rows pgx.Rows) error {
-			e, err := scanEntry(rows, false)
+			e, err := sqlrow.ScanEntry(rows, false)
 			batch = append(batch, e)
 			return err
 		})

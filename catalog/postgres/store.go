@@ -137,13 +137,6 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// Ready reports whether the database answers within timeout.
-func (s *Store) Ready(ctx context.Context, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	return s.pool.Ping(ctx)
-}
-
 // packageLock is the key of a package's transaction advisory lock.
 func packageLock(namespace, name string) int32 {
 	h := fnv.New32a()

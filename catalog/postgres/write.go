@@ -224,20 +224,19 @@ func packageDoc(ctx context.Context, tx pgx.Tx, namespace, name string) (*search
 		return nil, err
 	}
 	var groups, kinds, mins, maxs []string
-	err = tx.QueryRow(ctx, `SELECT
-	(SELECT coalesce(array_agg(DISTINCT c.channel ORDER BY c.channel), '{}') FROM entries e
+	// Each set's distinct rows are read once; a pair's two arrays come
+	// from the same ordered aggregate pass.
+	err = tx.QueryRow(ctx, `SELECT ch.channels, ap.groups, ap.kinds, kb.mins, kb.maxs FROM
+	(SELECT coalesce(array_agg(DISTINCT c.channel ORDER BY c.channel), '{}') AS channels FROM entries e
 		JOIN entry_channels c ON c.entry_id = e.id
-		WHERE e.namespace = $1 AND e.name = $2 AND e.status = 'indexed'),
-	(SELECT coalesce(array_agg(g ORDER BY g, k), '{}') FROM (SELECT DISTINCT a.api_group AS g, a.kind AS k FROM entries e
+		WHERE e.namespace = $1 AND e.name = $2 AND e.status = 'indexed') AS ch,
+	(SELECT coalesce(array_agg(g ORDER BY g, k), '{}') AS groups, coalesce(array_agg(k ORDER BY g, k), '{}') AS kinds
+		FROM (SELECT DISTINCT a.api_group AS g, a.kind AS k FROM entries e
 		JOIN entry_apis a ON a.entry_id = e.id
-		WHERE e.namespace = $1 AND e.name = $2 AND e.status = 'indexed') AS apis),
-	(SELECT coalesce(array_agg(k ORDER BY g, k), '{}') FROM (SELECT DISTINCT a.api_group AS g, a.kind AS k FROM entries e
-		JOIN entry_apis a ON a.entry_id = e.id
-		WHERE e.namespace = $1 AND e.name = $2 AND e.status = 'indexed') AS apis),
-	(SELECT coalesce(array_agg(lo ORDER BY lo, hi), '{}') FROM (SELECT DISTINCT kube_min AS lo, kube_max AS hi FROM entries
-		WHERE namespace = $1 AND name = $2 AND status = 'indexed') AS kube),
-	(SELECT coalesce(array_agg(hi ORDER BY lo, hi), '{}') FROM (SELECT DISTINCT kube_min AS lo, kube_max AS hi FROM entries
-		WHERE namespace = $1 AND name = $2 AND status = 'indexed') AS kube)`,
+		WHERE e.namespace = $1 AND e.name = $2 AND e.status = 'indexed') AS apis) AS ap,
+	(SELECT coalesce(array_agg(lo ORDER BY lo, hi), '{}') AS mins, coalesce(array_agg(hi ORDER BY lo, hi), '{}') AS maxs
+		FROM (SELECT DISTINCT kube_min AS lo, kube_max AS hi FROM entries
+		WHERE namespace = $1 AND name = $2 AND status = 'indexed') AS kube) AS kb`,
 		namespace, name).Scan(&d.Channels, &groups, &kinds, &mins, &maxs)
 	if err != nil {
 		return nil, err

@@ -12,42 +12,12 @@ import (
 	"github.com/berth-registry/berth/internal/sqlitedb"
 )
 
-// entryColumns are read by scanEntry; filesColumn is added when Files are wanted.
-const (
-	entryColumns = `namespace, name, tag, digest, status, reason, indexed, verified,
-	content_digest, content_size, content_media_type, metadata, olm`
-	filesColumn = `, files`
-)
-
-// scanner is *sql.Row or *sql.Rows.
-type scanner interface{ Scan(dest ...any) error }
-
-// scanEntry reads entryColumns, and filesColumn when withFiles.
-func scanEntry(sc scanner, withFiles bool) (*catalog.Entry, error) {
-	var e catalog.Entry
-	var indexed int64
-	var metadata, bundle, files []byte
-	dest := []any{&e.Namespace, &e.Name, &e.Tag, &e.Digest, &e.Status, &e.Reason, &indexed, &e.Verified,
-		&e.Content.Digest, &e.Content.Size, &e.Content.MediaType, &metadata, &bundle}
-	if withFiles {
-		dest = append(dest, &files)
-	}
-	if err := sc.Scan(dest...); err != nil {
-		return nil, err
-	}
-	e.Indexed = sqlitedb.DecodeTime(indexed)
-	if err := sqlrow.Decode(&e, metadata, bundle, files); err != nil {
-		return nil, err
-	}
-	return &e, nil
-}
-
 // Entry returns the entry of one tag, Files included, or an error wrapping
 // catalog.ErrNotFound.
 func (s *Store) Entry(ctx context.Context, namespace, name, tag string) (*catalog.Entry, error) {
-	row := s.reader.QueryRowContext(ctx, `SELECT `+entryColumns+filesColumn+` FROM entries
+	row := s.reader.QueryRowContext(ctx, `SELECT `+sqlrow.EntryColumns+sqlrow.FilesColumn+` FROM entries
 	WHERE namespace = ? AND name = ? AND tag = ?`, namespace, name, tag)
-	e, err := scanEntry(row, true)
+	e, err := sqlrow.ScanEntry(row, true)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("catalog: %s/%s:%s: %w", namespace, name, tag, catalog.ErrNotFound)
 	}
@@ -60,7 +30,7 @@ func (s *Store) Entry(ctx context.Context, namespace, name, tag string) (*catalo
 // Entries returns every entry of a repository, Files included, ordered by tag,
 // or an error wrapping catalog.ErrNotFound when there is none.
 func (s *Store) Entries(ctx context.Context, namespace, name string) ([]*catalog.Entry, error) {
-	rows, err := s.reader.QueryContext(ctx, `SELECT `+entryColumns+filesColumn+` FROM entries
+	rows, err := s.reader.QueryContext(ctx, `SELECT `+sqlrow.EntryColumns+sqlrow.FilesColumn+` FROM entries
 	WHERE namespace = ? AND name = ? ORDER BY tag`, namespace, name)
 	if err != nil {
 		return nil, fmt.Errorf("catalog: %s/%s: %w", namespace, name, err)
@@ -68,7 +38,7 @@ func (s *Store) Entries(ctx context.Context, namespace, name string) ([]*catalog
 	defer rows.Close()
 	var out []*catalog.Entry
 	for rows.Next() {
-		e, err := scanEntry(rows, true)
+		e, err := sqlrow.ScanEntry(rows, true)
 		if err != nil {
 			return nil, fmt.Errorf("catalog: %s/%s: %w", namespace, name, err)
 		}
@@ -130,38 +100,11 @@ func (s *Store) Changes(ctx context.Context, since int64, limit int) ([]apiv1.Ch
 	return out, nil
 }
 
-// Unindexed returns the entries whose status is not indexed and whose
-// package access allows, ordered by namespace, name and tag, starting after
-// offset of them. A limit <= 0 means catalog.DefaultLimit, and it is capped at
-// catalog.MaxLimit; a negative offset is an error wrapping catalog.ErrInvalid.
-// The access is asked in Go, once per package, so the rows of the packages it
-// hides are read and skipped.
+// Unindexed implements catalog.StoreReader (sqlrow.Unindexed).
 func (s *Store) Unindexed(ctx context.Context, access catalog.Access, limit, offset int) ([]apiv1.Artifact, error) {
-	if offset < 0 {
-		return nil, fmt.Errorf("catalog: unindexed: %w: negative offset %d", catalog.ErrInvalid, offset)
-	}
-	if !access.All && access.Pull == nil {
-		return []apiv1.Artifact{}, nil
-	}
-	sqlText := `SELECT ` + sqlrow.UnindexedColumns + ` FROM entries WHERE status <> 'indexed' ORDER BY namespace, name, tag`
-	var args []any
-	if access.All {
-		sqlText += ` LIMIT ? OFFSET ?`
-		args = append(args, catalog.PageSize(limit), offset)
-	}
-	page := sqlrow.NewUnindexedPage(access, limit, offset)
-	errFull := errors.New("page full")
-	err := query(ctx, s.reader, sqlText, args, func(rows *sql.Rows) error {
-		full, err := page.AddRow(rows)
-		if err == nil && full {
-			return errFull
-		}
-		return err
+	return sqlrow.Unindexed(access, limit, offset, `LIMIT ? OFFSET ?`, func(sqlText string, args []any, row func(sqlrow.Scanner) (bool, error)) error {
+		return query(ctx, s.reader, sqlText, args, func(rows *sql.Rows) error { return sqlrow.Stop(row(rows)) })
 	})
-	if err != nil && !errors.Is(err, errFull) {
-		return nil, fmt.Errorf("catalog: unindexed: %w", err)
-	}
-	return page.Artifacts, nil
 }
 
 // Walk calls fn for every indexed entry access allows (only namespace's when
@@ -178,14 +121,14 @@ func (s *Store) Walk(ctx context.Context, access catalog.Access, namespace strin
 		where += ` AND namespace = ?`
 		filter = append(filter, namespace)
 	}
-	sqlText := `SELECT ` + entryColumns + ` FROM entries WHERE ` + where +
+	sqlText := `SELECT ` + sqlrow.EntryColumns + ` FROM entries WHERE ` + where +
 		` AND (namespace, name, tag) > (?, ?, ?) ORDER BY namespace, name, tag LIMIT ?`
 	batch := make([]*catalog.Entry, 0, sqlrow.WalkBatch)
 	return sqlrow.Walk(access, func(last [3]string) ([]*catalog.Entry, error) {
 		args := append(append([]any{}, filter...), last[0], last[1], last[2], sqlrow.WalkBatch)
 		batch = batch[:0]
 		err := query(ctx, s.reader, sqlText, args, func(rows *sql.Rows) error {
-			e, err := scanEntry(rows, false)
+			e, err := sqlrow.ScanEntry(rows, false)
 			if err != nil {
 				return err
 			}

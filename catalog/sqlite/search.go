@@ -8,6 +8,7 @@ import (
 
 	"github.com/berth-registry/berth/catalog"
 	"github.com/berth-registry/berth/catalog/searchindex"
+	"github.com/berth-registry/berth/catalog/sqlrow"
 	"github.com/berth-registry/berth/internal/sqlitedb"
 	"github.com/berth-registry/berth/pkgformat"
 )
@@ -18,14 +19,7 @@ import (
 // negative Limit or Offset, or an unknown Sort, is an error wrapping
 // catalog.ErrInvalid.
 func (s *Store) Search(ctx context.Context, q catalog.Query) (*catalog.SearchResult, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("catalog: search: %w", err)
-	}
-	res, err := s.index.Search(q)
-	if err != nil {
-		return nil, fmt.Errorf("catalog: search: %w", err)
-	}
-	return res, nil
+	return sqlrow.Search(ctx, s.index, q)
 }
 
 // indexUpdate is what a write does to the search index once committed: set

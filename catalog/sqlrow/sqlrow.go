@@ -1,14 +1,17 @@
 // Package sqlrow is what the catalog's SQL stores (catalog/sqlite and
 // catalog/postgres) share, so that both check and encode an entry the same
 // way and build the same search document from it: the entry's checks and
-// encoded columns, their decoding, the latest version's part of a package's
-// search document, the checks of a signature check, and the access filter
-// of rows read in namespace and name order.
+// encoded columns, reading them back, the latest version's part of a
+// package's search document, the checks of a signature check, the access
+// filter of rows read in namespace and name order, and the queries whose
+// logic does not depend on the database (Unindexed, Walk, Search).
 package sqlrow
 
 import (
+	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -90,6 +93,34 @@ func Encode(e *catalog.Entry) (*Row, error) {
 		row.APIKinds = append(row.APIKinds, strings.ToLower(a.Kind))
 	}
 	return row, nil
+}
+
+// EntryColumns are the columns of the entries table ScanEntry reads;
+// FilesColumn follows them when Files are wanted.
+const (
+	EntryColumns = `namespace, name, tag, digest, status, reason, indexed, verified,
+	content_digest, content_size, content_media_type, metadata, olm`
+	FilesColumn = `, files`
+)
+
+// ScanEntry reads EntryColumns, and FilesColumn when withFiles.
+func ScanEntry(row Scanner, withFiles bool) (*catalog.Entry, error) {
+	var e catalog.Entry
+	var indexed int64
+	var metadata, bundle, files []byte
+	dest := []any{&e.Namespace, &e.Name, &e.Tag, &e.Digest, &e.Status, &e.Reason, &indexed, &e.Verified,
+		&e.Content.Digest, &e.Content.Size, &e.Content.MediaType, &metadata, &bundle}
+	if withFiles {
+		dest = append(dest, &files)
+	}
+	if err := row.Scan(dest...); err != nil {
+		return nil, err
+	}
+	e.Indexed = sqlitedb.DecodeTime(indexed)
+	if err := Decode(&e, metadata, bundle, files); err != nil {
+		return nil, err
+	}
+	return &e, nil
 }
 
 // Decode sets e's metadata, OLM bundle record and files from their JSON
@@ -190,39 +221,6 @@ func Allower(access catalog.Access) func(namespace, name string) bool {
 	}
 }
 
-// UnindexedPage collects one page of Unindexed: the artifacts access allows,
-// after skipping offset of them, up to the page size of limit. With
-// access.All the query pages itself (LIMIT and OFFSET) and nothing is
-// skipped here.
-type UnindexedPage struct {
-	Artifacts  []apiv1.Artifact
-	allows     func(namespace, name string) bool
-	skip, size int
-}
-
-// NewUnindexedPage starts a page of limit (catalog.PageSize) after offset.
-func NewUnindexedPage(access catalog.Access, limit, offset int) *UnindexedPage {
-	p := &UnindexedPage{Artifacts: []apiv1.Artifact{}, allows: Allower(access), size: catalog.PageSize(limit)}
-	if !access.All {
-		p.skip = offset
-	}
-	return p
-}
-
-// Add offers the next artifact in namespace, name and tag order and reports
-// whether the page is full.
-func (p *UnindexedPage) Add(a apiv1.Artifact) (full bool) {
-	switch {
-	case !p.allows(a.Namespace, a.Name):
-		return false
-	case p.skip > 0:
-		p.skip--
-		return false
-	}
-	p.Artifacts = append(p.Artifacts, a)
-	return len(p.Artifacts) == p.size
-}
-
 // WalkBatch is how many entries Walk reads per query: it holds no
 // transaction while its callback runs, so a slow consumer (an index.yaml
 // streamed to a slow client) holds nothing in the database.
@@ -262,19 +260,69 @@ func Walk(access catalog.Access, batch func(after [3]string) ([]*catalog.Entry, 
 // Scanner is a row of *sql.Rows or pgx.Rows.
 type Scanner interface{ Scan(dest ...any) error }
 
-// UnindexedColumns are the columns of the entries table AddRow reads.
-const UnindexedColumns = `namespace, name, tag, digest, status, reason, indexed`
+// Query runs sqlText with args on a store's database and calls row for
+// each row until it returns stop or an error; a store's row loop stops on
+// Stop's error.
+type Query func(sqlText string, args []any, row func(Scanner) (stop bool, err error)) error
 
-// AddRow reads one row of UnindexedColumns and offers it to the page (Add):
-// it reports whether the page is full.
-func (p *UnindexedPage) AddRow(row Scanner) (full bool, err error) {
-	var a apiv1.Artifact
-	var t int64
-	if err := row.Scan(&a.Namespace, &a.Name, &a.Tag, &a.Digest, &a.Status, &a.Reason, &t); err != nil {
-		return false, err
+// ErrStop ends a store's row loop early; it is no failure.
+var ErrStop = errors.New("stop")
+
+// Stop is the error a store's row loop returns for row's verdict: ErrStop
+// when it says stop.
+func Stop(stop bool, err error) error {
+	if err == nil && stop {
+		return ErrStop
 	}
-	a.Indexed = sqlitedb.DecodeTime(t)
-	return p.Add(a), nil
+	return err
+}
+
+// Unindexed is a store's Unindexed: the entries whose status is not indexed
+// and whose package access allows, ordered by namespace, name and tag,
+// starting after offset of them, at most catalog.PageSize(limit). With
+// access.All the query pages itself, with limitClause, the store's
+// "LIMIT ? OFFSET ?" in its placeholders; otherwise the access is asked in
+// Go, once per package, so the rows of the packages it hides are read and
+// skipped. A negative offset is an error wrapping catalog.ErrInvalid.
+func Unindexed(access catalog.Access, limit, offset int, limitClause string, query Query) ([]apiv1.Artifact, error) {
+	if offset < 0 {
+		return nil, fmt.Errorf("catalog: unindexed: %w: negative offset %d", catalog.ErrInvalid, offset)
+	}
+	out := []apiv1.Artifact{}
+	if !access.All && access.Pull == nil {
+		return out, nil
+	}
+	size := catalog.PageSize(limit)
+	sqlText := `SELECT namespace, name, tag, digest, status, reason, indexed
+	FROM entries WHERE status <> 'indexed' ORDER BY namespace, name, tag`
+	var args []any
+	skip := offset
+	if access.All {
+		sqlText += ` ` + limitClause
+		args, skip = []any{size, offset}, 0
+	}
+	allows := Allower(access)
+	err := query(sqlText, args, func(row Scanner) (bool, error) {
+		var a apiv1.Artifact
+		var t int64
+		if err := row.Scan(&a.Namespace, &a.Name, &a.Tag, &a.Digest, &a.Status, &a.Reason, &t); err != nil {
+			return false, err
+		}
+		switch {
+		case !allows(a.Namespace, a.Name):
+			return false, nil
+		case skip > 0:
+			skip--
+			return false, nil
+		}
+		a.Indexed = sqlitedb.DecodeTime(t)
+		out = append(out, a)
+		return len(out) == size, nil
+	})
+	if err != nil && !errors.Is(err, ErrStop) {
+		return nil, fmt.Errorf("catalog: unindexed: %w", err)
+	}
+	return out, nil
 }
 
 // CheckColumns selects, from a join of the distinct digests e of entries
@@ -291,4 +339,17 @@ func ScanCheck(row Scanner) (catalog.SignatureCheck, error) {
 	}
 	c.Checked = sqlitedb.DecodeTime(checked)
 	return c, nil
+}
+
+// Search answers q from a store's in-memory index (searchindex.Index.Search
+// documents the ranking), unless ctx has ended; errors name the search.
+func Search(ctx context.Context, ix *searchindex.Index, q catalog.Query) (*catalog.SearchResult, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("catalog: search: %w", err)
+	}
+	res, err := ix.Search(q)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: search: %w", err)
+	}
+	return res, nil
 }

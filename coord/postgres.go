@@ -99,17 +99,9 @@ func (p *Postgres) Notify(ctx context.Context, topic string) error {
 // subscribers, on a connection of its own, connecting again after a
 // failure, until ctx ends.
 func (p *Postgres) listen(ctx context.Context) {
-	for ctx.Err() == nil {
-		err := pgpool.Listen(ctx, p.pool, signalChannel, p.wake)
-		if ctx.Err() != nil {
-			return
-		}
+	pgpool.Listen(ctx, p.pool, signalChannel, p.retry, func(err error) {
 		p.log.Warn("coord: listening for other replicas' signals", "err", err)
-		select {
-		case <-ctx.Done():
-		case <-time.After(p.retry):
-		}
-	}
+	}, p.wake)
 }
 
 // Close steps down and closes the connections, which releases every lock

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"net/url"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -27,10 +28,26 @@ func Config(dsn string, maxConns int32) (*pgxpool.Config, error) {
 	return cfg, nil
 }
 
-// Listen LISTENs on channel on a connection taken from pool for good (it
-// never goes back), and calls fn with the payload of each notification,
-// until ctx ends or the connection fails; it returns why it stopped.
-func Listen(ctx context.Context, pool *pgxpool.Pool, channel string, fn func(payload string)) error {
+// Listen LISTENs on channel and calls fn with the payload of each
+// notification until ctx ends, on a connection taken from pool for good (it
+// never goes back). When the connection fails it reports why to failed and
+// connects again after retry; notifications sent meanwhile are lost.
+func Listen(ctx context.Context, pool *pgxpool.Pool, channel string, retry time.Duration, failed func(error), fn func(payload string)) {
+	for ctx.Err() == nil {
+		err := listenOnce(ctx, pool, channel, fn)
+		if ctx.Err() != nil {
+			return
+		}
+		failed(err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(retry):
+		}
+	}
+}
+
+// listenOnce listens on one connection until it fails or ctx ends.
+func listenOnce(ctx context.Context, pool *pgxpool.Pool, channel string, fn func(payload string)) error {
 	pooled, err := pool.Acquire(ctx)
 	if err != nil {
 		return err

@@ -59,7 +59,7 @@ func Run(m *testing.M) int {
 // is dropped when the test ends.
 func Database(t testing.TB) string {
 	t.Helper()
-	c := Shared(t)
+	c := shared(t)
 	ctx := context.Background()
 	url, drop, err := c.CreateDatabase(ctx)
 	if err != nil {
@@ -83,9 +83,9 @@ func (c *Cluster) CreateDatabase(ctx context.Context) (url string, drop func() e
 	return c.URL(name), func() error { return c.exec(context.Background(), `DROP DATABASE `+name+` WITH (FORCE)`) }, nil
 }
 
-// Shared returns the package's cluster, starting it on first use. It skips
+// shared returns the package's cluster, starting it on first use. It skips
 // the test when PostgreSQL is not installed, and fails it when CI=true.
-func Shared(t testing.TB) *Cluster {
+func shared(t testing.TB) *Cluster {
 	t.Helper()
 	once.Do(func() { cluster, startErr = Start() })
 	switch {

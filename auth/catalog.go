@@ -52,18 +52,31 @@ func (a CatalogAuthorizer) Pullable(ctx context.Context) (catalog.Access, error)
 // uses for a package that does not; one who may pull it is refused with the
 // decision's reason.
 func (a CatalogAuthorizer) MayDelete(ctx context.Context, namespace, name string) error {
+	_, err := a.may(ctx, namespace, name, Delete)
+	return err
+}
+
+// MayApprove decides admin on the repository namespace/name, as MayDelete
+// decides delete, and returns the caller's name.
+func (a CatalogAuthorizer) MayApprove(ctx context.Context, namespace, name string) (string, error) {
+	return a.may(ctx, namespace, name, Admin)
+}
+
+// may decides action on the repository namespace/name for the caller, whose
+// name it returns; refusals are audited.
+func (a CatalogAuthorizer) may(ctx context.Context, namespace, name string, action Action) (string, error) {
 	repo := namespace + "/" + name
 	id := IdentityFrom(ctx)
-	d := a.Policy.Decide(id, repo, Delete)
-	a.Metrics.Decision(Delete, d.Allowed)
+	d := a.Policy.Decide(id, repo, action)
+	a.Metrics.Decision(action, d.Allowed)
 	if d.Allowed {
-		return nil
+		return id.Name(), nil
 	}
-	a.Audit.Record(requestFrom(ctx), Event{Subject: id.Name(), Action: string(Delete), Resource: repo, Result: ResultDenied, Reason: d.Reason})
+	a.Audit.Record(requestFrom(ctx), Event{Subject: id.Name(), Action: string(action), Resource: repo, Result: ResultDenied, Reason: d.Reason})
 	if !a.Policy.Allowed(id, repo, Pull) {
-		return fmt.Errorf("package %s: %w", repo, catalog.ErrNotFound)
+		return "", fmt.Errorf("package %s: %w", repo, catalog.ErrNotFound)
 	}
-	return fmt.Errorf("%s: %w", d.Reason, catalog.ErrDenied)
+	return "", fmt.Errorf("%s: %w", d.Reason, catalog.ErrDenied)
 }
 
 // coverage says how much of namespace ns (of every namespace when ns is

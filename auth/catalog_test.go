@@ -285,6 +285,18 @@ func TestCatalogAuthorizer(t *testing.T) {
 		if tc.deleteErr == nil && err != nil || tc.deleteErr != nil && !errors.Is(err, tc.deleteErr) {
 			t.Errorf("%s: MayDelete(%s/%s) = %v, want %v", tc.subject, tc.ns, tc.name, err, tc.deleteErr)
 		}
+		// Every subject here that may delete administers, so approves too.
+		by, err := a.MayApprove(ctxOf(tc.subject), tc.ns, tc.name)
+		if tc.deleteErr == nil && (err != nil || by != tc.subject) || tc.deleteErr != nil && !errors.Is(err, tc.deleteErr) {
+			t.Errorf("%s: MayApprove(%s/%s) = %q, %v, want %v", tc.subject, tc.ns, tc.name, by, err, tc.deleteErr)
+		}
+	}
+	deleter, err := auth.NewPolicy(&config.Auth{Rules: []config.AuthRule{{Subjects: []string{"user:dan"}, Repositories: []string{"a/*"}, Actions: []string{"pull", "push", "delete"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (auth.CatalogAuthorizer{Policy: deleter}).MayApprove(ctxOf("user:dan"), "a", "x"); !errors.Is(err, catalog.ErrDenied) {
+		t.Errorf("one who may push and delete but not administer approves: %v", err)
 	}
 	if access, _ := a.Pullable(ctxOf("user:root")); !access.All {
 		t.Errorf("root's access is not All")

@@ -73,6 +73,14 @@ type Options struct {
 	Signals coord.Signals
 	// QueueSize bounds each worker's queue of pending tags; 0 means 4096.
 	QueueSize int
+	// RefuseWideningPermissions, when set, names the namespaces whose
+	// versions AdmitPermissions refuses to tag when they ask for
+	// permissions their predecessor does not have, unless Approvals holds
+	// an approval of exactly those permissions.
+	RefuseWideningPermissions func(namespace string) bool
+	// Approvals keep the approvals AdmitPermissions honours and Approve
+	// records. Nil: none can be recorded.
+	Approvals Approvals
 	// OnChange, when set, is called after a version of the package
 	// namespace/name is recorded, replaced or removed (the OLM catalog
 	// publisher follows it). It must not block.
@@ -125,6 +133,9 @@ type Catalog struct {
 	// verdict recorded was read after the last change that asked for one.
 	checkLocks  keyedmutex.Mutex
 	deferredAll bool
+
+	refuseWidening func(namespace string) bool
+	approvals      Approvals
 
 	onChange func(namespace, name string)
 	elector  coord.Elector
@@ -215,6 +226,9 @@ func New(opts Options) (*Catalog, error) {
 		onChange:    opts.OnChange,
 		elector:     opts.Elector,
 		locks:       opts.Locks,
+
+		refuseWidening: opts.RefuseWideningPermissions,
+		approvals:      opts.Approvals,
 	}
 	size := opts.QueueSize
 	if size <= 0 {

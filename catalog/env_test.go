@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"oras.land/oras-go/v2/registry/remote"
 
+	"github.com/berth-registry/berth/approval"
 	"github.com/berth-registry/berth/catalog"
 	"github.com/berth-registry/berth/catalog/sqlite"
 	"github.com/berth-registry/berth/coord"
@@ -60,12 +61,16 @@ type envOptions struct {
 	// metrics registers the catalog's metrics.
 	metrics prometheus.Registerer
 	// admit is the registry's tag admission.
-	admit func(ctx context.Context, repo, tag string, dgst digest.Digest) error
+	admit func(ctx context.Context, push registry.TagPush) error
 	// indexTimeout is the catalog's IndexTimeout.
 	indexTimeout time.Duration
 	// elector is the catalog's Elector; with one, start does not wait for
 	// a reconciliation.
 	elector coord.Elector
+	// gated is a namespace whose versions may not widen their
+	// predecessors' permissions without an approval, kept in the
+	// registry's storage.
+	gated string
 	// signals and queueSize are the catalog's Signals and QueueSize.
 	signals   coord.Signals
 	queueSize int
@@ -80,7 +85,17 @@ func newEnv(t testing.TB, opts envOptions) *env {
 		Storage:        &storage.Config{Driver: "inmemory"},
 		HTTPSecret:     "test",
 		AllowOverwrite: func(ns string) bool { return ns == "scratch" },
-		AdmitTag:       opts.admit,
+		AdmitTag: func(ctx context.Context, push registry.TagPush) error {
+			if opts.admit != nil {
+				if err := opts.admit(ctx, push); err != nil {
+					return err
+				}
+			}
+			if cat := e.current.Load(); cat != nil && opts.gated != "" {
+				return cat.AdmitPermissions(ctx, push.Repo, push.Tag, push.MediaType, push.Payload)
+			}
+			return nil
+		},
 		OnEvent: func(ev registry.Event) {
 			if cat := e.current.Load(); cat != nil && !opts.lose {
 				if opts.split {
@@ -125,8 +140,13 @@ func (e *env) start(policy *signing.Policy) {
 		src = e.opts.source(src)
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cat, err := catalog.New(catalog.Options{Store: store, Source: src, ReconcileInterval: -1, Logger: quiet, Policy: policy, Metrics: e.opts.metrics, IndexTimeout: e.opts.indexTimeout, Elector: e.opts.elector,
-		Signals: e.opts.signals, QueueSize: e.opts.queueSize})
+	opts := catalog.Options{Store: store, Source: src, ReconcileInterval: -1, Logger: quiet, Policy: policy, Metrics: e.opts.metrics, IndexTimeout: e.opts.indexTimeout, Elector: e.opts.elector,
+		Signals: e.opts.signals, QueueSize: e.opts.queueSize}
+	if e.opts.gated != "" {
+		opts.Approvals = approval.New(e.reg.StorageDriver())
+		opts.RefuseWideningPermissions = func(ns string) bool { return ns == e.opts.gated }
+	}
+	cat, err := catalog.New(opts)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -240,15 +260,26 @@ type layer struct {
 // pushPackage pushes a package as berth push does; it returns the package.
 func (e *env) pushPackage(namespace string, p *pkgformat.Package) string {
 	e.t.Helper()
+	d, err := e.tryPushPackage(namespace, p)
+	if err != nil {
+		e.t.Fatalf("push %s/%s:%s: %v", namespace, p.Metadata.Name, p.Metadata.Version, err)
+	}
+	return d
+}
+
+// tryPushPackage pushes a package as pushPackage does, and returns the
+// registry's refusal of its tag.
+func (e *env) tryPushPackage(namespace string, p *pkgformat.Package) (string, error) {
+	e.t.Helper()
 	art, err := p.Artifact()
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	repoName := namespace + "/" + p.Metadata.Name
-	repo := e.repo(repoName)
+	repo := e.repo(namespace + "/" + p.Metadata.Name)
 	e.blob(repo, art.ConfigDesc.MediaType, art.Config)
 	e.blob(repo, art.ContentDesc.MediaType, art.Content)
-	return e.pushManifest(repoName, pkgformat.Tag(p.Metadata.Version), ocispec.MediaTypeImageManifest, art.Manifest)
+	d := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.FromBytes(art.Manifest), Size: int64(len(art.Manifest))}
+	return d.Digest.String(), repo.PushReference(e.ctx, d, bytes.NewReader(art.Manifest), pkgformat.Tag(p.Metadata.Version))
 }
 
 // load reads a fixture package directory.

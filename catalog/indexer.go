@@ -50,13 +50,20 @@ func (ix *indexer) read(ctx context.Context, repo, tag, dgst string) (*Entry, er
 		}
 		return e.ignore(fmt.Sprintf("unreadable manifest: %v", err)), nil
 	}
+	return ix.readManifest(ctx, e, repo, mediaType, payload)
+}
+
+// readManifest reads into e the package a manifest, read or being pushed,
+// describes; its errors are read's.
+func (ix *indexer) readManifest(ctx context.Context, e *Entry, repo, mediaType string, payload []byte) (*Entry, error) {
+	dgst := e.Digest
 	class := pkgformat.ClassifyManifest(mediaType, payload)
 	if !class.IsPackage() {
 		return e.ignore(class.Reason), nil
 	}
 	pkgCtx, cancel := context.WithTimeout(ctx, ix.timeout)
 	subject := ocispec.Descriptor{MediaType: mediaType, Digest: digest.Digest(dgst), Size: int64(len(payload))}
-	err = ix.readPackage(pkgCtx, e, repo, class.Content, subject)
+	err := ix.readPackage(pkgCtx, e, repo, class.Content, subject)
 	cancel()
 	if err != nil {
 		if errors.Is(err, ErrUnavailable) || ctx.Err() != nil {

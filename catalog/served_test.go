@@ -19,6 +19,7 @@ import (
 	"github.com/berth-registry/berth/catalog"
 	"github.com/berth-registry/berth/catalog/apiv1"
 	"github.com/berth-registry/berth/pkgformat"
+	"github.com/berth-registry/berth/registry"
 )
 
 // errStrict is the tag admission of namespace "strict": it refuses every tag.
@@ -30,8 +31,8 @@ var errStrict = errors.New("strict admits nothing")
 // a version has an immutable tag and passes tag admission; any other shape
 // never appears as a version.
 func TestOnlyProtectedShapesAreVersions(t *testing.T) {
-	e := newEnv(t, envOptions{admit: func(_ context.Context, repo, _ string, _ digest.Digest) error {
-		if strings.HasPrefix(repo, "strict/") {
+	e := newEnv(t, envOptions{admit: func(_ context.Context, push registry.TagPush) error {
+		if strings.HasPrefix(push.Repo, "strict/") {
 			return errStrict
 		}
 		return nil

@@ -24,6 +24,9 @@ var (
 	ErrDenied = errors.New("denied")
 	// ErrUnavailable: the registry the catalog reads from did not answer.
 	ErrUnavailable = errors.New("unavailable")
+	// ErrNotImplemented: this server cannot do it in its mode (the catalog
+	// without the registry's storage, in split mode).
+	ErrNotImplemented = errors.New("not implemented")
 )
 
 // Entry is what the catalog records for one tag of one repository

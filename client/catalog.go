@@ -19,6 +19,7 @@ import (
 	"oras.land/oras-go/v2/registry/remote/errcode"
 
 	"github.com/berth-registry/berth/catalog/apiv1"
+	"github.com/berth-registry/berth/permissions"
 	"github.com/berth-registry/berth/pkgformat"
 )
 
@@ -318,6 +319,29 @@ func (c *Catalog) Permissions(ctx context.Context, namespace, name, version, fro
 	}
 	var res apiv1.Permissions
 	if err := c.get(ctx, op, path+"/versions/"+url.PathEscape(pkgformat.Tag(version))+"/permissions", q, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// Approve records, for a namespace that refuses versions widening their
+// predecessor's permissions, that version may be tagged with exactly the
+// permissions whose fingerprint (sha256:…) the refused push named. The
+// caller must administer the package.
+func (c *Catalog) Approve(ctx context.Context, namespace, name, version, fingerprint string) (*apiv1.Approval, error) {
+	op, path, err := packagePath(namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := pkgformat.ValidVersion(version); err != nil {
+		return nil, fmt.Errorf("%s: %w: %w", op, ErrInvalid, err)
+	}
+	if err := permissions.ValidFingerprint(fingerprint); err != nil {
+		return nil, fmt.Errorf("%s: %w: %w", op, ErrInvalid, err)
+	}
+	var res apiv1.Approval
+	body := map[string]string{"permissions": fingerprint}
+	if err := c.do(ctx, op, http.MethodPost, path+"/versions/"+url.PathEscape(pkgformat.Tag(version))+"/approval", nil, body, http.StatusCreated, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil

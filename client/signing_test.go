@@ -47,8 +47,8 @@ func newSigningRegistry(t *testing.T, policy *signing.Policy, wrap func(http.Han
 	opts := registry.Options{}
 	if policy != nil {
 		reader := newTestClient(t, Options{})
-		opts.AdmitTag = func(ctx context.Context, repo, tag string, d digest.Digest) error {
-			return signing.Admit(ctx, reader.Fetcher(host), policy, repo, tag, d.String())
+		opts.AdmitTag = func(ctx context.Context, push registry.TagPush) error {
+			return signing.Admit(ctx, reader.Fetcher(host), policy, push.Repo, push.Tag, push.Digest.String())
 		}
 	}
 	host = registrytest.NewBerth(t, opts, wrap)

@@ -128,6 +128,11 @@ type Namespace struct {
 	// UntaggedOlderThan keeps untagged manifests this long before garbage
 	// collection deletes them, when longer than gc.grace.
 	UntaggedOlderThan time.Duration `yaml:"untaggedOlderThan"`
+	// RefuseWideningPermissions refuses to tag a version whose RBAC
+	// permissions widen its predecessor's in its channel, unless an
+	// administrator of the namespace approved exactly those permissions
+	// (berth approve; docs/permissions.md).
+	RefuseWideningPermissions bool `yaml:"refuseWideningPermissions"`
 }
 
 // GC configures online garbage collection (docs/gc.md).

@@ -1,7 +1,11 @@
 package permissions
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"regexp"
 
 	"github.com/berth-registry/berth/pkgformat"
 )
@@ -81,4 +85,22 @@ func key(p *pkgformat.Permissions) string {
 		panic("permissions: encoding rules: " + err.Error())
 	}
 	return string(b)
+}
+
+// Fingerprint identifies a set of rules, for approvals of exactly the rules
+// reviewed: "sha256:" and the hex digest of its JSON.
+func Fingerprint(p *pkgformat.Permissions) string {
+	sum := sha256.Sum256([]byte(key(p)))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// fingerprintPattern is the form of Fingerprint.
+var fingerprintPattern = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+
+// ValidFingerprint checks that s has the form of a Fingerprint.
+func ValidFingerprint(s string) error {
+	if !fingerprintPattern.MatchString(s) {
+		return fmt.Errorf("permissions %q: want sha256: and 64 lower-case hex digits, as berth prints it", s)
+	}
+	return nil
 }

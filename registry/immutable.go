@@ -25,7 +25,7 @@ import (
 // up to date as manifests with a subject are pushed and deleted.
 type guard struct {
 	allowOverwrite func(namespace string) bool
-	admitTag       func(ctx context.Context, repo, tag string, dgst digest.Digest) error
+	admitTag       func(ctx context.Context, push TagPush) error
 	onEvent        func(Event)
 	log            *slog.Logger
 	namespace      distribution.Namespace
@@ -171,6 +171,16 @@ func (m *guardedManifests) Put(ctx context.Context, mf distribution.Manifest, op
 	return dgst, nil
 }
 
+// TagPush is a package manifest pushed by tag, as Options.AdmitTag is asked
+// about it before it is stored: its blobs are, its manifest is not yet.
+type TagPush struct {
+	Repo, Tag string
+	// Digest is the manifest's, MediaType and Payload what was pushed.
+	Digest    digest.Digest
+	MediaType string
+	Payload   []byte
+}
+
 // checkTag decides whether payload may be stored under tag: not when the tag
 // names another package version (unless the namespace allows overwrites),
 // nor, for a package, when the admission hook refuses it.
@@ -183,7 +193,7 @@ func (m *guardedManifests) checkTag(ctx context.Context, repo, tag, mediaType st
 		}
 	}
 	if g.admitTag != nil && pkgformat.ClassifyManifest(mediaType, payload).IsPackage() {
-		if err := g.admitTag(ctx, repo, tag, digest.FromBytes(payload)); err != nil {
+		if err := g.admitTag(ctx, TagPush{Repo: repo, Tag: tag, Digest: digest.FromBytes(payload), MediaType: mediaType, Payload: payload}); err != nil {
 			return errcode.ErrorCodeDenied.WithMessage(err.Error())
 		}
 	}

@@ -526,9 +526,12 @@ func TestAdmitTag(t *testing.T) {
 	}
 	var calls []call
 	refusal := "kudo/kafka:1.0.0 is not signed by a trusted key"
-	reg := newRegistry(t, Options{AdmitTag: func(_ context.Context, repo, tag string, dgst digest.Digest) error {
-		calls = append(calls, call{repo, tag, dgst})
-		if tag == "1.0.0" {
+	reg := newRegistry(t, Options{AdmitTag: func(_ context.Context, push TagPush) error {
+		calls = append(calls, call{push.Repo, push.Tag, push.Digest})
+		if push.Digest != digest.FromBytes(push.Payload) || push.MediaType != ocispec.MediaTypeImageManifest {
+			t.Errorf("AdmitTag of %s:%s: digest %s of a %s payload of %d bytes", push.Repo, push.Tag, push.Digest, push.MediaType, len(push.Payload))
+		}
+		if push.Tag == "1.0.0" {
 			return errors.New(refusal)
 		}
 		return nil

@@ -25,7 +25,6 @@ import (
 	"github.com/distribution/distribution/v3/registry/handlers"
 	registrymiddleware "github.com/distribution/distribution/v3/registry/middleware/registry"
 	storagedriver "github.com/distribution/distribution/v3/registry/storage/driver"
-	"github.com/opencontainers/go-digest"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/berth-registry/berth/coord"
@@ -57,12 +56,12 @@ type Options struct {
 	// client gets its response. It must not block.
 	OnEvent func(Event)
 	// AdmitTag, when set, is asked before a package manifest (a berth package
-	// or a Helm chart) pushed by tag is stored, after the immutability check;
-	// dgst is the pushed manifest's digest. An error refuses the push with an
-	// OCI DENIED error (HTTP 403) whose message is the error's text. Pushes of
-	// one tag are serialised, so no other push of repo:tag runs meanwhile. It
-	// is not asked for other manifests, nor for pushes by digest.
-	AdmitTag func(ctx context.Context, repo, tag string, dgst digest.Digest) error
+	// or a Helm chart) pushed by tag is stored, after the immutability check.
+	// An error refuses the push with an OCI DENIED error (HTTP 403) whose
+	// message is the error's text. Pushes of one tag are serialised, so no
+	// other push of repo:tag runs meanwhile. It is not asked for other
+	// manifests, nor for pushes by digest.
+	AdmitTag func(ctx context.Context, push TagPush) error
 	// Logger receives distribution's own logs. Nil means slog.Default().
 	Logger *slog.Logger
 	// Locks, when set, are the locks that pushes of one tag take, shared by
@@ -269,6 +268,10 @@ func (r *Registry) serveApp(w http.ResponseWriter, req *http.Request) {
 
 // Namespace is the registry's view of its repositories, for in-process readers.
 func (r *Registry) Namespace() distribution.Namespace { return r.guard.namespace }
+
+// StorageDriver is the registry's storage, for what berth keeps beside
+// the registry's content (package approval), outside distribution's tree.
+func (r *Registry) StorageDriver() storagedriver.StorageDriver { return r.driver }
 
 // Ready reports whether the storage answers within timeout.
 func (r *Registry) Ready(ctx context.Context, timeout time.Duration) error {

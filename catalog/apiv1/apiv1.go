@@ -254,6 +254,24 @@ type Upgrades struct {
 	Path []string `json:"path"`
 }
 
+// Approval records that a version may be tagged although its permissions
+// widen its predecessor's, in a namespace whose policy refuses that
+// (docs/permissions.md). It approves exactly the permissions reviewed: a
+// version pushed again with other rules needs another approval. It is the
+// body and the answer of POST
+// /api/v1/packages/{ns}/{name}/versions/{version}/approval.
+type Approval struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Version   string `json:"version"`
+	// Permissions is the fingerprint of the rules approved
+	// (permissions.Fingerprint), as the refusal names it.
+	Permissions string `json:"permissions"`
+	// By is who approved, At when.
+	By string    `json:"by"`
+	At time.Time `json:"at"`
+}
+
 // Deleted is the answer of DELETE /api/v1/packages/{ns}/{name}.
 type Deleted struct {
 	Namespace string `json:"namespace"`

@@ -19,7 +19,6 @@ var (
 	errMethodNotAllowed     = errors.New("method not allowed")
 	errTooLarge             = errors.New("request body too large")
 	errUnsupportedMediaType = errors.New("unsupported media type")
-	errNotImplemented       = errors.New("not implemented")
 )
 
 // errorCodes is the one table from errors to what clients see: the code in
@@ -39,7 +38,7 @@ var errorCodes = []struct {
 	{errMethodNotAllowed, "METHOD_NOT_ALLOWED", http.StatusMethodNotAllowed, ""},
 	{errTooLarge, "TOO_LARGE", http.StatusRequestEntityTooLarge, ""},
 	{errUnsupportedMediaType, "UNSUPPORTED_MEDIA_TYPE", http.StatusUnsupportedMediaType, ""},
-	{errNotImplemented, "NOT_IMPLEMENTED", http.StatusNotImplemented, ""},
+	{catalog.ErrNotImplemented, "NOT_IMPLEMENTED", http.StatusNotImplemented, ""},
 }
 
 // Code and status of every other error.

@@ -166,6 +166,16 @@ func (f *fakeCatalog) Permissions(_ context.Context, access catalog.Access, ns, 
 	return out, err
 }
 
+func (f *fakeCatalog) Approve(_ context.Context, ns, name, version, fingerprint, by string) (*apiv1.Approval, error) {
+	if err := f.record("Approve", nil); err != nil {
+		return nil, err
+	}
+	if !strings.HasPrefix(fingerprint, "sha256:") {
+		return nil, fmt.Errorf("permissions %q: want sha256:…: %w", fingerprint, catalog.ErrInvalid)
+	}
+	return &apiv1.Approval{Namespace: ns, Name: name, Version: version, Permissions: fingerprint, By: by, At: t0}, nil
+}
+
 func (f *fakeCatalog) File(_ context.Context, access catalog.Access, ns, name, version, path string) (io.ReadCloser, int64, error) {
 	if err := f.record("File", &access); err != nil {
 		return nil, 0, err
@@ -266,14 +276,19 @@ func (f *fakeCatalog) Ingest(_ context.Context, events []catalog.Event) error {
 
 // fakeAuth is an Authorizer with fixed answers.
 type fakeAuth struct {
-	access    catalog.Access
-	pullErr   error
-	deleteErr error
+	access     catalog.Access
+	pullErr    error
+	deleteErr  error
+	approveErr error
 }
 
 func (a fakeAuth) Pullable(context.Context) (catalog.Access, error) { return a.access, a.pullErr }
 
 func (a fakeAuth) MayDelete(context.Context, string, string) error { return a.deleteErr }
+
+func (a fakeAuth) MayApprove(context.Context, string, string) (string, error) {
+	return "alice", a.approveErr
+}
 
 // response is what a test request got back.
 type response struct {

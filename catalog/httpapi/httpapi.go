@@ -35,6 +35,9 @@ type Catalog interface {
 	// Permissions reviews a version's permissions, compared with from's
 	// when from is not empty.
 	Permissions(ctx context.Context, access catalog.Access, namespace, name, version, from string) (*apiv1.Permissions, error)
+	// Approve records an approval of a version's widened permissions
+	// (fingerprint) by the caller named by.
+	Approve(ctx context.Context, namespace, name, version, fingerprint, by string) (*apiv1.Approval, error)
 	// File opens one file of a version's content; size is its length.
 	File(ctx context.Context, access catalog.Access, namespace, name, version, path string) (rc io.ReadCloser, size int64, err error)
 	DeletePackage(ctx context.Context, namespace, name string) (deleted []string, err error) // versions deleted
@@ -125,6 +128,7 @@ func New(opts Options) http.Handler {
 	r.Get(pkg+"/versions/{version}", h.handle(h.getVersion))
 	r.Get(pkg+"/versions/{version}/files/*", h.handle(h.getFile))
 	r.Get(pkg+"/versions/{version}/permissions", h.handle(h.getPermissions))
+	r.Post(pkg+"/versions/{version}/approval", h.handle(h.approve))
 	r.Get(pkg+"/channels/{channel}/graph", h.handle(h.getGraph))
 	r.Get(pkg+"/upgrades", h.handle(h.getUpgrades))
 	r.Get("/api/v1/changes", h.handle(h.changes))

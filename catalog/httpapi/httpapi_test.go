@@ -428,3 +428,50 @@ func TestMountedUnderChi(t *testing.T) {
 		}
 	}
 }
+
+func TestApprove(t *testing.T) {
+	const target = "/api/v1/packages/kudo/kafka/versions/2.5.1_1.3.2/approval"
+	fp := "sha256:" + strings.Repeat("a", 64)
+	f := newFake()
+	h := newHandler(f, fakeAuth{access: catalog.Access{All: true}}, nil)
+	res := serve(t, h, "POST", target, []byte(`{"permissions":"`+fp+`"}`), "Content-Type", "application/json")
+	var a apiv1.Approval
+	if res.status != 201 {
+		t.Fatalf("%d %s", res.status, res.body)
+	}
+	res.decode(t, &a)
+	if a != (apiv1.Approval{Namespace: "kudo", Name: "kafka", Version: "2.5.1_1.3.2", Permissions: fp, By: "alice", At: t0}) {
+		t.Errorf("approval %+v", a)
+	}
+	for _, tc := range []struct {
+		name, target, body string
+		header             []string
+		auth               fakeAuth
+		status             int
+		says               string
+	}{
+		{"no body", target, "", nil, fakeAuth{}, 400, `{"permissions": "sha256:…"}`},
+		{"not JSON", target, "sha256:aa", nil, fakeAuth{}, 400, `{"permissions": "sha256:…"}`},
+		{"no fingerprint", target, `{"permission":"` + fp + `"}`, nil, fakeAuth{}, 400, `{"permissions": "sha256:…"}`},
+		{"bad fingerprint", target, `{"permissions":"md5:1"}`, nil, fakeAuth{}, 400, `permissions "md5:1"`},
+		{"other content type", target, `{"permissions":"` + fp + `"}`, []string{"Content-Type", "text/plain"}, fakeAuth{}, 415, "text/plain"},
+		{"too large", target, `{"permissions":"` + strings.Repeat(" ", 5000) + `"}`, nil, fakeAuth{}, 413, "larger than 4096 bytes"},
+		{"query", target + "?force=1", `{"permissions":"` + fp + `"}`, nil, fakeAuth{}, 400, "force"},
+		{"bad version", "/api/v1/packages/kudo/kafka/versions/..%2Fx/approval", `{"permissions":"` + fp + `"}`, nil, fakeAuth{}, 400, "version"},
+		{"not an admin", target, `{"permissions":"` + fp + `"}`, nil, fakeAuth{approveErr: fmt.Errorf("alice may not admin kudo/kafka: %w", catalog.ErrDenied)}, 403, "may not admin"},
+		{"may not pull", target, `{"permissions":"` + fp + `"}`, nil, fakeAuth{approveErr: fmt.Errorf("package kudo/kafka: %w", catalog.ErrNotFound)}, 404, "package kudo/kafka"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake()
+			res := serve(t, newHandler(f, tc.auth, nil), "POST", tc.target, []byte(tc.body), tc.header...)
+			if res.status != tc.status || !strings.Contains(res.apiError(t).Message, tc.says) {
+				t.Errorf("%d %s, want %d saying %q", res.status, res.body, tc.status, tc.says)
+			}
+			if tc.status != 400 || tc.name != "bad fingerprint" {
+				if called := f.called(); len(called) != 0 {
+					t.Errorf("catalog called: %v", called)
+				}
+			}
+		})
+	}
+}

@@ -35,7 +35,7 @@ func (h *handler) inventory(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if h.inv == nil {
-		return fmt.Errorf("this server runs the catalog without the registry's storage (berth serve catalog), so it cannot take an inventory; take it from the registry itself: %w", errNotImplemented)
+		return fmt.Errorf("this server runs the catalog without the registry's storage (berth serve catalog), so it cannot take an inventory; take it from the registry itself: %w", catalog.ErrNotImplemented)
 	}
 	head, err := json.Marshal(struct {
 		MediaType string    `json:"mediaType"`

@@ -60,7 +60,7 @@ func (h *handler) writeFBC(w http.ResponseWriter, r *http.Request, access catalo
 	}
 	notFound := fmt.Errorf("namespace %q has no OLM catalog: %w", ns, catalog.ErrNotFound)
 	if h.olm == nil {
-		return fmt.Errorf("this server does not generate OLM catalogs (berth serve catalog has no registry to store them in): %w", errNotImplemented)
+		return fmt.Errorf("this server does not generate OLM catalogs (berth serve catalog has no registry to store them in): %w", catalog.ErrNotImplemented)
 	}
 	if access.Covers(ns) == catalog.CoversNone {
 		return notFound

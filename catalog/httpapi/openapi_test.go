@@ -63,6 +63,7 @@ func TestOpenAPIOperations(t *testing.T) {
 		"GET /api/v1/status",
 		"GET /index.yaml",
 		"GET /{namespace}/index.yaml",
+		"POST /api/v1/packages/{namespace}/{name}/versions/{version}/approval",
 		"POST /events",
 	}
 	if !slices.Equal(got, want) {

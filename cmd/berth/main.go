@@ -71,6 +71,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newShowCmd(),
 		newUpgradesCmd(),
 		newPermissionsCmd(),
+		newApproveCmd(),
 		newSignCmd(),
 		newVerifyCmd(),
 		newPromoteCmd(),

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/berth-registry/berth/catalog/apiv1"
@@ -63,5 +64,44 @@ Removed (1):
 		if code != 1 || stdout != "" || stderr != bad.stderr {
 			t.Errorf("permissions %s: exit %d\nstdout: %s\nstderr: %s\nwant: %s", bad.arg, code, stdout, stderr, bad.stderr)
 		}
+	}
+}
+
+func TestApproveCmd(t *testing.T) {
+	fp := "sha256:" + strings.Repeat("ab", 32)
+	var got map[string]string
+	f := serveCatalog(t, map[string]any{
+		"/packages/operators/etcd/versions/0.9.4_b1/approval": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodPost || json.NewDecoder(r.Body).Decode(&got) != nil {
+				writeAPIError(w, http.StatusBadRequest, "INVALID", "want a POST of JSON")
+				return
+			}
+			w.Header().Set("Content-Type", apiv1.MediaTypeJSON)
+			w.WriteHeader(http.StatusCreated)
+			json.NewEncoder(w).Encode(apiv1.Approval{Namespace: "operators", Name: "etcd", Version: "0.9.4_b1", Permissions: got["permissions"], By: "alice"})
+		}),
+	})
+	out := mustBerth(t, "approve", "operators/etcd:0.9.4+b1", "--permissions", fp, "--server", f.host)
+	if want := "Approved operators/etcd:0.9.4_b1 with permissions " + fp + " (by alice); push it again.\n"; out != want {
+		t.Errorf("approve output %q, want %q", out, want)
+	}
+	if got["permissions"] != fp {
+		t.Errorf("the server got %v", got)
+	}
+	for _, bad := range []struct {
+		args   []string
+		stderr string
+	}{
+		{[]string{"operators/etcd", "--permissions", fp}, "missing version"},
+		{[]string{"operators/etcd:0.9.4", "--permissions", "sha256:AB"}, `permissions "sha256:AB": want sha256: and 64 lower-case hex digits`},
+		{[]string{"operators/etcd:0.9.4"}, `required flag(s) "permissions" not set`},
+	} {
+		code, stdout, stderr := berth(t, append([]string{"approve", "--server", f.host}, bad.args...)...)
+		if code != 1 || stdout != "" || !strings.Contains(stderr, bad.stderr) {
+			t.Errorf("approve %v: exit %d\nstdout: %s\nstderr: %s\nwant it to say %s", bad.args, code, stdout, stderr, bad.stderr)
+		}
+	}
+	if n := len(f.requests()); n != 1 {
+		t.Errorf("%d requests, want 1: bad input must not reach the server", n)
 	}
 }

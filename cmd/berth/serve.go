@@ -12,10 +12,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/opencontainers/go-digest"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
+	"github.com/berth-registry/berth/approval"
 	"github.com/berth-registry/berth/catalog"
 	"github.com/berth-registry/berth/catalog/httpapi"
 	"github.com/berth-registry/berth/config"
@@ -157,8 +157,11 @@ func serve(cmd *cobra.Command, cfg *config.Config) error {
 		Storage:        &cfg.Storage,
 		HTTPSecret:     secret,
 		AllowOverwrite: cfg.AllowOverwrite,
-		AdmitTag: func(ctx context.Context, repo, tag string, d digest.Digest) error {
-			return signing.Admit(ctx, catalog.SignatureFetcher(source), policy, repo, tag, d.String())
+		AdmitTag: func(ctx context.Context, push registry.TagPush) error {
+			if err := signing.Admit(ctx, catalog.SignatureFetcher(source), policy, push.Repo, push.Tag, push.Digest.String()); err != nil {
+				return err
+			}
+			return cat.AdmitPermissions(ctx, push.Repo, push.Tag, push.MediaType, push.Payload)
 		},
 		OnEvent:         func(e registry.Event) { cat.Notify(e) },
 		Locks:           cl.locks,
@@ -179,7 +182,7 @@ func serve(cmd *cobra.Command, cfg *config.Config) error {
 	// The OLM catalog publisher reads the catalog, which tells it of
 	// changes; a change told before it starts is in its first rendering.
 	var publisher atomic.Pointer[olm.Publisher]
-	cat, stop, err := startCatalog(ctx, cfg, cl, source, policy, log, func(ns, name string) {
+	cat, stop, err := startCatalog(ctx, cfg, cl, source, policy, approval.New(reg.StorageDriver()), log, func(ns, name string) {
 		if p := publisher.Load(); p != nil {
 			p.Changed(ns, name)
 		}
@@ -242,7 +245,7 @@ func serveSplitCatalog(cmd *cobra.Command, cfg *config.Config) error {
 		return err
 	}
 	defer cl.close()
-	cat, stop, err := startCatalog(ctx, cfg, cl, source, policy, log, nil)
+	cat, stop, err := startCatalog(ctx, cfg, cl, source, policy, nil, log, nil)
 	if err != nil {
 		return err
 	}
@@ -272,8 +275,9 @@ func serveSplitCatalog(cmd *cobra.Command, cfg *config.Config) error {
 // startCatalog opens the catalog's store and starts following source,
 // verifying signatures against policy, telling onChange of each package
 // whose versions change (on a shared store, also those other replicas
-// change). stop ends the catalog's work and closes the store.
-func startCatalog(ctx context.Context, cfg *config.Config, cl *cluster, source catalog.Source, policy *signing.Policy, log *slog.Logger, onChange func(namespace, name string)) (*catalog.Catalog, func(), error) {
+// change). With approvals (berth's own registry), the namespaces' permission
+// gates apply. stop ends the catalog's work and closes the store.
+func startCatalog(ctx context.Context, cfg *config.Config, cl *cluster, source catalog.Source, policy *signing.Policy, approvals catalog.Approvals, log *slog.Logger, onChange func(namespace, name string)) (*catalog.Catalog, func(), error) {
 	var storeChanges, catalogChanges func(namespace, name string)
 	if cl.elector != nil {
 		storeChanges = onChange
@@ -288,7 +292,7 @@ func startCatalog(ctx context.Context, cfg *config.Config, cl *cluster, source c
 	if cl.elector != nil {
 		locks = cl.locks
 	}
-	cat, err := catalog.New(catalog.Options{
+	opts := catalog.Options{
 		Store:             store,
 		Source:            source,
 		ReconcileInterval: cfg.Catalog.ReconcileInterval,
@@ -301,7 +305,12 @@ func startCatalog(ctx context.Context, cfg *config.Config, cl *cluster, source c
 		Elector:           cl.elector,
 		Signals:           cl.signals,
 		Locks:             locks,
-	})
+	}
+	if approvals != nil {
+		opts.Approvals = approvals
+		opts.RefuseWideningPermissions = func(ns string) bool { return cfg.NamespacePolicy(ns).RefuseWideningPermissions }
+	}
+	cat, err := catalog.New(opts)
 	if err != nil {
 		store.Close()
 		return nil, nil, err

@@ -40,8 +40,8 @@ func signingRegistry(t *testing.T, requireKey string) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		opts.AdmitTag = func(ctx context.Context, repo, tag string, d digest.Digest) error {
-			return signing.Admit(ctx, c.Fetcher(host), policy, repo, tag, d.String())
+		opts.AdmitTag = func(ctx context.Context, push registry.TagPush) error {
+			return signing.Admit(ctx, c.Fetcher(host), policy, push.Repo, push.Tag, push.Digest.String())
 		}
 	}
 	host = registrytest.NewBerth(t, opts, nil)

@@ -28,7 +28,7 @@ type filePage struct {
 	Binary bool
 	// Truncated is set when only the first maxHighlighted bytes are shown.
 	Truncated bool
-	Shown     int
+	Shown     int64
 	// Code is the highlighted source: chroma's HTML, classes only, of the
 	// file's text, which it escapes.
 	Code template.HTML
@@ -74,7 +74,7 @@ func (h *handler) filePage(w http.ResponseWriter, r *http.Request) error {
 		page.Truncated = true
 		data = cutAtLine(data)
 	}
-	page.Shown = len(data)
+	page.Shown = int64(len(data))
 	if bytes.IndexByte(data, 0) >= 0 || !utf8.Valid(data) {
 		page.Binary = true
 	} else if page.Code, err = highlight(p, string(data)); err != nil {

@@ -24,7 +24,7 @@ func parsePages(names ...string) map[string]*template.Template {
 	out := make(map[string]*template.Template, len(names))
 	for _, name := range names {
 		out[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(templateFiles,
-			"templates/layout.html", "templates/"+name+".html"))
+			"templates/layout.html", "templates/partials.html", "templates/"+name+".html"))
 	}
 	return out
 }

@@ -78,6 +78,11 @@ func (h *handler) versionPage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	host := httpapi.PullHost(httpapi.DownloadBase(r, h.registryURL))
+	v.PullReference = host + "/" + v.PullReference
+	if v.Bundle != nil {
+		v.Bundle.Reference = host + "/" + v.Bundle.Reference
+	}
 	p := versionPage{Version: v, Review: permissions.Of(v.Permissions), Install: h.install(r, v, "")}
 	for _, scope := range []string{permissions.Namespace, permissions.Cluster} {
 		var rules []permissions.Rule

@@ -23,7 +23,7 @@ maintainers:
   - name: "</td><script>alert('maintainer')</script>"
     email: "a@example.com"
 `,
-	"README.md": "# Evil\n\n<script>alert('readme')</script>\n\n[click](javascript:alert('link'))\n\n<img src=x onerror=alert(1)>\n\n<div style=\"color:red\">styled</div>\n",
+	"README.md":                 "# Evil\n\n<script>alert('readme')</script>\n\n[click](javascript:alert('link'))\n\n<img src=x onerror=alert(1)>\n\n<div style=\"color:red\">styled</div>\n",
 	"templates/deployment.yaml": "kind: ConfigMap\nmetadata:\n  name: x\n",
 	"files/evil.svg":            `<svg xmlns="http://www.w3.org/2000/svg"></svg><script>alert('svg')</script>`,
 	"files/page.html":           `<html><body onload="alert(1)"><script>alert('html')</script></body></html>`,

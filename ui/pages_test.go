@@ -76,7 +76,7 @@ func TestEveryPageRenders(t *testing.T) {
 		{"/ui/packages/charts/nginx", []string{"helm install nginx oci://example.com/charts/nginx --version 1.2.3", "<strong>web</strong>",
 			`rel="nofollow noopener noreferrer"`, "oras pull example.com/charts/nginx:1.2.3"}},
 		{"/ui/packages/plain/hello", []string{"kubectl apply -R -f hello/manifests", "berth pull example.com/plain/hello:0.1.0"}},
-		{"/ui/packages/kudo/cassandra/versions/3.11.6_1.0.1", []string{"Permissions", "operator.yaml", "Rating"}},
+		{"/ui/packages/kudo/cassandra/versions/3.11.6_1.0.1", []string{"Permissions", "operator.yaml", "Rating", "Since 3.11.6_1.0.0"}},
 		{"/ui/packages/community/etcd/versions/0.9.4", []string{"EtcdCluster", "Example EtcdCluster", "&#34;kind&#34;: &#34;EtcdCluster&#34;",
 			"startingCSV: etcdoperator.v0.9.4", "In its namespace", "may read Secrets", "example.com/community/etcd@sha256:"}},
 		{"/ui/packages/charts/nginx/versions/1.2.3", []string{"values.yaml", "Chart.yaml", "no RBAC permissions"}},

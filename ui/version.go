@@ -30,8 +30,14 @@ type versionPage struct {
 	Signatures []verdict
 	Review     *permissions.Review
 	// Scopes group the review's rules by scope, namespace first.
-	Scopes  []scopeRules
-	Install []snippet
+	Scopes []scopeRules
+	// Previous is the version before this one in its channel, and Change
+	// what upgrading from it changes in the permissions; both empty for
+	// the first version. ChangeError says why there is no Change.
+	Previous    string
+	Change      *permissions.Change
+	ChangeError string
+	Install     []snippet
 }
 
 func (p versionPage) title() string {
@@ -100,7 +106,39 @@ func (h *handler) versionPage(w http.ResponseWriter, r *http.Request) error {
 		p.CRDs = append(p.CRDs, crd{API: api, Examples: examples[api.Group+"/"+api.Kind]})
 	}
 	p.Signatures = h.verdicts(v)
+	if err := h.permissionChange(r.Context(), access, &p); err != nil {
+		return err
+	}
 	h.render(w, r, http.StatusOK, "version", p)
+	return nil
+}
+
+// permissionChange sets the previous version in the version's channel (its
+// default one, or the first it is in) and the change of permissions from it.
+func (h *handler) permissionChange(ctx context.Context, access catalog.Access, p *versionPage) error {
+	v := p.Version
+	pkg, err := h.cat.Package(ctx, access, v.Namespace, v.Name)
+	if err != nil {
+		return err
+	}
+	tag := pkgformat.Tag(v.Version)
+	for _, c := range pkg.Channels {
+		i := slices.Index(c.Versions, tag)
+		if i < 0 || i+1 == len(c.Versions) || p.Previous != "" && c.Name != pkg.DefaultChannel {
+			continue
+		}
+		p.Previous = c.Versions[i+1]
+	}
+	if p.Previous == "" {
+		return nil
+	}
+	prev, err := h.cat.Version(ctx, access, v.Namespace, v.Name, p.Previous)
+	if err != nil {
+		return err
+	}
+	if p.Change, err = permissions.Diff(prev.Permissions, v.Permissions); err != nil {
+		p.ChangeError = err.Error()
+	}
 	return nil
 }
 

@@ -83,6 +83,43 @@ func (h *handler) getVersion(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, v)
 }
 
+// getPermissions answers
+// GET /api/v1/packages/{namespace}/{name}/versions/{version}/permissions?from=:
+// the review of the version's permissions and, with from, what upgrading
+// from that version changes.
+func (h *handler) getPermissions(w http.ResponseWriter, r *http.Request) error {
+	ns, name, err := packagePath(r)
+	if err != nil {
+		return err
+	}
+	version, err := versionParam(r)
+	if err != nil {
+		return err
+	}
+	p, err := queryParams(r, "from")
+	if err != nil {
+		return err
+	}
+	from := p.get("from")
+	if from != "" {
+		if err := pkgformat.ValidVersion(from); err != nil {
+			return queryError("from", "%s", reason(err))
+		}
+	}
+	access, err := h.auth.Pullable(r.Context())
+	if err != nil {
+		return err
+	}
+	perms, err := h.cat.Permissions(r.Context(), access, ns, name, version, from)
+	if err != nil {
+		return err
+	}
+	for i := range perms.Review.Rules {
+		perms.Review.Rules[i].Rule.Verbs = nonNil(perms.Review.Rules[i].Rule.Verbs)
+	}
+	return writeJSON(w, http.StatusOK, perms)
+}
+
 // getGraph answers GET /api/v1/packages/{namespace}/{name}/channels/{channel}/graph.
 func (h *handler) getGraph(w http.ResponseWriter, r *http.Request) error {
 	ns, name, err := PackagePath(r)

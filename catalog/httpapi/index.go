@@ -187,7 +187,7 @@ func (h *handler) serveIndex(w http.ResponseWriter, r *http.Request, d dialect) 
 	var ns string
 	if chi.URLParam(r, "namespace") != "" {
 		var err error
-		if ns, err = namespaceParam(r); err != nil {
+		if ns, err = NamespaceParam(r); err != nil {
 			return err
 		}
 	}

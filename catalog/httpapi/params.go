@@ -194,7 +194,7 @@ func unescapedParam(r *http.Request, key, name string) (string, error) {
 // PackagePath reads and checks the {namespace} and {name} segments of a chi
 // route; its errors wrap catalog.ErrInvalid and name the segment.
 func PackagePath(r *http.Request) (namespace, name string, err error) {
-	if namespace, err = namespaceParam(r); err != nil {
+	if namespace, err = NamespaceParam(r); err != nil {
 		return "", "", err
 	}
 	if name, err = pathParam(r, "name"); err != nil {
@@ -206,8 +206,8 @@ func PackagePath(r *http.Request) (namespace, name string, err error) {
 	return namespace, name, nil
 }
 
-// namespaceParam reads and checks the {namespace} segment.
-func namespaceParam(r *http.Request) (string, error) {
+// NamespaceParam reads and checks the {namespace} segment of a chi route.
+func NamespaceParam(r *http.Request) (string, error) {
 	ns, err := pathParam(r, "namespace")
 	if err != nil {
 		return "", err

@@ -88,11 +88,11 @@ func (h *handler) getVersion(w http.ResponseWriter, r *http.Request) error {
 // the review of the version's permissions and, with from, what upgrading
 // from that version changes.
 func (h *handler) getPermissions(w http.ResponseWriter, r *http.Request) error {
-	ns, name, err := packagePath(r)
+	ns, name, err := PackagePath(r)
 	if err != nil {
 		return err
 	}
-	version, err := versionParam(r)
+	version, err := VersionParam(r)
 	if err != nil {
 		return err
 	}

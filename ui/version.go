@@ -69,15 +69,7 @@ type scopeRules struct {
 
 // versionPage serves GET /ui/packages/{namespace}/{name}/versions/{version}.
 func (h *handler) versionPage(w http.ResponseWriter, r *http.Request) error {
-	ns, name, err := httpapi.PackagePath(r)
-	if err != nil {
-		return err
-	}
-	version, err := httpapi.VersionParam(r)
-	if err != nil {
-		return err
-	}
-	access, err := h.auth.Pullable(r.Context())
+	ns, name, version, access, err := h.versionPath(r)
 	if err != nil {
 		return err
 	}
@@ -141,6 +133,19 @@ func (h *handler) permissions(ctx context.Context, access catalog.Access, p *ver
 	}
 	p.Review, p.Change = perm.Review, perm.Change
 	return nil
+}
+
+// versionPath reads the {namespace}, {name} and {version} segments, and
+// what the viewer may pull.
+func (h *handler) versionPath(r *http.Request) (ns, name, version string, access catalog.Access, err error) {
+	if ns, name, err = httpapi.PackagePath(r); err != nil {
+		return
+	}
+	if version, err = httpapi.VersionParam(r); err != nil {
+		return
+	}
+	access, err = h.auth.Pullable(r.Context())
+	return
 }
 
 // verdicts states the signatures and attestations of v.

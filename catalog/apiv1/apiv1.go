@@ -60,10 +60,12 @@ type PackageSummary struct {
 	Verified bool      `json:"verified"`
 }
 
-// Facets count the matching packages by format and by namespace.
+// Facets count the matching packages by format and by namespace, and those
+// whose latest version is verified.
 type Facets struct {
 	Format    map[string]int `json:"format"`
 	Namespace map[string]int `json:"namespace"`
+	Verified  int            `json:"verified"`
 }
 
 // Package is the answer of GET /api/v1/packages/{ns}/{name}.

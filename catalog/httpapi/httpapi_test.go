@@ -366,7 +366,7 @@ func TestSearchNoMatchesHasEmptyFacets(t *testing.T) {
 	f := newFake()
 	f.total = 0
 	res := serve(t, newHandler(f, nil, nil), "GET", "/api/v1/packages?q=nothing", nil)
-	if want := `{"packages":[],"facets":{"format":{},"namespace":{}},"total":0,"next":""}` + "\n"; string(res.body) != want {
+	if want := `{"packages":[],"facets":{"format":{},"namespace":{},"verified":0},"total":0,"next":""}` + "\n"; string(res.body) != want {
 		t.Errorf("body %s, want %s", res.body, want)
 	}
 }

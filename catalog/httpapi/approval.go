@@ -20,11 +20,11 @@ const maxApprovalBody = 4 << 10
 // fingerprint the body names, if the caller administers the package. The
 // version need not exist yet: it is the one a push was refused for.
 func (h *handler) approve(w http.ResponseWriter, r *http.Request) error {
-	ns, name, err := packagePath(r)
+	ns, name, err := PackagePath(r)
 	if err != nil {
 		return err
 	}
-	version, err := versionParam(r)
+	version, err := VersionParam(r)
 	if err != nil {
 		return err
 	}

@@ -52,6 +52,8 @@ type drawnNode struct {
 	Rating string
 	// Widens is set when an upgrade to the version widens permissions.
 	Widens bool
+	// Label is the text beside the node, from which the width is measured.
+	Label string
 }
 
 type drawnEdge struct {
@@ -109,15 +111,32 @@ func layoutGraph(g *apiv1.Graph) *graphDrawing {
 	}
 	for i, n := range nodes {
 		dn := drawnNode{Version: n.Version, X: x, Y: topMargin + i*rowHeight, LabelX: x + labelGap, Head: n.Version == g.Head, Rating: n.Rating.String(), Widens: widens[n.Version]}
+		dn.Label = nodeLabel(dn)
 		d.Nodes = append(d.Nodes, dn)
-		widest = max(widest, len([]rune(n.Version))+len(dn.Rating)+16)
+		widest = max(widest, len([]rune(dn.Label)))
 	}
 	for _, e := range edges {
 		d.Edges = append(d.Edges, drawnEdge{From: e.From, To: e.To, Kind: e.Kind, Widens: e.WidensPermissions, Path: edgePath(x, row[e.From], row[e.To])})
 	}
-	d.Width = x + labelGap + int(math.Ceil(float64(widest)*charWidth)) + 150
+	d.Width = x + labelGap + int(math.Ceil(float64(widest)*charWidth)) + 16
 	d.Height = topMargin*2 + max(len(nodes)-1, 0)*rowHeight
 	return d
+}
+
+// nodeLabel is the text beside a node: its version, whether it heads the
+// channel, its permission rating and whether the upgrade to it widens them.
+func nodeLabel(n drawnNode) string {
+	label := n.Version
+	if n.Head {
+		label += " (head)"
+	}
+	if n.Rating != "" {
+		label += " · permissions " + n.Rating
+	}
+	if n.Widens {
+		label += " · widens permissions"
+	}
+	return label
 }
 
 // bulgeOf is how far left an edge spanning rows bulges; 0 for neighbours.

@@ -17,8 +17,9 @@ import (
 )
 
 // maxHighlighted bounds the part of a file that is shown, highlighted; the
-// rest is left to the download link.
-const maxHighlighted = 1 << 20
+// rest is left to the download link. Highlighted HTML is about twelve times
+// the size of its source, so 256 KiB makes a page of about 3 MB.
+const maxHighlighted = 256 << 10
 
 // filePage is the data of a file's page.
 type filePage struct {

@@ -79,6 +79,7 @@ func TestEveryPageRenders(t *testing.T) {
 		{"/ui/packages/kudo/cassandra/versions/3.11.6_1.0.1", []string{"Permissions", "operator.yaml", "Rating", "Since 3.11.6_1.0.0"}},
 		{"/ui/packages/community/etcd/versions/0.9.4", []string{"EtcdCluster", "Example EtcdCluster", "&#34;kind&#34;: &#34;EtcdCluster&#34;",
 			"startingCSV: etcdoperator.v0.9.4", "In its namespace", "may read Secrets", "example.com/community/etcd@sha256:"}},
+		{"/ui/packages/community/etcd/versions/0.9.2-clusterwide", []string{"channel: clusterwide-alpha", "startingCSV: etcdoperator.v0.9.2-clusterwide"}},
 		{"/ui/packages/charts/nginx/versions/1.2.3", []string{"values.yaml", "Chart.yaml", "no RBAC permissions"}},
 		{"/ui/packages/charts/nginx/versions/1.2.3/files/values.yaml", []string{`class="chroma"`, "replicas", `class="ln"`}},
 		{"/ui/packages/kudo/cassandra/versions/3.11.6_1.0.1/files/operator.yaml", []string{`class="chroma"`}},

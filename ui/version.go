@@ -38,7 +38,10 @@ type versionPage struct {
 	Previous    string
 	Change      *permissions.Change
 	ChangeError string
-	Install     []snippet
+	// Channel is the channel the version is followed in: the package's
+	// default one when the version is in it, else the first it is in.
+	Channel string
+	Install []snippet
 }
 
 func (p versionPage) title() string {
@@ -82,10 +85,11 @@ func (h *handler) versionPage(w http.ResponseWriter, r *http.Request) error {
 	if v.Bundle != nil {
 		v.Bundle.Reference = host + "/" + v.Bundle.Reference
 	}
-	p := versionPage{Version: v, Install: h.install(r, v, "")}
+	p := versionPage{Version: v}
 	if err := h.permissions(r.Context(), access, &p); err != nil {
 		return err
 	}
+	p.Install = h.install(r, v, p.Channel)
 	for _, scope := range []string{permissions.Namespace, permissions.Cluster} {
 		var rules []permissions.Rule
 		for _, rule := range p.Review.Rules {
@@ -106,9 +110,10 @@ func (h *handler) versionPage(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// permissions sets the review of the version's permissions and the change
-// from the previous version in its channel (its default one, or the first it
-// is in), when there is one.
+// permissions sets the channel the version is followed in (the package's
+// default one, or the first it is in), the review of the version's
+// permissions and the change from the previous version in that channel,
+// when there is one.
 func (h *handler) permissions(ctx context.Context, access catalog.Access, p *versionPage) error {
 	v := p.Version
 	pkg, err := h.cat.Package(ctx, access, v.Namespace, v.Name)
@@ -118,10 +123,13 @@ func (h *handler) permissions(ctx context.Context, access catalog.Access, p *ver
 	tag := pkgformat.Tag(v.Version)
 	for _, c := range pkg.Channels {
 		i := slices.Index(c.Versions, tag)
-		if i < 0 || i+1 == len(c.Versions) || p.Previous != "" && c.Name != pkg.DefaultChannel {
+		if i < 0 || p.Channel != "" && c.Name != pkg.DefaultChannel {
 			continue
 		}
-		p.Previous = c.Versions[i+1]
+		p.Channel, p.Previous = c.Name, ""
+		if i+1 < len(c.Versions) {
+			p.Previous = c.Versions[i+1]
+		}
 	}
 	perm, err := h.cat.Permissions(ctx, access, v.Namespace, v.Name, v.Version, p.Previous)
 	if errors.Is(err, catalog.ErrInvalid) && p.Previous != "" {

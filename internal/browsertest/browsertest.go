@@ -220,11 +220,13 @@ type TabOptions struct {
 }
 
 // Tab opens a new tab in the browser, set up as o says, and returns its
-// chromedp context, for chromedp.Do and chromedp.Run. The tab closes when
-// the test ends; a test fails when the tab cannot be set up.
+// chromedp context, for chromedp.Do and chromedp.Run. Each tab is a browser
+// context of its own, as a private window is: tabs share no cookies, so a
+// login in one is not in another. The tab closes when the test ends; a test
+// fails when the tab cannot be set up.
 func (b *Browser) Tab(t testing.TB, o TabOptions) context.Context {
 	t.Helper()
-	ctx, cancel := chromedp.NewContext(b.ctx)
+	ctx, cancel := chromedp.NewContext(b.ctx, chromedp.WithNewBrowserContext())
 	t.Cleanup(cancel)
 	var setup []chromedp.Action[chromedp.Void]
 	if o.NoJavaScript {

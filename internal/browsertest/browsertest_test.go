@@ -2,6 +2,7 @@ package browsertest
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"image/png"
 	"net/http"
@@ -34,6 +35,8 @@ var pages = map[string]string{
 <body><main><h1>Script</h1><p id="external">not run</p><p id="inline">not run</p>
 <script src="/script.js"></script>
 <script>document.getElementById('inline').textContent = 'ran';</script></main></body></html>`,
+	"/cookie": `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Cookie</title></head>
+<body><main><h1>Cookie</h1></main></body></html>`,
 	"/script.js": `document.getElementById('external').textContent = 'ran';`,
 	"/style.css": `body { background: #fff; color: #000 }
 @media (prefers-color-scheme: dark) { body { background: #000; color: #fff } }`,
@@ -49,6 +52,9 @@ func site(t *testing.T) *httptest.Server {
 			return
 		}
 		w.Header().Set("Content-Security-Policy", strictCSP)
+		if r.URL.Path == "/cookie" {
+			http.SetCookie(w, &http.Cookie{Name: "session", Value: "tab", Path: "/"})
+		}
 		switch filepath.Ext(r.URL.Path) {
 		case ".js":
 			w.Header().Set("Content-Type", "text/javascript")
@@ -164,6 +170,27 @@ func TestViewportAndColorScheme(t *testing.T) {
 	}
 	if bg, err := chromedp.Run(ctx, chromedp.Evaluate[string](`getComputedStyle(document.body).backgroundColor`)); err != nil || bg != "rgb(0, 0, 0)" {
 		t.Errorf("after ColorScheme(dark): background %s, %v; want rgb(0, 0, 0)", bg, err)
+	}
+}
+
+func TestTabsShareNoCookies(t *testing.T) {
+	b := Start(t)
+	ts := site(t)
+	first, second := b.Tab(t, TabOptions{}), b.Tab(t, TabOptions{})
+	if err := chromedp.Do(first, Navigate(ts.URL+"/cookie")); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(second, Navigate(ts.URL+"/clean")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		want string
+	}{{"first", first, "session=tab"}, {"second", second, ""}} {
+		if got, err := chromedp.Run(tc.ctx, chromedp.Evaluate[string](`document.cookie`)); err != nil || got != tc.want {
+			t.Errorf("%s tab: cookies %q, %v; want %q", tc.name, got, err, tc.want)
+		}
 	}
 }
 

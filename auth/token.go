@@ -30,11 +30,12 @@ const tokenLeeway = 30 * time.Second
 // refreshTTL is how long a refresh token lives.
 const refreshTTL = 24 * time.Hour
 
-// The kinds of token berth issues, in their berth_use claim. Neither is
-// ever accepted as the other.
+// The kinds of token berth issues, in their berth_use claim. None is ever
+// accepted as another.
 const (
 	useAccess  = "access"
 	useRefresh = "refresh"
+	useSession = "session" // the web UI's session cookie (Sessions)
 )
 
 // tokenClaims are the claims of a token berth issues.
@@ -42,7 +43,7 @@ type tokenClaims struct {
 	jwt.Claims
 	// Access is the token spec's access claim; only access tokens have it.
 	Access []Grant `json:"access,omitzero"`
-	// Use is useAccess or useRefresh.
+	// Use is useAccess, useRefresh or useSession.
 	Use string `json:"berth_use"`
 }
 

@@ -584,3 +584,63 @@ func TestUpgradesErrorsNameWhatIsMissing(t *testing.T) {
 		t.Errorf("Graph of a missing channel: %v", err)
 	}
 }
+
+// TestGraphMarksEdgesThatWidenPermissions checks every edge of a real
+// package's graphs against the permissions API's diff of its two ends.
+func TestGraphMarksEdgesThatWidenPermissions(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	versions := loadRepository(t, "olm-community/aqua")
+	for _, p := range versions {
+		e.pushPackage("olm", p)
+	}
+	e.waitFor("every version", func() bool {
+		p, err := e.cat.Package(e.ctx, all, "olm", "aqua")
+		return err == nil && len(p.Versions) == len(versions)
+	})
+	p, err := e.cat.Package(e.ctx, all, "olm", "aqua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	widening, not := 0, 0
+	for _, ch := range p.Channels {
+		g, err := e.cat.Graph(e.ctx, all, "olm", "aqua", ch.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range g.Nodes {
+			perms, err := e.cat.Permissions(e.ctx, all, "olm", "aqua", n.Version, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n.Rating != perms.Review.Rating {
+				t.Errorf("%s: node rated %s, the review %s", n.Version, n.Rating, perms.Review.Rating)
+			}
+		}
+		for _, edge := range g.Edges {
+			perms, err := e.cat.Permissions(e.ctx, all, "olm", "aqua", edge.To, edge.From)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if perms.From != edge.From || perms.Change == nil {
+				t.Fatalf("%s -> %s: from %q, change %v", edge.From, edge.To, perms.From, perms.Change)
+			}
+			if edge.WidensPermissions != perms.Change.Widens {
+				t.Errorf("%s %s -> %s: edge widens %v, the diff %v (added %v)", ch.Name, edge.From, edge.To, edge.WidensPermissions, perms.Change.Widens, perms.Change.Added)
+			}
+			if edge.WidensPermissions {
+				widening++
+			} else {
+				not++
+			}
+		}
+	}
+	if widening == 0 || not == 0 {
+		t.Errorf("%d edges widen, %d do not: the fixture has both", widening, not)
+	}
+	if _, err := e.cat.Permissions(e.ctx, all, "olm", "aqua", "5.3.0", "9.9.9"); !errors.Is(err, catalog.ErrNotFound) {
+		t.Errorf("from a missing version: %v, want ErrNotFound", err)
+	}
+	if _, err := e.cat.Permissions(e.ctx, catalog.Access{}, "olm", "aqua", "5.3.0", ""); !errors.Is(err, catalog.ErrNotFound) {
+		t.Errorf("without access: %v, want ErrNotFound", err)
+	}
+}

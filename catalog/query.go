@@ -11,6 +11,7 @@ import (
 
 	"github.com/berth-registry/berth/catalog/apiv1"
 	"github.com/berth-registry/berth/catalog/graph"
+	"github.com/berth-registry/berth/permissions"
 	"github.com/berth-registry/berth/pkgformat"
 )
 
@@ -187,7 +188,52 @@ func (c *Catalog) Graph(ctx context.Context, access Access, ns, name, channel st
 		return nil, graphError(ns, name, err)
 	}
 	g.Namespace, g.Name = ns, name
+	p.judgePermissions(&g)
 	return &g, nil
+}
+
+// graphGrantBudget bounds the grants one graph's permission comparisons
+// expand (permissions.Comparer).
+const graphGrantBudget = 4 * permissions.MaxGrants
+
+// judgePermissions rates each node of g and marks the edges that widen
+// permissions.
+func (p *pkg) judgePermissions(g *apiv1.Graph) {
+	perms := make(map[string]*pkgformat.Permissions, len(p.versions))
+	for _, e := range p.versions {
+		perms[e.Tag] = e.Metadata.Permissions
+	}
+	for i := range g.Nodes {
+		g.Nodes[i].Rating = permissions.Of(perms[g.Nodes[i].Version]).Rating
+	}
+	cmp := permissions.NewComparer(graphGrantBudget)
+	for i := range g.Edges {
+		e := &g.Edges[i]
+		e.WidensPermissions = cmp.Widens(perms[e.From], perms[e.To])
+	}
+}
+
+// Permissions reviews the permissions version asks for and, when from is
+// not empty, compares them with from's.
+func (c *Catalog) Permissions(ctx context.Context, access Access, ns, name, version, from string) (*apiv1.Permissions, error) {
+	e, err := c.version(ctx, access, ns, name, version)
+	if err != nil {
+		return nil, err
+	}
+	out := &apiv1.Permissions{Namespace: ns, Name: name, Version: e.Tag, Review: permissions.Of(e.Metadata.Permissions)}
+	if from == "" {
+		return out, nil
+	}
+	old, err := c.version(ctx, access, ns, name, from)
+	if err != nil {
+		return nil, err
+	}
+	out.From = old.Tag
+	out.Change, err = permissions.Diff(old.Metadata.Permissions, e.Metadata.Permissions)
+	if errors.Is(err, permissions.ErrTooBroad) {
+		return nil, errorf(ErrInvalid, "cannot compare the permissions of %s/%s %s with %s's: %v; compare their rules (GET without from)", ns, name, e.Tag, old.Tag, err)
+	}
+	return out, err
 }
 
 // Upgrades returns what version from can upgrade to in channel (empty: the

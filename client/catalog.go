@@ -281,6 +281,48 @@ func (c *Catalog) Upgrades(ctx context.Context, namespace, name, from, channel s
 	return &res, nil
 }
 
+// Graph returns the upgrade graph of a channel of a package: its versions,
+// each with the rating of its permissions, and its edges, each marked when
+// the upgrade widens permissions.
+func (c *Catalog) Graph(ctx context.Context, namespace, name, channel string) (*apiv1.Graph, error) {
+	op, path, err := packagePath(namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	if channel == "" {
+		return nil, fmt.Errorf("%s: %w: a channel is required", op, ErrInvalid)
+	}
+	var res apiv1.Graph
+	if err := c.get(ctx, op, path+"/channels/"+url.PathEscape(channel)+"/graph", nil, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// Permissions returns the review of the permissions a version asks for and,
+// when from is not empty, what upgrading to it from version from changes.
+func (c *Catalog) Permissions(ctx context.Context, namespace, name, version, from string) (*apiv1.Permissions, error) {
+	op, path, err := packagePath(namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := pkgformat.ValidVersion(version); err != nil {
+		return nil, fmt.Errorf("%s: %w: %w", op, ErrInvalid, err)
+	}
+	var q url.Values
+	if from != "" {
+		if err := pkgformat.ValidVersion(from); err != nil {
+			return nil, fmt.Errorf("%s: %w: from: %w", op, ErrInvalid, err)
+		}
+		q = url.Values{"from": {from}}
+	}
+	var res apiv1.Permissions
+	if err := c.get(ctx, op, path+"/versions/"+url.PathEscape(pkgformat.Tag(version))+"/permissions", q, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
 // Changes returns one page of the change feed after sequence number since,
 // oldest first, at most limit changes (0 or less: the server's default);
 // Changes.Next is where the following page starts.

@@ -18,6 +18,7 @@ import (
 	"oras.land/oras-go/v2/registry/remote/credentials"
 
 	"github.com/berth-registry/berth/catalog/apiv1"
+	"github.com/berth-registry/berth/permissions"
 	"github.com/berth-registry/berth/pkgformat"
 )
 
@@ -161,6 +162,16 @@ func TestCatalogPackageVersionUpgrades(t *testing.T) {
 		Signatures:    []apiv1.Signature{{Digest: "sha256:" + strings.Repeat("c", 64), KeyID: "k1", Verified: true, Kind: "tag"}},
 	}
 	upgrades := &apiv1.Upgrades{From: "0.9.0", Channel: "stable", Head: "1.0.0+b1", Next: []string{"1.0.0+b1"}, Path: []string{"1.0.0+b1"}}
+	graph := &apiv1.Graph{
+		Namespace: "kudo", Name: "kafka", Channel: "stable", Head: "1.0.0+b1",
+		Nodes: []apiv1.GraphNode{{Version: "0.9.0", Rating: permissions.Low}, {Version: "1.0.0+b1", Rating: permissions.Critical}},
+		Edges: []apiv1.GraphEdge{{From: "0.9.0", To: "1.0.0+b1", Kind: apiv1.EdgeSemver, WidensPermissions: true}},
+	}
+	perms := &apiv1.Permissions{
+		Namespace: "kudo", Name: "kafka", Version: "1.0.0+b1", From: "0.9.0",
+		Review: &permissions.Review{Rating: permissions.High, Rules: []permissions.Rule{{Scope: permissions.Cluster, Rule: pkgformat.PolicyRule{Resources: []string{"secrets"}, Verbs: []string{"get"}}, Text: "get secrets, across the cluster"}}, Findings: []permissions.Finding{{Rating: permissions.High, Text: "may read Secrets across the cluster"}}},
+		Change: &permissions.Change{From: permissions.Low, To: permissions.High, Added: []permissions.Grant{{Scope: permissions.Cluster, Resource: "secrets", Verb: "get"}}, Removed: []permissions.Grant{}, Widens: true, RatingWidens: true},
+	}
 	var mu sync.Mutex
 	var requests []string
 	server := catalogServer(t, func(w http.ResponseWriter, r *http.Request) {
@@ -174,6 +185,10 @@ func TestCatalogPackageVersionUpgrades(t *testing.T) {
 			writeDoc(w, http.StatusOK, version)
 		case "/api/v1/packages/kudo/kafka/upgrades":
 			writeDoc(w, http.StatusOK, upgrades)
+		case "/api/v1/packages/kudo/kafka/channels/stable/graph":
+			writeDoc(w, http.StatusOK, graph)
+		case "/api/v1/packages/kudo/kafka/versions/1.0.0_b1/permissions":
+			writeDoc(w, http.StatusOK, perms)
 		default:
 			http.NotFound(w, r)
 		}
@@ -198,12 +213,25 @@ func TestCatalogPackageVersionUpgrades(t *testing.T) {
 	if _, err := c.Upgrades(ctx, "kudo", "kafka", "0.9.0+1", ""); err != nil {
 		t.Errorf("Upgrades without channel: %v", err)
 	}
+	gotGraph, err := c.Graph(ctx, "kudo", "kafka", "stable")
+	if err != nil || !reflect.DeepEqual(gotGraph, graph) {
+		t.Errorf("Graph = %+v, %v; want %+v", gotGraph, err, graph)
+	}
+	gotPerms, err := c.Permissions(ctx, "kudo", "kafka", "1.0.0+b1", "0.9.0")
+	if err != nil || !reflect.DeepEqual(gotPerms, perms) {
+		t.Errorf("Permissions = %+v, %v; want %+v", gotPerms, err, perms)
+	}
+	if _, err := c.Permissions(ctx, "kudo", "kafka", "1.0.0+b1", "../x"); !errors.Is(err, ErrInvalid) {
+		t.Errorf("Permissions from a bad version: %v, want ErrInvalid", err)
+	}
 	want := []string{
 		"/api/v1/packages/kudo/kafka",
 		"/api/v1/packages/kudo/kafka/versions/1.0.0_b1",
 		"/api/v1/packages/kudo/kafka/versions/1.0.0_b1",
 		"/api/v1/packages/kudo/kafka/upgrades?channel=stable&from=0.9.0",
 		"/api/v1/packages/kudo/kafka/upgrades?from=0.9.0%2B1",
+		"/api/v1/packages/kudo/kafka/channels/stable/graph",
+		"/api/v1/packages/kudo/kafka/versions/1.0.0_b1/permissions?from=0.9.0",
 	}
 	if !reflect.DeepEqual(requests, want) {
 		t.Errorf("requests:\n%s\nwant:\n%s", strings.Join(requests, "\n"), strings.Join(want, "\n"))

@@ -45,7 +45,8 @@ func (g Grant) String() string {
 // Change is what an upgrade from one version to another changes in the
 // permissions asked for.
 type Change struct {
-	From, To Rating
+	From Rating `json:"from"`
+	To   Rating `json:"to"`
 	// Added are the grants of the new version that no grant of the old
 	// covers; Removed the reverse. Both sorted.
 	Added   []Grant `json:"added"`

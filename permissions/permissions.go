@@ -48,6 +48,16 @@ func (r Rating) String() string { return ratingNames[r] }
 // MarshalText writes the rating's name.
 func (r Rating) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
 
+// UnmarshalText reads a rating's name.
+func (r *Rating) UnmarshalText(b []byte) error {
+	i := slices.Index(ratingNames[:], string(b))
+	if i < 0 {
+		return fmt.Errorf("unknown permissions rating %q: want one of %s", b, strings.Join(ratingNames[:], ", "))
+	}
+	*r = Rating(i)
+	return nil
+}
+
 // Scopes of a rule.
 const (
 	// Namespace: a Role's rule, or an OLM permission: the operator's own
@@ -117,6 +127,9 @@ var readVerbs = []string{"get", "list", "watch", "*"}
 
 // judge returns what in rule raises the rating.
 func judge(scope string, rule pkgformat.PolicyRule) []Finding {
+	if len(rule.Verbs) == 0 {
+		return nil // grants nothing
+	}
 	var out []Finding
 	where := "in its namespace"
 	if scope == Cluster {
@@ -126,7 +139,7 @@ func judge(scope string, rule pkgformat.PolicyRule) []Finding {
 	writes := hasAny(rule.Verbs, writeVerbs)
 	switch {
 	case anyVerb && anyResource && (anyGroup || len(rule.APIGroups) == 0 && len(rule.Resources) > 0):
-		out = append(out, Finding{Rating: Critical, Text: "may do anything to any resource " + where})
+		return []Finding{{Rating: Critical, Text: "may do anything to any resource " + where}} // says it all
 	case anyVerb:
 		out = append(out, Finding{Rating: High, Text: "wildcard verb: may do anything to " + list(rule.Resources) + " " + where})
 	case anyResource || anyGroup:
@@ -146,13 +159,27 @@ func judge(scope string, rule pkgformat.PolicyRule) []Finding {
 	if inGroup(rule, "") && hasAny(rule.Resources, []string{"pods/exec", "pods/attach", "nodes/proxy", "*"}) && hasAny(rule.Verbs, []string{"create", "get", "*"}) {
 		out = append(out, Finding{Rating: High, Text: "may run commands in pods or reach nodes " + where})
 	}
+	if hasAny(rule.Verbs, []string{"use", "*"}) && hasAny(rule.Resources, []string{"securitycontextconstraints", "podsecuritypolicies"}) {
+		what := list(rule.ResourceNames)
+		if len(rule.ResourceNames) == 0 {
+			what = "any"
+		}
+		out = append(out, Finding{Rating: High, Text: "may run pods under the security policies " + what + " (securitycontextconstraints, podsecuritypolicies): with a privileged one, as root on the node"})
+	}
+	// What the rule does in its scope, unless a finding above already
+	// rates it as high or higher.
+	var general Finding
 	switch {
+	case anyVerb: // said above
 	case scope == Cluster && writes:
-		out = append(out, Finding{Rating: High, Text: "may " + list(rule.Verbs) + " " + list(rule.Resources) + " across the cluster"})
+		general = Finding{Rating: High, Text: "may " + list(rule.Verbs) + " " + list(rule.Resources) + " across the cluster"}
 	case writes:
-		out = append(out, Finding{Rating: Medium, Text: "may " + list(rule.Verbs) + " " + list(rule.Resources) + " in its namespace"})
-	case scope == Cluster && len(rule.NonResourceURLs) == 0:
-		out = append(out, Finding{Rating: Medium, Text: "may read " + list(rule.Resources) + " across the cluster"})
+		general = Finding{Rating: Medium, Text: "may " + list(rule.Verbs) + " " + list(rule.Resources) + " in its namespace"}
+	case scope == Cluster && len(rule.NonResourceURLs) == 0 && hasAny(rule.Verbs, readVerbs):
+		general = Finding{Rating: Medium, Text: "may read " + list(rule.Resources) + " across the cluster"}
+	}
+	if general.Text != "" && !slices.ContainsFunc(out, func(f Finding) bool { return f.Rating >= general.Rating }) {
+		out = append(out, general)
 	}
 	return out
 }
@@ -160,7 +187,11 @@ func judge(scope string, rule pkgformat.PolicyRule) []Finding {
 // describe says what rule grants, in plain language.
 func describe(scope string, rule pkgformat.PolicyRule) string {
 	var b strings.Builder
-	b.WriteString(list(rule.Verbs))
+	if len(rule.Verbs) == 0 {
+		b.WriteString("no verb (grants nothing) on")
+	} else {
+		b.WriteString(list(rule.Verbs))
+	}
 	if len(rule.NonResourceURLs) > 0 {
 		b.WriteString(" the URLs " + list(rule.NonResourceURLs))
 	} else {

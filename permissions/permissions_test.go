@@ -45,6 +45,9 @@ func TestRatings(t *testing.T) {
 		{"impersonate", &pkgformat.Permissions{Cluster: []pkgformat.PolicyRule{rule(strs(""), strs("users", "groups"), strs("impersonate"))}}, Critical, "may impersonate"},
 		{"rbac writes", &pkgformat.Permissions{Namespaced: []pkgformat.PolicyRule{rule(strs("rbac.authorization.k8s.io"), strs("rolebindings"), strs("create"))}}, Critical, "may write RBAC roles or bindings"},
 		{"exec", &pkgformat.Permissions{Namespaced: []pkgformat.PolicyRule{rule(strs(""), strs("pods/exec"), strs("create"))}}, High, "may run commands in pods"},
+		{"no verbs", &pkgformat.Permissions{Cluster: []pkgformat.PolicyRule{rule(strs("*"), strs("*"), nil)}}, Low, ""},
+		{"use a privileged SCC", &pkgformat.Permissions{Cluster: []pkgformat.PolicyRule{{APIGroups: strs("security.openshift.io"), Resources: strs("securitycontextconstraints"), ResourceNames: strs("privileged"), Verbs: strs("use")}}}, High, "may run pods under the security policies privileged"},
+		{"use a PSP", &pkgformat.Permissions{Namespaced: []pkgformat.PolicyRule{rule(strs("policy"), strs("podsecuritypolicies"), strs("use"))}}, High, "security policies any"},
 		{"non-resource URL", &pkgformat.Permissions{Cluster: []pkgformat.PolicyRule{{NonResourceURLs: strs("/metrics"), Verbs: strs("get")}}}, Low, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -231,4 +234,46 @@ func TestFixtures(t *testing.T) {
 	if b.String() != string(want) {
 		t.Errorf("the review of the fixtures differs from %s (go test ./permissions -update rewrites it)", golden)
 	}
+}
+
+func TestComparerWidens(t *testing.T) {
+	readPods := &pkgformat.Permissions{Namespaced: []pkgformat.PolicyRule{rule(strs(""), strs("pods"), strs("get", "list"))}}
+	readAll := &pkgformat.Permissions{Cluster: []pkgformat.PolicyRule{rule(strs("*"), strs("*"), strs("get", "list"))}}
+	huge := &pkgformat.Permissions{Cluster: []pkgformat.PolicyRule{rule(strs(""), manyStrs("r", 400), manyStrs("v", 400))}}
+	for _, tc := range []struct {
+		name     string
+		from, to *pkgformat.Permissions
+		budget   int
+		want     bool
+	}{
+		{"same", readPods, readPods, MaxGrants, false},
+		{"none to none", nil, &pkgformat.Permissions{}, MaxGrants, false},
+		{"adds", nil, readPods, MaxGrants, true},
+		{"removes", readPods, nil, MaxGrants, false},
+		{"covered by a wildcard across the cluster", readAll, readPods, MaxGrants, false},
+		{"wider", readPods, readAll, MaxGrants, true},
+		{"too broad to tell is widening", readPods, huge, MaxGrants, true},
+		{"the same too broad set is not", huge, huge, MaxGrants, false},
+		{"past the budget is widening", readAll, readPods, 3, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := NewComparer(tc.budget).Widens(tc.from, tc.to); got != tc.want {
+				t.Errorf("Widens = %v, want %v", got, tc.want)
+			}
+			if tc.budget == MaxGrants && tc.to != huge {
+				c, err := Diff(tc.from, tc.to)
+				if err != nil || c.Widens != tc.want {
+					t.Errorf("Diff says widens %v (%v); the Comparer %v", c.Widens, err, tc.want)
+				}
+			}
+		})
+	}
+}
+
+func manyStrs(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s%d", prefix, i)
+	}
+	return out
 }

@@ -1,7 +1,8 @@
 // Package server assembles berth serve's HTTP surface on one port: the
 // registry under /v2/, the catalog, the token service under /auth/, the
-// robots API, /healthz, /readyz and /metrics, behind middleware that
-// assigns request IDs, writes the access log and records Prometheus metrics.
+// robots API, the web UI, /healthz, /readyz and /metrics, behind middleware
+// that assigns request IDs, writes the access log and records Prometheus
+// metrics.
 // HEAD is answered wherever GET is, outside /v2/ (which answers it itself).
 // Run serves until its context ends, then shuts down cleanly.
 package server
@@ -42,6 +43,9 @@ type Options struct {
 	Auth http.Handler
 	// Robots serves the robots API at /api/v1/robots and /api/v1/robots/*.
 	Robots http.Handler
+	// UI serves the web UI at / and /ui/*. It reads its own session
+	// cookie; API does not wrap it, and no other route honours the cookie.
+	UI http.Handler
 	// API wraps the catalog's routes, the robots API and /metrics: it
 	// authenticates the request and puts its identity in the context
 	// (auth.API). Nil leaves them as they are.
@@ -109,12 +113,18 @@ func New(opts Options) *Server {
 		r.Handle("/api/helm/*", cat)
 		r.Handle("/index.yaml", cat)
 		r.Handle("/{namespace}/index.yaml", cat)
+		// A namespace named ui keeps its KUDO index under the UI's prefix.
+		r.Handle("/ui/index.yaml", cat)
 		r.Handle("/events", opts.Catalog)
 	}
 	if opts.Robots != nil {
 		robots := api(opts.Robots)
 		r.Handle("/api/v1/robots", robots)
 		r.Handle("/api/v1/robots/*", robots)
+	}
+	if opts.UI != nil {
+		r.Handle("/", opts.UI)
+		r.Handle("/ui/*", opts.UI)
 	}
 	s.handler = r
 	return s

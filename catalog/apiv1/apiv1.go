@@ -8,6 +8,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
+	"github.com/berth-registry/berth/permissions"
 	"github.com/berth-registry/berth/pkgformat"
 )
 
@@ -59,10 +60,12 @@ type PackageSummary struct {
 	Verified bool      `json:"verified"`
 }
 
-// Facets count the matching packages by format and by namespace.
+// Facets count the matching packages by format and by namespace, and those
+// whose latest version is verified.
 type Facets struct {
 	Format    map[string]int `json:"format"`
 	Namespace map[string]int `json:"namespace"`
+	Verified  int            `json:"verified"`
 }
 
 // Package is the answer of GET /api/v1/packages/{ns}/{name}.
@@ -204,6 +207,9 @@ type Graph struct {
 type GraphNode struct {
 	Version string `json:"version"`
 	Digest  string `json:"digest"`
+	// Rating is the worst-case rating of the permissions the version asks
+	// for: none, low, medium, high or critical (permissions.Rating).
+	Rating permissions.Rating `json:"rating"`
 }
 
 // Edge kinds: how an upgrade edge was derived.
@@ -219,6 +225,23 @@ type GraphEdge struct {
 	From string `json:"from"`
 	To   string `json:"to"`
 	Kind string `json:"kind"`
+	// WidensPermissions is true when To asks for permissions that From
+	// does not have (permissions.Comparer): the upgrade grants more.
+	WidensPermissions bool `json:"widensPermissions,omitempty"`
+}
+
+// Permissions is the answer of GET
+// /api/v1/packages/{ns}/{name}/versions/{version}/permissions: the review of
+// the RBAC the version asks for and, with ?from=, what upgrading to it from
+// another version changes.
+type Permissions struct {
+	Namespace string              `json:"namespace"`
+	Name      string              `json:"name"`
+	Version   string              `json:"version"`
+	Review    *permissions.Review `json:"review"`
+	// From is the version compared with; empty without ?from=.
+	From   string              `json:"from,omitempty"`
+	Change *permissions.Change `json:"change,omitempty"`
 }
 
 // Upgrades is the answer of GET /api/v1/packages/{ns}/{name}/upgrades.

@@ -432,7 +432,7 @@ func TestJSON(t *testing.T) {
 		want string
 	}{
 		{u, `{"from":"1.0.0","channel":"stable","head":"1.0.0","next":[],"path":[]}`},
-		{cg, `{"namespace":"","name":"","channel":"stable","head":"1.0.0","nodes":[{"version":"1.0.0","digest":"sha256:1.0.0"}],"edges":[]}`},
+		{cg, `{"namespace":"","name":"","channel":"stable","head":"1.0.0","nodes":[{"version":"1.0.0","digest":"sha256:1.0.0","rating":"none"}],"edges":[]}`},
 		{graph.Build(nil).Channels(), `[]`},
 	} {
 		data, err := json.Marshal(tt.doc)

@@ -19,6 +19,7 @@ import (
 	"github.com/berth-registry/berth/catalog/apiv1"
 	"github.com/berth-registry/berth/catalog/httpapi"
 	"github.com/berth-registry/berth/catalog/httpapi/openapitest"
+	"github.com/berth-registry/berth/permissions"
 	"github.com/berth-registry/berth/pkgformat"
 )
 
@@ -148,6 +149,21 @@ func (f *fakeCatalog) Upgrades(_ context.Context, access catalog.Access, ns, nam
 		return nil, err
 	}
 	return &apiv1.Upgrades{From: from, Channel: "stable", Head: "2.5.1_1.3.2", Next: []string{"2.5.1_1.3.2"}}, nil
+}
+
+func (f *fakeCatalog) Permissions(_ context.Context, access catalog.Access, ns, name, version, from string) (*apiv1.Permissions, error) {
+	if err := f.record("Permissions", &access); err != nil {
+		return nil, err
+	}
+	v, err := f.Version(context.Background(), access, ns, name, version)
+	if err != nil {
+		return nil, err
+	}
+	out := &apiv1.Permissions{Namespace: ns, Name: name, Version: version, Review: permissions.Of(v.Permissions), From: from}
+	if from != "" {
+		out.Change, err = permissions.Diff(nil, v.Permissions)
+	}
+	return out, err
 }
 
 func (f *fakeCatalog) File(_ context.Context, access catalog.Access, ns, name, version, path string) (io.ReadCloser, int64, error) {

@@ -73,7 +73,7 @@ func (h *handler) artifacts(w http.ResponseWriter, r *http.Request) error {
 	resp := apiv1.Artifacts{Artifacts: nonNil(list)}
 	if len(list) > limit {
 		resp.Artifacts = list[:limit]
-		resp.Next = encodeCursor(offset + limit)
+		resp.Next = EncodeCursor(offset + limit)
 	}
 	return writeJSON(w, http.StatusOK, resp)
 }

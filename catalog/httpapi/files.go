@@ -37,15 +37,15 @@ func fileContentType(p string) string {
 // one file of the package content, streamed. The path may contain '/', sent
 // as is or escaped as %2F.
 func (h *handler) getFile(w http.ResponseWriter, r *http.Request) error {
-	ns, name, err := packagePath(r)
+	ns, name, err := PackagePath(r)
 	if err != nil {
 		return err
 	}
-	version, err := versionParam(r)
+	version, err := VersionParam(r)
 	if err != nil {
 		return err
 	}
-	p, err := filePathParam(r)
+	p, err := FilePathParam(r)
 	if err != nil {
 		return err
 	}

@@ -32,6 +32,9 @@ type Catalog interface {
 	Version(ctx context.Context, access catalog.Access, namespace, name, version string) (*apiv1.Version, error)
 	Graph(ctx context.Context, access catalog.Access, namespace, name, channel string) (*apiv1.Graph, error)
 	Upgrades(ctx context.Context, access catalog.Access, namespace, name, channel, from string) (*apiv1.Upgrades, error)
+	// Permissions reviews a version's permissions, compared with from's
+	// when from is not empty.
+	Permissions(ctx context.Context, access catalog.Access, namespace, name, version, from string) (*apiv1.Permissions, error)
 	// File opens one file of a version's content; size is its length.
 	File(ctx context.Context, access catalog.Access, namespace, name, version, path string) (rc io.ReadCloser, size int64, err error)
 	DeletePackage(ctx context.Context, namespace, name string) (deleted []string, err error) // versions deleted
@@ -121,6 +124,7 @@ func New(opts Options) http.Handler {
 	r.Delete(pkg, h.handle(h.deletePackage))
 	r.Get(pkg+"/versions/{version}", h.handle(h.getVersion))
 	r.Get(pkg+"/versions/{version}/files/*", h.handle(h.getFile))
+	r.Get(pkg+"/versions/{version}/permissions", h.handle(h.getPermissions))
 	r.Get(pkg+"/channels/{channel}/graph", h.handle(h.getGraph))
 	r.Get(pkg+"/upgrades", h.handle(h.getUpgrades))
 	r.Get("/api/v1/changes", h.handle(h.changes))

@@ -58,6 +58,12 @@ func TestEndpoints(t *testing.T) {
 		{"GET", "/api/v1/packages/kudo/kafka/channels/beta/graph", 404, "application/json", `"NOT_FOUND"`},
 		{"GET", "/api/v1/packages/kudo/kafka/upgrades?from=2.5.1_1.3.1", 200, "application/json", `"path":[]`},
 		{"GET", "/api/v1/packages/kudo/kafka/upgrades?from=2.5.1_1.3.1&channel=stable", 200, "application/json", `"head":"2.5.1_1.3.2"`},
+		{"GET", v + "/permissions", 200, "application/json", `"rating":"low"`},
+		{"GET", v + "/permissions", 200, "application/json", `"text":"no verb (grants nothing) on pods, across the cluster"`},
+		{"GET", v + "/permissions?from=2.5.1_1.3.1", 200, "application/json", `"from":"2.5.1_1.3.1","change":{"from":"none","to":"low"`},
+		{"GET", v + "/permissions?from=..%2F1", 400, "application/json", `"from"`},
+		{"GET", v + "/permissions?since=1", 400, "application/json", `since`},
+		{"GET", "/api/v1/packages/kudo/kafka/versions/9.9.9/permissions", 404, "application/json", `"NOT_FOUND"`},
 		{"DELETE", "/api/v1/packages/kudo/kafka", 200, "application/json", `"deleted":["2.5.1_1.3.2","2.5.1_1.3.1"]`},
 		{"DELETE", "/api/v1/packages/kudo/nope", 404, "application/json", `"NOT_FOUND"`},
 		{"GET", "/api/v1/changes", 200, "application/json", `"next":3`},
@@ -210,7 +216,7 @@ func TestErrorMapping(t *testing.T) {
 			targets := []string{
 				"/api/v1/packages/kudo/kafka", "/api/v1/packages/kudo/kafka/versions/1.0.0",
 				"/api/v1/packages/kudo/kafka/versions/1.0.0/files/a.yaml", "/api/v1/packages/kudo/kafka/channels/stable/graph",
-				"/api/v1/packages/kudo/kafka/upgrades?from=1.0.0",
+				"/api/v1/packages/kudo/kafka/upgrades?from=1.0.0", "/api/v1/packages/kudo/kafka/versions/1.0.0/permissions",
 			}
 			if tc.status != 404 { // the other endpoints name nothing that could be missing
 				targets = append(targets, "/api/v1/packages", "/api/v1/changes", "/api/v1/artifacts",
@@ -360,7 +366,7 @@ func TestSearchNoMatchesHasEmptyFacets(t *testing.T) {
 	f := newFake()
 	f.total = 0
 	res := serve(t, newHandler(f, nil, nil), "GET", "/api/v1/packages?q=nothing", nil)
-	if want := `{"packages":[],"facets":{"format":{},"namespace":{}},"total":0,"next":""}` + "\n"; string(res.body) != want {
+	if want := `{"packages":[],"facets":{"format":{},"namespace":{},"verified":0},"total":0,"next":""}` + "\n"; string(res.body) != want {
 		t.Errorf("body %s, want %s", res.body, want)
 	}
 }

@@ -153,7 +153,7 @@ func helmChartPath(name, version string) string {
 // the download link of a chart in Helm's index, with a redirect to the blob
 // of the chart's layer in the registry.
 func (h *handler) helmChart(w http.ResponseWriter, r *http.Request) error {
-	ns, name, err := packagePath(r)
+	ns, name, err := PackagePath(r)
 	if err != nil {
 		return err
 	}
@@ -187,7 +187,7 @@ func (h *handler) serveIndex(w http.ResponseWriter, r *http.Request, d dialect) 
 	var ns string
 	if chi.URLParam(r, "namespace") != "" {
 		var err error
-		if ns, err = namespaceParam(r); err != nil {
+		if ns, err = NamespaceParam(r); err != nil {
 			return err
 		}
 	}
@@ -250,11 +250,18 @@ func (h *handler) sharedNames(ctx context.Context, access catalog.Access, d dial
 	return shared, err
 }
 
-// downloadBase is the base URL of the download links: Options.RegistryURL,
-// or the scheme and host the request came to.
+// downloadBase is the base URL of the download links.
 func (h *handler) downloadBase(r *http.Request) string {
-	if h.registryURL != "" {
-		return h.registryURL
+	return DownloadBase(r, h.registryURL)
+}
+
+// DownloadBase is the base URL (scheme://host[:port]) of the registry as the
+// client of r reaches it: registryURL when set (without a trailing '/'), else
+// the scheme and host r came to, as X-Forwarded-Proto and X-Forwarded-Host
+// tell them when present.
+func DownloadBase(r *http.Request, registryURL string) string {
+	if registryURL != "" {
+		return trimSlash(registryURL)
 	}
 	scheme := "http"
 	if r.TLS != nil {

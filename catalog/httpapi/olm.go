@@ -54,7 +54,7 @@ func (h *handler) olmMetas(w http.ResponseWriter, r *http.Request) error {
 // writeFBC streams the FBC of the request's namespace. A namespace with no
 // catalog, and one whose packages the caller may pull none of, are not found.
 func (h *handler) writeFBC(w http.ResponseWriter, r *http.Request, access catalog.Access, keep func(schema, pkg string) bool) error {
-	ns, err := namespaceParam(r)
+	ns, err := NamespaceParam(r)
 	if err != nil {
 		return err
 	}

@@ -59,6 +59,7 @@ func TestOpenAPIOperations(t *testing.T) {
 		"GET /api/v1/packages/{namespace}/{name}/upgrades",
 		"GET /api/v1/packages/{namespace}/{name}/versions/{version}",
 		"GET /api/v1/packages/{namespace}/{name}/versions/{version}/files/{path}",
+		"GET /api/v1/packages/{namespace}/{name}/versions/{version}/permissions",
 		"GET /api/v1/status",
 		"GET /index.yaml",
 		"GET /{namespace}/index.yaml",

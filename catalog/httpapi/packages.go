@@ -10,7 +10,7 @@ import (
 
 // getPackage answers GET /api/v1/packages/{namespace}/{name}.
 func (h *handler) getPackage(w http.ResponseWriter, r *http.Request) error {
-	ns, name, err := packagePath(r)
+	ns, name, err := PackagePath(r)
 	if err != nil {
 		return err
 	}
@@ -34,7 +34,7 @@ func (h *handler) getPackage(w http.ResponseWriter, r *http.Request) error {
 // every version, if the caller may delete the package. A package the caller
 // may not pull is answered as one that does not exist.
 func (h *handler) deletePackage(w http.ResponseWriter, r *http.Request) error {
-	ns, name, err := packagePath(r)
+	ns, name, err := PackagePath(r)
 	if err != nil {
 		return err
 	}
@@ -53,11 +53,11 @@ func (h *handler) deletePackage(w http.ResponseWriter, r *http.Request) error {
 
 // getVersion answers GET /api/v1/packages/{namespace}/{name}/versions/{version}.
 func (h *handler) getVersion(w http.ResponseWriter, r *http.Request) error {
-	ns, name, err := packagePath(r)
+	ns, name, err := PackagePath(r)
 	if err != nil {
 		return err
 	}
-	version, err := versionParam(r)
+	version, err := VersionParam(r)
 	if err != nil {
 		return err
 	}
@@ -69,9 +69,9 @@ func (h *handler) getVersion(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v.PullReference = pullHost(h.downloadBase(r)) + "/" + v.PullReference
+	v.PullReference = PullHost(h.downloadBase(r)) + "/" + v.PullReference
 	if v.Bundle != nil {
-		v.Bundle.Reference = pullHost(h.downloadBase(r)) + "/" + v.Bundle.Reference
+		v.Bundle.Reference = PullHost(h.downloadBase(r)) + "/" + v.Bundle.Reference
 	}
 	v.Files = nonNil(v.Files)
 	v.Signatures = nonNil(v.Signatures)
@@ -83,9 +83,46 @@ func (h *handler) getVersion(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, v)
 }
 
+// getPermissions answers
+// GET /api/v1/packages/{namespace}/{name}/versions/{version}/permissions?from=:
+// the review of the version's permissions and, with from, what upgrading
+// from that version changes.
+func (h *handler) getPermissions(w http.ResponseWriter, r *http.Request) error {
+	ns, name, err := PackagePath(r)
+	if err != nil {
+		return err
+	}
+	version, err := VersionParam(r)
+	if err != nil {
+		return err
+	}
+	p, err := queryParams(r, "from")
+	if err != nil {
+		return err
+	}
+	from := p.get("from")
+	if from != "" {
+		if err := pkgformat.ValidVersion(from); err != nil {
+			return queryError("from", "%s", reason(err))
+		}
+	}
+	access, err := h.auth.Pullable(r.Context())
+	if err != nil {
+		return err
+	}
+	perms, err := h.cat.Permissions(r.Context(), access, ns, name, version, from)
+	if err != nil {
+		return err
+	}
+	for i := range perms.Review.Rules {
+		perms.Review.Rules[i].Rule.Verbs = nonNil(perms.Review.Rules[i].Rule.Verbs)
+	}
+	return writeJSON(w, http.StatusOK, perms)
+}
+
 // getGraph answers GET /api/v1/packages/{namespace}/{name}/channels/{channel}/graph.
 func (h *handler) getGraph(w http.ResponseWriter, r *http.Request) error {
-	ns, name, err := packagePath(r)
+	ns, name, err := PackagePath(r)
 	if err != nil {
 		return err
 	}
@@ -109,7 +146,7 @@ func (h *handler) getGraph(w http.ResponseWriter, r *http.Request) error {
 // getUpgrades answers GET /api/v1/packages/{namespace}/{name}/upgrades?from=&channel=.
 // from is required; channel defaults to the package's default channel.
 func (h *handler) getUpgrades(w http.ResponseWriter, r *http.Request) error {
-	ns, name, err := packagePath(r)
+	ns, name, err := PackagePath(r)
 	if err != nil {
 		return err
 	}
@@ -169,8 +206,8 @@ func normalizePermissions(p *pkgformat.Permissions) {
 	}
 }
 
-// pullHost is the host[:port] of a base URL, as image references name a registry.
-func pullHost(base string) string {
+// PullHost is the host[:port] of a base URL, as image references name a registry.
+func PullHost(base string) string {
 	_, host, _ := strings.Cut(base, "://")
 	return host
 }

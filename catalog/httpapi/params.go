@@ -109,15 +109,15 @@ func (p params) cursor() (int, error) {
 	return off, nil
 }
 
-// encodeCursor returns the opaque cursor of the page that starts at offset:
+// EncodeCursor returns the opaque cursor of the page that starts at offset:
 // base64url (unpadded) of "v1:<offset>". The version prefix lets the format
 // change later while old cursors are still recognised (or cleanly refused).
-func encodeCursor(offset int) string {
+func EncodeCursor(offset int) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(cursorVersion + strconv.Itoa(offset)))
 }
 
-// decodeCursor is the inverse of encodeCursor; it accepts only what
-// encodeCursor produces.
+// decodeCursor is the inverse of EncodeCursor; it accepts only what
+// EncodeCursor produces.
 func decodeCursor(s string) (int, bool) {
 	b, err := base64.RawURLEncoding.Strict().DecodeString(s)
 	if err != nil {
@@ -191,9 +191,10 @@ func unescapedParam(r *http.Request, key, name string) (string, error) {
 	return v, nil
 }
 
-// packagePath reads and checks the {namespace} and {name} segments.
-func packagePath(r *http.Request) (namespace, name string, err error) {
-	if namespace, err = namespaceParam(r); err != nil {
+// PackagePath reads and checks the {namespace} and {name} segments of a chi
+// route; its errors wrap catalog.ErrInvalid and name the segment.
+func PackagePath(r *http.Request) (namespace, name string, err error) {
+	if namespace, err = NamespaceParam(r); err != nil {
 		return "", "", err
 	}
 	if name, err = pathParam(r, "name"); err != nil {
@@ -205,8 +206,8 @@ func packagePath(r *http.Request) (namespace, name string, err error) {
 	return namespace, name, nil
 }
 
-// namespaceParam reads and checks the {namespace} segment.
-func namespaceParam(r *http.Request) (string, error) {
+// NamespaceParam reads and checks the {namespace} segment of a chi route.
+func NamespaceParam(r *http.Request) (string, error) {
 	ns, err := pathParam(r, "namespace")
 	if err != nil {
 		return "", err
@@ -217,8 +218,8 @@ func namespaceParam(r *http.Request) (string, error) {
 	return ns, nil
 }
 
-// versionParam reads and checks the {version} segment.
-func versionParam(r *http.Request) (string, error) {
+// VersionParam reads and checks the {version} segment of a chi route.
+func VersionParam(r *http.Request) (string, error) {
 	v, err := pathParam(r, "version")
 	if err != nil {
 		return "", err
@@ -254,9 +255,9 @@ func checkChannel(c string) error {
 	return nil
 }
 
-// filePathParam reads and checks the file path after .../files/: a clean
+// FilePathParam reads and checks the file path of a chi route's "*": a clean
 // relative slash-separated path, as fs.ValidPath defines it.
-func filePathParam(r *http.Request) (string, error) {
+func FilePathParam(r *http.Request) (string, error) {
 	p, err := unescapedParam(r, "*", "path")
 	switch {
 	case err != nil:

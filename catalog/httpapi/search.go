@@ -10,7 +10,7 @@ import (
 
 // search answers GET /api/v1/packages.
 func (h *handler) search(w http.ResponseWriter, r *http.Request) error {
-	q, err := parseSearch(r)
+	q, err := ParseSearch(r)
 	if err != nil {
 		return err
 	}
@@ -33,14 +33,15 @@ func (h *handler) search(w http.ResponseWriter, r *http.Request) error {
 		resp.Facets.Namespace = map[string]int{}
 	}
 	if next := q.Offset + q.Limit; next < res.Total {
-		resp.Next = encodeCursor(next)
+		resp.Next = EncodeCursor(next)
 	}
 	return writeJSON(w, http.StatusOK, resp)
 }
 
-// parseSearch reads the query of a search; it returns an error naming the
-// first malformed parameter.
-func parseSearch(r *http.Request) (catalog.Query, error) {
+// ParseSearch reads the query of a search, GET /api/v1/packages; it returns
+// an error wrapping catalog.ErrInvalid that names the first malformed
+// parameter.
+func ParseSearch(r *http.Request) (catalog.Query, error) {
 	q := catalog.Query{Sort: catalog.SortRelevance}
 	p, err := queryParams(r, "q", "namespace", "format", "channel", "provides", "kubeVersion", "verified", "sort", "limit", "cursor")
 	if err != nil {

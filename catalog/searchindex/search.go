@@ -66,6 +66,7 @@ func (ix *Index) Search(q catalog.Query) (*catalog.SearchResult, error) {
 		Facets: apiv1.Facets{
 			Format:    counts(s.formats, ix.formats.names),
 			Namespace: counts(s.namespaces, ix.namespaces.names),
+			Verified:  s.verified,
 		},
 		Total: s.total,
 	}
@@ -104,9 +105,9 @@ type scratch struct {
 	tier           []int8    // 1 or 2 for names that start with the text
 	touched, cands []int32
 	matches        []match
-	// Matches counted by format and namespace symbol, and in all.
+	// Matches counted by format and namespace symbol, verified, and in all.
 	formats, namespaces []int
-	total               int
+	verified, total     int
 }
 
 // getScratch returns scratch space for as many documents as the index has,
@@ -122,7 +123,7 @@ func (ix *Index) getScratch() *scratch {
 	}
 	s.formats = append(s.formats[:0], make([]int, len(ix.formats.names))...)
 	s.namespaces = append(s.namespaces[:0], make([]int, len(ix.namespaces.names))...)
-	s.total = 0
+	s.verified, s.total = 0, 0
 	return s
 }
 
@@ -130,6 +131,9 @@ func (ix *Index) getScratch() *scratch {
 func (s *scratch) count(h *hot) {
 	s.formats[h.format]++
 	s.namespaces[h.namespace]++
+	if h.verified {
+		s.verified++
+	}
 	s.total++
 }
 

@@ -421,3 +421,30 @@ func checkInvariants(t *testing.T, ix *Index) {
 		}
 	}
 }
+
+func TestVerifiedFacet(t *testing.T) {
+	verified := func(d *Doc) { d.Summary.Verified = true }
+	ix := newIndex(
+		testDoc("a", "alpha", verified),
+		testDoc("a", "beta"),
+		testDoc("b", "gamma", verified, described("gamma rays")),
+	)
+	no := false
+	for _, tc := range []struct {
+		name string
+		q    catalog.Query
+		want int
+	}{
+		{"by name", catalog.Query{}, 2},
+		{"by text", catalog.Query{Text: "package"}, 1},
+		{"by update", catalog.Query{Sort: catalog.SortUpdated}, 2},
+		{"filtered", catalog.Query{Namespace: "a"}, 1},
+		{"unverified only", catalog.Query{Verified: &no}, 0},
+		{"on a later page", catalog.Query{Offset: 2, Limit: 1}, 2},
+		{"no access", catalog.Query{Access: catalog.NamespaceAccess()}, 0},
+	} {
+		if got := search(t, ix, tc.q).Facets.Verified; got != tc.want {
+			t.Errorf("%s: verified facet %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}

@@ -70,6 +70,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newSearchCmd(),
 		newShowCmd(),
 		newUpgradesCmd(),
+		newPermissionsCmd(),
 		newSignCmd(),
 		newVerifyCmd(),
 		newPromoteCmd(),

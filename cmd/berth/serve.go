@@ -24,13 +24,14 @@ import (
 	"github.com/berth-registry/berth/registry"
 	"github.com/berth-registry/berth/server"
 	"github.com/berth-registry/berth/signing"
+	"github.com/berth-registry/berth/ui"
 )
 
 func newServeCmd() *cobra.Command {
 	var flags serveFlags
 	cmd := &cobra.Command{
 		Use:   "serve",
-		Short: "Run berth: the registry /v2/, the catalog /api/v1/, /api/helm/ and /index.yaml, /healthz, /readyz and /metrics on one port",
+		Short: "Run berth: the registry /v2/, the catalog /api/v1/, /api/helm/ and /index.yaml, /healthz, /readyz, /metrics and the web UI / on one port",
 		Long: `Run berth's registry and catalog in one process. With no configuration it
 listens on :5000 and keeps everything under ./data (filesystem blob storage and
 a SQLite catalog).
@@ -208,6 +209,7 @@ func serve(cmd *cobra.Command, cfg *config.Config) error {
 		Catalog:         httpapi.New(httpapi.Options{Catalog: cat, Authorizer: access.authorizer, Logger: log, RegistryURL: cfg.Catalog.PublicURL, Inventory: reg, OLM: pub}),
 		Auth:            access.token,
 		Robots:          access.robots,
+		UI:              ui.New(ui.Options{Catalog: cat, Authorizer: access.authorizer, Sessions: access.sessions, Trust: policy, RegistryURL: cfg.Catalog.PublicURL, Logger: log}),
 		API:             access.api,
 		Metrics:         access.metrics,
 		Ready:           cl.readyChecks(map[string]server.ReadyChecker{"storage": reg, "catalog": cat}),
@@ -255,6 +257,7 @@ func serveSplitCatalog(cmd *cobra.Command, cfg *config.Config) error {
 		Catalog:         httpapi.New(httpapi.Options{Catalog: cat, Authorizer: access.authorizer, Logger: log, RegistryURL: public, Events: true}),
 		Auth:            access.token,
 		Robots:          access.robots,
+		UI:              ui.New(ui.Options{Catalog: cat, Authorizer: access.authorizer, Sessions: access.sessions, Trust: policy, RegistryURL: public, Logger: log}),
 		API:             access.api,
 		Metrics:         access.metrics,
 		Ready:           cl.readyChecks(map[string]server.ReadyChecker{"catalog": cat}),

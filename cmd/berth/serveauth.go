@@ -23,6 +23,8 @@ type authParts struct {
 	robots     http.Handler
 	api        func(http.Handler) http.Handler
 	metrics    func(http.Handler) http.Handler
+	// sessions are the web UI's logins; nil when auth is off.
+	sessions *auth.Sessions
 }
 
 // startAuth builds the auth of cfg. Without an auth section it warns that
@@ -67,9 +69,10 @@ func startAuth(ctx context.Context, cfg *config.Config, log *slog.Logger) (*auth
 		registry: func(h http.Handler) http.Handler {
 			return auth.Registry(h, auth.RegistryOptions{Authenticator: authn, Policy: policy, Service: cfg.Auth.Service, Audit: audit, Metrics: metrics})
 		},
-		token:  authn.Handler(),
-		robots: auth.RobotsHandler(auth.RobotsOptions{Store: robots, Policy: policy, MaxExpiry: cfg.Auth.Robots.MaxExpiry, Audit: audit}),
-		api:    auth.API(auth.APIOptions{Authenticator: authn, Policy: policy, Metrics: metrics, Audit: audit}),
+		token:    authn.Handler(),
+		robots:   auth.RobotsHandler(auth.RobotsOptions{Store: robots, Policy: policy, MaxExpiry: cfg.Auth.Robots.MaxExpiry, Audit: audit}),
+		api:      auth.API(auth.APIOptions{Authenticator: authn, Policy: policy, Metrics: metrics, Audit: audit}),
+		sessions: auth.NewSessions(authn, auth.SessionOptions{}),
 	}
 	if cfg.Auth.Metrics == "admin" {
 		parts.metrics = auth.MetricsGate(policy)

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/berth-registry/berth/catalog/apiv1"
+	"github.com/berth-registry/berth/permissions"
 	"github.com/berth-registry/berth/pkgformat"
 )
 
@@ -29,8 +30,8 @@ repository that are not served as versions are listed with the reason.
 
 With a version, show that version: digest and pull reference, metadata,
 provided and required APIs, supported Kubernetes versions, files, the RBAC
-permissions it asks for (with a warning for wildcards, access to secrets
-and cluster-wide escalation verbs) and signatures. A '+' in the version may be written '_', as in its tag.`,
+permissions it asks for with their rating and findings (see berth
+permissions) and signatures. A '+' in the version may be written '_', as in its tag.`,
 		Example: `  berth show kudo/kafka
   berth show kudo/kafka:2.5.1_1.3.2
   berth show operators/etcd:0.9.4 --server https://berth.example.com --format json`,
@@ -193,34 +194,22 @@ func writeVersion(w io.Writer, v *apiv1.Version) error {
 }
 
 // writePermissions writes the RBAC rules a version asks for, one per line,
-// then a warning line for each rule pkgformat.PermissionWarning flags.
-// It writes nothing when the metadata holds no rules.
+// then the review's rating and findings (permissions.Of). It writes nothing
+// when the metadata holds no rules.
 func writePermissions(w io.Writer, p *pkgformat.Permissions) error {
 	if p == nil || len(p.Cluster)+len(p.Namespaced) == 0 {
 		return nil
 	}
-	fmt.Fprintln(w, "\nPermissions:")
+	review := permissions.Of(p)
+	fmt.Fprintf(w, "\nPermissions (rated %s):\n", review.Rating)
 	c := newColumns(w, "SCOPE", "RESOURCES", "VERBS")
-	var warnings []string
-	for _, scope := range []struct {
-		name    string
-		cluster bool
-		rules   []pkgformat.PolicyRule
-	}{{"cluster", true, p.Cluster}, {"namespace", false, p.Namespaced}} {
-		for _, r := range scope.rules {
-			resources, verbs := ruleResources(r), strings.Join(r.Verbs, ", ")
-			c.add(scope.name, resources, verbs)
-			if why := pkgformat.PermissionWarning(r, scope.cluster); why != "" {
-				warnings = append(warnings, clean(fmt.Sprintf("Warning: %s rule %s on %s: %s", scope.name, verbs, resources, why)))
-			}
-		}
+	for _, r := range review.Rules {
+		c.add(r.Scope, ruleResources(r.Rule), strings.Join(r.Rule.Verbs, ", "))
 	}
 	if err := c.flush(); err != nil {
 		return err
 	}
-	for _, line := range warnings {
-		fmt.Fprintln(w, line)
-	}
+	writeFindings(w, review)
 	return nil
 }
 

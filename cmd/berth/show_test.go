@@ -182,17 +182,19 @@ func TestShowCmdPermissions(t *testing.T) {
 	f := serveCatalog(t, map[string]any{"/packages/kudo/kafka/versions/1.0.0": v})
 	out := mustBerth(t, "show", "kudo/kafka:1.0.0", "--server", f.host)
 	want := `
-Permissions:
+Permissions (rated critical):
 SCOPE       RESOURCES                                             VERBS
+namespace   secrets (tls)                                         get
+namespace   configmaps, configmaps.apps                           create
 cluster     kafkas.kafka.kudo.dev, kafkas/status.kafka.kudo.dev   get, list, watch
 cluster     *.*                                                   *
 cluster     clusterroles.rbac.authorization.k8s.io                get, bind
 cluster     /metrics                                              get
-namespace   secrets (tls)                                         get
-namespace   configmaps, configmaps.apps                           create
-Warning: cluster rule * on *.*: wildcard verbs; wildcard resources
-Warning: cluster rule get, bind on clusterroles.rbac.authorization.k8s.io: cluster-wide privilege escalation (bind)
-Warning: namespace rule get on secrets (tls): access to secrets
+CRITICAL: may do anything to any resource across the cluster
+CRITICAL: may bind: can gain permissions beyond these rules
+HIGH: may read Secrets in its namespace
+MEDIUM: may create configmaps in its namespace
+MEDIUM: may read kafkas, kafkas/status across the cluster
 `
 	if !strings.Contains(out, want+"\nSignatures: none\n") {
 		t.Errorf("show output:\n%s\nwant the permissions:\n%s", out, want)

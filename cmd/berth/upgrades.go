@@ -44,7 +44,11 @@ skipRange, semver order for the other formats.`,
 			if format == formatJSON {
 				return writeJSON(cmd.OutOrStdout(), up)
 			}
-			return writeUpgrades(cmd.OutOrStdout(), ns+"/"+name, up)
+			g, err := c.Graph(cmd.Context(), ns, name, up.Channel)
+			if err != nil {
+				return err
+			}
+			return writeUpgrades(cmd.OutOrStdout(), ns+"/"+name, up, wideningEdges(g))
 		},
 	}
 	flags.add(cmd)
@@ -55,11 +59,37 @@ skipRange, semver order for the other formats.`,
 	return cmd
 }
 
-// writeUpgrades writes the head, the direct upgrades and the path to the head.
-func writeUpgrades(w io.Writer, pkg string, up *apiv1.Upgrades) error {
+// edge is an upgrade from one version to another.
+type edge struct{ from, to string }
+
+// wideningEdges returns the edges of g that widen permissions.
+func wideningEdges(g *apiv1.Graph) map[edge]bool {
+	out := make(map[edge]bool)
+	for _, e := range g.Edges {
+		if e.WidensPermissions {
+			out[edge{e.From, e.To}] = true
+		}
+	}
+	return out
+}
+
+// widensMark is written after each version reached by an upgrade that
+// widens permissions.
+const widensMark = " (widens permissions)"
+
+// writeUpgrades writes the head, the direct upgrades and the path to the
+// head, marking each upgrade that widens permissions.
+func writeUpgrades(w io.Writer, pkg string, up *apiv1.Upgrades, widens map[edge]bool) error {
 	next := "none"
 	if len(up.Next) > 0 {
-		next = strings.Join(up.Next, ", ")
+		marked := make([]string, len(up.Next))
+		for i, n := range up.Next {
+			marked[i] = n
+			if widens[edge{up.From, n}] {
+				marked[i] += widensMark
+			}
+		}
+		next = strings.Join(marked, ", ")
 	}
 	t := newTable(w)
 	t.row("Package", clean(pkg))
@@ -67,21 +97,37 @@ func writeUpgrades(w io.Writer, pkg string, up *apiv1.Upgrades) error {
 	t.row("From", clean(up.From))
 	t.row("Head", clean(up.Head))
 	t.row("Next", clean(next))
-	t.row("Path", clean(upgradePath(up)))
-	return t.flush()
+	t.row("Path", clean(upgradePath(up, widens)))
+	if err := t.flush(); err != nil {
+		return err
+	}
+	if len(widens) > 0 && (strings.Contains(next, widensMark) || strings.Contains(upgradePath(up, widens), widensMark)) {
+		fmt.Fprintf(w, "Review what an upgrade adds with: berth permissions %s:VERSION --from %s\n", clean(pkg), clean(up.From))
+	}
+	return nil
 }
 
-// upgradePath renders the path to the head: "0.9.0 → 0.9.2 → 0.9.4 (head)".
-func upgradePath(up *apiv1.Upgrades) string {
+// upgradePath renders the path to the head, "0.9.0 → 0.9.2 → 0.9.4 (head)",
+// each version reached by a widening upgrade marked.
+func upgradePath(up *apiv1.Upgrades, widens map[edge]bool) string {
 	switch {
 	case len(up.Path) == 0 && up.From == up.Head:
 		return "already at the head"
 	case len(up.Path) == 0:
 		return fmt.Sprintf("none: %s does not lead to the head %s", up.From, up.Head)
 	}
-	path := up.From + " → " + strings.Join(up.Path, " → ")
-	if up.Path[len(up.Path)-1] == up.Head {
-		path += " (head)"
+	var b strings.Builder
+	b.WriteString(up.From)
+	prev := up.From
+	for _, v := range up.Path {
+		b.WriteString(" → " + v)
+		if widens[edge{prev, v}] {
+			b.WriteString(widensMark)
+		}
+		prev = v
 	}
-	return path
+	if up.Path[len(up.Path)-1] == up.Head {
+		b.WriteString(" (head)")
+	}
+	return b.String()
 }

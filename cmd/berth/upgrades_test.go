@@ -24,15 +24,23 @@ func TestUpgradesCmd(t *testing.T) {
 		}
 		w.Header().Set("Content-Type", apiv1.MediaTypeJSON)
 		json.NewEncoder(w).Encode(up)
-	})})
+	}), "/packages/operators/etcd/channels/alpha/graph": apiv1.Graph{
+		Namespace: "operators", Name: "etcd", Channel: "alpha", Head: "0.9.4",
+		Edges: []apiv1.GraphEdge{
+			{From: "0.9.0", To: "0.9.2", Kind: apiv1.EdgeReplaces},
+			{From: "0.9.0", To: "0.9.1", Kind: apiv1.EdgeSkips, WidensPermissions: true},
+			{From: "0.9.2", To: "0.9.4", Kind: apiv1.EdgeReplaces, WidensPermissions: true},
+		},
+	}})
 
 	out := mustBerth(t, "upgrades", "operators/etcd", "--from", "0.9.0", "--channel", "alpha", "--server", f.host)
 	want := `Package: operators/etcd
 Channel: alpha
 From:    0.9.0
 Head:    0.9.4
-Next:    0.9.2, 0.9.1
-Path:    0.9.0 → 0.9.2 → 0.9.4 (head)
+Next:    0.9.2, 0.9.1 (widens permissions)
+Path:    0.9.0 → 0.9.2 → 0.9.4 (widens permissions) (head)
+Review what an upgrade adds with: berth permissions operators/etcd:VERSION --from 0.9.0
 `
 	if out != want {
 		t.Errorf("upgrades output:\n%s\nwant:\n%s", out, want)
@@ -53,8 +61,11 @@ Path:    already at the head
 	}
 	wantReqs := []string{
 		"/api/v1/packages/operators/etcd/upgrades?channel=alpha&from=0.9.0",
+		"/api/v1/packages/operators/etcd/channels/alpha/graph",
 		"/api/v1/packages/operators/etcd/upgrades?from=0.9.4",
+		"/api/v1/packages/operators/etcd/channels/alpha/graph",
 		"/api/v1/packages/operators/etcd/upgrades?from=0.8.0",
+		"/api/v1/packages/operators/etcd/channels/alpha/graph",
 	}
 	if got := f.requests(); !reflect.DeepEqual(got, wantReqs) {
 		t.Errorf("requests %q, want %q", got, wantReqs)

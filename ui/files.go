@@ -1,0 +1,115 @@
+package ui
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"io"
+	"net/http"
+	"unicode/utf8"
+
+	"github.com/alecthomas/chroma/v2"
+	"github.com/alecthomas/chroma/v2/formatters/html"
+	"github.com/alecthomas/chroma/v2/lexers"
+	"github.com/alecthomas/chroma/v2/styles"
+
+	"github.com/berth-registry/berth/catalog/httpapi"
+)
+
+// maxHighlighted bounds the part of a file that is shown, highlighted; the
+// rest is left to the download link.
+const maxHighlighted = 1 << 20
+
+// filePage is the data of a file's page.
+type filePage struct {
+	Namespace, Name, Version, Path string
+	Size                           int64
+	// Binary is set for a file that is not UTF-8 text.
+	Binary bool
+	// Truncated is set when only the first maxHighlighted bytes are shown.
+	Truncated bool
+	Shown     int64
+	// Code is the highlighted source: chroma's HTML, classes only, of the
+	// file's text, which it escapes.
+	Code template.HTML
+}
+
+func (p filePage) title() string { return p.Path + " · " + p.Name + " " + p.Version }
+
+// highlighter writes chroma's HTML with CSS classes (the stylesheet has
+// their colours) and line numbers, never inline styles.
+var highlighter = html.New(html.WithClasses(true), html.WithLineNumbers(true), html.LineNumbersInTable(false), html.TabWidth(4))
+
+// filePage serves GET /ui/packages/{namespace}/{name}/versions/{version}/files/{path...}:
+// the file as highlighted source, whatever its type; an SVG, HTML or
+// Markdown file is shown as its source, never rendered.
+func (h *handler) filePage(w http.ResponseWriter, r *http.Request) error {
+	ns, name, err := httpapi.PackagePath(r)
+	if err != nil {
+		return err
+	}
+	version, err := httpapi.VersionParam(r)
+	if err != nil {
+		return err
+	}
+	p, err := httpapi.FilePathParam(r)
+	if err != nil {
+		return err
+	}
+	access, err := h.auth.Pullable(r.Context())
+	if err != nil {
+		return err
+	}
+	rc, size, err := h.cat.File(r.Context(), access, ns, name, version, p)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	data, err := io.ReadAll(io.LimitReader(rc, maxHighlighted))
+	if err != nil {
+		return fmt.Errorf("%s/%s %s: read %s: %w", ns, name, version, p, err)
+	}
+	page := filePage{Namespace: ns, Name: name, Version: version, Path: p, Size: size}
+	if int64(len(data)) < size {
+		page.Truncated = true
+		data = cutAtLine(data)
+	}
+	page.Shown = int64(len(data))
+	if bytes.IndexByte(data, 0) >= 0 || !utf8.Valid(data) {
+		page.Binary = true
+	} else if page.Code, err = highlight(p, string(data)); err != nil {
+		return err
+	}
+	h.render(w, r, http.StatusOK, "file", page)
+	return nil
+}
+
+// cutAtLine cuts data after its last newline, so that a cut neither ends
+// in the middle of a line nor of a UTF-8 sequence.
+func cutAtLine(data []byte) []byte {
+	if i := bytes.LastIndexByte(data, '\n'); i >= 0 {
+		return data[:i+1]
+	}
+	for len(data) > 0 && !utf8.Valid(data) {
+		data = data[:len(data)-1]
+	}
+	return data
+}
+
+// highlight returns the HTML of src highlighted by the lexer its file name
+// picks (plain text when none does).
+func highlight(name, src string) (template.HTML, error) {
+	lexer := lexers.Match(name)
+	if lexer == nil {
+		lexer = lexers.Fallback
+	}
+	it, err := chroma.Coalesce(lexer).Tokenise(nil, src)
+	if err != nil {
+		return "", fmt.Errorf("highlight %s: %w", name, err)
+	}
+	var buf bytes.Buffer
+	if err := highlighter.Format(&buf, styles.Fallback, it); err != nil {
+		return "", fmt.Errorf("highlight %s: %w", name, err)
+	}
+	return template.HTML(buf.String()), nil //nolint:gosec // chroma escapes the source it formats
+}

@@ -1,0 +1,108 @@
+package ui
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/berth-registry/berth/catalog/apiv1"
+	"github.com/berth-registry/berth/catalog/httpapi"
+	"github.com/berth-registry/berth/pkgformat"
+)
+
+// snippet is one way to fetch or install a version: a title and the
+// commands or YAML to copy.
+type snippet struct {
+	Title string
+	Code  string
+}
+
+// install returns the commands that pull and install v, on the registry's
+// address as the viewer reaches it; channel is the OLM channel to subscribe
+// to ("" for the version's default).
+func (h *handler) install(r *http.Request, v *apiv1.Version, channel string) []snippet {
+	base := httpapi.DownloadBase(r, h.registryURL)
+	host := httpapi.PullHost(base)
+	repo := host + "/" + v.Namespace + "/" + v.Name
+	tag := pkgformat.Tag(v.Version)
+	out := []snippet{
+		{"berth", fmt.Sprintf("berth pull %s:%s -o %s", repo, tag, v.Name)},
+		{"oras", fmt.Sprintf("oras pull %s:%s", repo, tag)},
+	}
+	md := v.Metadata
+	switch v.Format {
+	case pkgformat.Helm:
+		out = append(out, snippet{"Helm", fmt.Sprintf("helm install %s oci://%s --version %s", v.Name, repo, v.Version)})
+	case pkgformat.KUDO:
+		repoName := "berth-" + v.Namespace
+		cmd := fmt.Sprintf("kubectl kudo repo add %s %s/%s\nkubectl kudo install %s --repo %s", repoName, base, v.Namespace, v.Name, repoName)
+		if md.OperatorVersion != "" {
+			cmd += " --operator-version " + md.OperatorVersion
+		}
+		if md.AppVersion != "" {
+			cmd += " --app-version " + md.AppVersion
+		}
+		out = append(out, snippet{"KUDO", cmd})
+	case pkgformat.OLM:
+		out = append(out, snippet{"OLM (CatalogSource and Subscription)", olmYAML(host, v, channel)})
+	case pkgformat.Plain:
+		out = append(out, snippet{"kubectl", fmt.Sprintf("berth pull %s:%s -o %s\nkubectl apply -R -f %s/manifests", repo, tag, v.Name, v.Name)})
+	}
+	return out
+}
+
+// olmYAML is a CatalogSource of the namespace's catalog image (docs/olm.md)
+// and a Subscription to the package in channel, starting at v.
+func olmYAML(host string, v *apiv1.Version, channel string) string {
+	if channel == "" {
+		channel = v.Metadata.DefaultChannel
+	}
+	if channel == "" && len(v.Metadata.Channels) > 0 {
+		channel = v.Metadata.Channels[0].Name
+	}
+	source := "berth-" + v.Namespace
+	var b strings.Builder
+	fmt.Fprintf(&b, `apiVersion: operators.coreos.com/v1alpha1
+kind: CatalogSource
+metadata:
+  name: %s
+  namespace: olm
+spec:
+  sourceType: grpc
+  image: %s/%s/olm/catalog:latest
+  grpcPodConfig:
+    extractContent:
+      catalogDir: /configs
+      cacheDir: /tmp/cache
+  updateStrategy:
+    registryPoll:
+      interval: 1m
+---
+apiVersion: operators.coreos.com/v1alpha1
+kind: Subscription
+metadata:
+  name: %s
+  namespace: operators
+spec:
+  name: %s
+  source: %s
+  sourceNamespace: olm
+`, source, host, v.Namespace, v.Name, v.Name, source)
+	if channel != "" {
+		fmt.Fprintf(&b, "  channel: %s\n", yamlString(channel))
+	}
+	if v.Metadata.CSVName != "" {
+		fmt.Fprintf(&b, "  startingCSV: %s\n", yamlString(v.Metadata.CSVName))
+	}
+	return b.String()
+}
+
+// yamlString writes s as a YAML scalar: plain when that reads back as the
+// same string, else double-quoted.
+func yamlString(s string) string {
+	plain := s != "" && !strings.ContainsAny(s, ":#{}[],&*!|>'\"%@`\\ \t\n") && !strings.ContainsAny(s[:1], "-?")
+	if plain {
+		return s
+	}
+	return fmt.Sprintf("%q", s)
+}

@@ -1,0 +1,140 @@
+package ui
+
+import (
+	"bytes"
+	"embed"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/berth-registry/berth/auth"
+)
+
+//go:embed templates
+var templateFiles embed.FS
+
+// pages are the parsed templates of every page, each with the layout; they
+// are parsed once, at start.
+var pages = parsePages("search", "package", "version", "file", "login", "error")
+
+func parsePages(names ...string) map[string]*template.Template {
+	out := make(map[string]*template.Template, len(names))
+	for _, name := range names {
+		out[name] = template.Must(template.New(name).Funcs(funcs).ParseFS(templateFiles,
+			"templates/layout.html", "templates/partials.html", "templates/"+name+".html"))
+	}
+	return out
+}
+
+// funcs are the template functions: URLs of pages, and formats.
+var funcs = template.FuncMap{
+	"packageURL":   packageURL,
+	"versionURL":   versionURL,
+	"fileURL":      fileURL,
+	"apiFileURL":   apiFileURL,
+	"namespaceURL": func(ns string) string { return "/ui/namespaces/" + url.PathEscape(ns) },
+	"static":       staticURL,
+	"date":         formatDate,
+	"size":         formatSize,
+	"join":         strings.Join,
+	"add":          func(a, b int) int { return a + b },
+}
+
+// layout is what every page shows around its own content.
+type layout struct {
+	Title string
+	// Viewer is who is signed in; empty for an anonymous viewer.
+	Viewer string
+	// AuthOn is set when the registry has logins.
+	AuthOn bool
+	// Query is the search text, kept in the header's search box.
+	Query string
+	// Page is the page's own data.
+	Page any
+}
+
+// titled is a page's data that names its page.
+type titled interface{ title() string }
+
+func (p errorPage) title() string { return p.Title }
+
+// render writes the page name with data under the layout, with status. The
+// page is rendered to a buffer first, so that a template error is a 500 and
+// never half a page.
+func (h *handler) render(w http.ResponseWriter, r *http.Request, status int, name string, data titled) {
+	l := layout{Title: data.title(), AuthOn: h.sessions != nil, Query: r.URL.Query().Get("q"), Page: data}
+	if id := auth.IdentityFrom(r.Context()); !id.IsAnonymous() {
+		l.Viewer = id.Subject
+	}
+	var buf bytes.Buffer
+	if err := pages[name].ExecuteTemplate(&buf, "layout", l); err != nil {
+		h.log.ErrorContext(r.Context(), "ui: render", "page", name, "err", err)
+		http.Error(w, "internal error: the page could not be rendered", http.StatusInternalServerError)
+		return
+	}
+	hdr := w.Header()
+	hdr.Set("Content-Type", "text/html; charset=utf-8")
+	hdr.Set("Content-Length", strconv.Itoa(buf.Len()))
+	hdr.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+func packageURL(ns, name string) string {
+	return "/ui/packages/" + url.PathEscape(ns) + "/" + url.PathEscape(name)
+}
+
+func versionURL(ns, name, version string) string {
+	return packageURL(ns, name) + "/versions/" + url.PathEscape(version)
+}
+
+func fileURL(ns, name, version, path string) string {
+	return versionURL(ns, name, version) + "/files/" + escapePath(path)
+}
+
+// apiFileURL is the file's download URL in the JSON API.
+func apiFileURL(ns, name, version, path string) string {
+	return "/api/v1/packages/" + url.PathEscape(ns) + "/" + url.PathEscape(name) + "/versions/" +
+		url.PathEscape(version) + "/files/" + escapePath(path)
+}
+
+// escapePath escapes each segment of a slash-separated path.
+func escapePath(p string) string {
+	parts := strings.Split(p, "/")
+	for i, s := range parts {
+		parts[i] = url.PathEscape(s)
+	}
+	return strings.Join(parts, "/")
+}
+
+func formatDate(t any) string {
+	switch t := t.(type) {
+	case time.Time:
+		if !t.IsZero() {
+			return t.UTC().Format("2006-01-02")
+		}
+	case *time.Time:
+		if t != nil && !t.IsZero() {
+			return t.UTC().Format("2006-01-02")
+		}
+	}
+	return ""
+}
+
+func formatSize(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return strconv.FormatInt(n, 10) + " B"
+	}
+	v, suffix := float64(n)/unit, "KiB"
+	for _, s := range []string{"MiB", "GiB"} {
+		if v < unit {
+			break
+		}
+		v, suffix = v/unit, s
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64) + " " + suffix
+}

@@ -1,0 +1,222 @@
+package ui
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"path"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/berth-registry/berth/catalog"
+	"github.com/berth-registry/berth/catalog/apiv1"
+	"github.com/berth-registry/berth/catalog/httpapi"
+	"github.com/berth-registry/berth/permissions"
+	"github.com/berth-registry/berth/pkgformat"
+)
+
+// maxCSV bounds the OLM CSV read for its alm-examples.
+const maxCSV = 4 << 20
+
+// versionPage is the data of a version's page.
+type versionPage struct {
+	Version *apiv1.Version
+	// CRDs are the APIs the version provides, each with its examples.
+	CRDs       []crd
+	Signatures []verdict
+	Review     *permissions.Review
+	// Scopes group the review's rules by scope, namespace first.
+	Scopes []scopeRules
+	// Previous is the version before this one in its channel, and Change
+	// what upgrading from it changes in the permissions; both empty for
+	// the first version. ChangeError says why there is no Change.
+	Previous    string
+	Change      *permissions.Change
+	ChangeError string
+	Install     []snippet
+}
+
+func (p versionPage) title() string {
+	return p.Version.Namespace + "/" + p.Version.Name + " " + p.Version.Version
+}
+
+// crd is a provided API and the examples of it the package gives (OLM's
+// alm-examples).
+type crd struct {
+	pkgformat.API
+	Examples []string
+}
+
+// verdict is a signature or an attestation as the page states it.
+type verdict struct {
+	What   string // "signature", or the attestation's predicate type
+	Kind   string // tag or referrer
+	Digest string
+	// Verdict says by which key under which policy it is verified, or why not.
+	Verdict  string
+	Verified bool
+}
+
+type scopeRules struct {
+	Scope string
+	Rules []permissions.Rule
+}
+
+// versionPage serves GET /ui/packages/{namespace}/{name}/versions/{version}.
+func (h *handler) versionPage(w http.ResponseWriter, r *http.Request) error {
+	ns, name, err := httpapi.PackagePath(r)
+	if err != nil {
+		return err
+	}
+	version, err := httpapi.VersionParam(r)
+	if err != nil {
+		return err
+	}
+	access, err := h.auth.Pullable(r.Context())
+	if err != nil {
+		return err
+	}
+	v, err := h.cat.Version(r.Context(), access, ns, name, version)
+	if err != nil {
+		return err
+	}
+	host := httpapi.PullHost(httpapi.DownloadBase(r, h.registryURL))
+	v.PullReference = host + "/" + v.PullReference
+	if v.Bundle != nil {
+		v.Bundle.Reference = host + "/" + v.Bundle.Reference
+	}
+	p := versionPage{Version: v, Review: permissions.Of(v.Permissions), Install: h.install(r, v, "")}
+	for _, scope := range []string{permissions.Namespace, permissions.Cluster} {
+		var rules []permissions.Rule
+		for _, rule := range p.Review.Rules {
+			if rule.Scope == scope {
+				rules = append(rules, rule)
+			}
+		}
+		if len(rules) > 0 {
+			p.Scopes = append(p.Scopes, scopeRules{Scope: scope, Rules: rules})
+		}
+	}
+	examples := h.almExamples(r.Context(), access, v)
+	for _, api := range v.Metadata.ProvidedAPIs {
+		p.CRDs = append(p.CRDs, crd{API: api, Examples: examples[api.Group+"/"+api.Kind]})
+	}
+	p.Signatures = h.verdicts(v)
+	if err := h.permissionChange(r.Context(), access, &p); err != nil {
+		return err
+	}
+	h.render(w, r, http.StatusOK, "version", p)
+	return nil
+}
+
+// permissionChange sets the previous version in the version's channel (its
+// default one, or the first it is in) and the change of permissions from it.
+func (h *handler) permissionChange(ctx context.Context, access catalog.Access, p *versionPage) error {
+	v := p.Version
+	pkg, err := h.cat.Package(ctx, access, v.Namespace, v.Name)
+	if err != nil {
+		return err
+	}
+	tag := pkgformat.Tag(v.Version)
+	for _, c := range pkg.Channels {
+		i := slices.Index(c.Versions, tag)
+		if i < 0 || i+1 == len(c.Versions) || p.Previous != "" && c.Name != pkg.DefaultChannel {
+			continue
+		}
+		p.Previous = c.Versions[i+1]
+	}
+	if p.Previous == "" {
+		return nil
+	}
+	prev, err := h.cat.Version(ctx, access, v.Namespace, v.Name, p.Previous)
+	if err != nil {
+		return err
+	}
+	if p.Change, err = permissions.Diff(prev.Permissions, v.Permissions); err != nil {
+		p.ChangeError = err.Error()
+	}
+	return nil
+}
+
+// verdicts states the signatures and attestations of v.
+func (h *handler) verdicts(v *apiv1.Version) []verdict {
+	policy := "no trust policy"
+	if rule, ok := h.trust.For(v.Namespace + "/" + v.Name); ok {
+		policy = "the trust policy for " + strings.Join(rule.Repositories, ", ")
+	}
+	state := func(verified bool, key, reason string) string {
+		if verified {
+			return "verified by key " + key + " under " + policy
+		}
+		if reason == "" {
+			reason = "not verified"
+		}
+		return "not verified: " + reason
+	}
+	var out []verdict
+	for _, s := range v.Signatures {
+		out = append(out, verdict{What: "signature", Kind: s.Kind, Digest: s.Digest, Verified: s.Verified, Verdict: state(s.Verified, s.KeyID, s.Reason)})
+	}
+	for _, a := range v.Attestations {
+		out = append(out, verdict{What: "attestation " + a.PredicateType, Kind: a.Kind, Digest: a.Digest, Verified: a.Verified, Verdict: state(a.Verified, a.KeyID, a.Reason)})
+	}
+	return out
+}
+
+// almExamples reads the alm-examples annotation of an OLM version's CSV:
+// the examples by group/Kind, each indented JSON. Anything unreadable gives
+// no examples; the page is shown without them.
+func (h *handler) almExamples(ctx context.Context, access catalog.Access, v *apiv1.Version) map[string][]string {
+	if v.Format != pkgformat.OLM {
+		return nil
+	}
+	i := slices.IndexFunc(v.Files, func(f pkgformat.FileInfo) bool {
+		base := path.Base(f.Path)
+		return f.Size <= maxCSV && (strings.HasSuffix(base, ".clusterserviceversion.yaml") || strings.HasSuffix(base, ".clusterserviceversion.yml"))
+	})
+	if i < 0 {
+		return nil
+	}
+	rc, _, err := h.cat.File(ctx, access, v.Namespace, v.Name, v.Version, v.Files[i].Path)
+	if err != nil {
+		return nil
+	}
+	defer rc.Close()
+	data, err := io.ReadAll(io.LimitReader(rc, maxCSV))
+	if err != nil {
+		return nil
+	}
+	var csv struct {
+		Metadata struct {
+			Annotations map[string]string `yaml:"annotations"`
+		} `yaml:"metadata"`
+	}
+	if yaml.Unmarshal(data, &csv) != nil {
+		return nil
+	}
+	var raw []json.RawMessage
+	if json.Unmarshal([]byte(csv.Metadata.Annotations["alm-examples"]), &raw) != nil {
+		return nil
+	}
+	out := make(map[string][]string)
+	for _, ex := range raw {
+		var head struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+		}
+		var buf bytes.Buffer
+		if json.Unmarshal(ex, &head) != nil || json.Indent(&buf, ex, "", "  ") != nil {
+			continue
+		}
+		group, _, _ := strings.Cut(head.APIVersion, "/")
+		if !strings.Contains(head.APIVersion, "/") {
+			group = ""
+		}
+		out[group+"/"+head.Kind] = append(out[group+"/"+head.Kind], buf.String())
+	}
+	return out
+}

@@ -353,3 +353,66 @@ func TestLoadTarball(t *testing.T) {
 		t.Error("the tarball does not load as the directory")
 	}
 }
+
+func TestHelmTemplatePermissions(t *testing.T) {
+	chart := "apiVersion: v2\nname: demo\nversion: 1.0.0\n"
+	role := `{{- if .Values.rbac.create }}
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: {{ include "demo.fullname" . }}
+  labels:
+    {{- include "demo.labels" . | nindent 4 }}
+rules:
+  - apiGroups: [""]
+    resources: ["secrets"]
+    verbs: ["get", "list"]
+{{- end }}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: {{ .Release.Name }}
+rules:
+{{- toYaml .Values.extraRules | nindent 2 }}
+  - apiGroups: ["apps"]
+    resources: ["deployments"]
+    verbs: ["patch"]
+`
+	p, err := New([]File{file("Chart.yaml", chart), file("templates/rbac.yaml", role), file("templates/NOTES.txt", "{{ .Release.Name }}")}, Options{})
+	must(t, err)
+	want := &Permissions{
+		Cluster:    []PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list"}}},
+		Namespaced: []PolicyRule{{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"patch"}}},
+	}
+	if !reflect.DeepEqual(p.Metadata.Permissions, want) {
+		t.Errorf("permissions %+v, want %+v", p.Metadata.Permissions, want)
+	}
+}
+
+func TestBindingsOfClusterAdmin(t *testing.T) {
+	binding := func(kind, role string) string {
+		return "apiVersion: rbac.authorization.k8s.io/v1\nkind: " + kind + "\nmetadata: {name: b}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: " + role + "}\nsubjects: [{kind: ServiceAccount, name: op, namespace: x}]\n"
+	}
+	everything := PolicyRule{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}
+	urls := PolicyRule{NonResourceURLs: []string{"*"}, Verbs: []string{"*"}}
+	for _, tc := range []struct {
+		name  string
+		files []File
+		want  *Permissions
+	}{
+		{"cluster-wide, twice", []File{file("manifests/a.yaml", binding("ClusterRoleBinding", "cluster-admin")), file("manifests/b.yaml", binding("ClusterRoleBinding", "cluster-admin"))},
+			&Permissions{Cluster: []PolicyRule{urls, everything}}}, // normalised order
+		{"in a namespace", []File{file("manifests/a.yaml", binding("RoleBinding", "cluster-admin"))}, &Permissions{Namespaced: []PolicyRule{everything}}},
+		{"a role of the package's own", []File{file("manifests/a.yaml", binding("ClusterRoleBinding", "widgets-reader"))}, nil},
+		{"view", []File{file("manifests/a.yaml", binding("ClusterRoleBinding", "view"))}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := New(tc.files, Options{Name: "demo", Version: "1.0.0"})
+			must(t, err)
+			if !reflect.DeepEqual(p.Metadata.Permissions, tc.want) {
+				t.Errorf("permissions %+v, want %+v", p.Metadata.Permissions, tc.want)
+			}
+		})
+	}
+}

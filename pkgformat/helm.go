@@ -33,7 +33,9 @@ type helmDependency struct {
 // license, in order of preference.
 var helmLicenseAnnotations = []string{"artifacthub.io/license", "licenses", "org.opencontainers.image.licenses"}
 
-// readHelm reads a Helm chart: Chart.yaml, and crds/ for the APIs it provides.
+// readHelm reads a Helm chart: Chart.yaml, crds/ for the APIs it provides,
+// and templates/, read as KUDO's are (templateObjects), for the Roles and
+// ClusterRoles it asks for.
 func readHelm(pf *pkgFiles) (*parsed, error) {
 	md, err := helmMetadata(helmChartFile, pf.data(helmChartFile), pf.yaml)
 	if err != nil {
@@ -45,7 +47,11 @@ func readHelm(pf *pkgFiles) (*parsed, error) {
 			return nil, err
 		}
 	}
-	md.ProvidedAPIs = objs.provided
+	templates, err := templateObjects(pf, "templates")
+	if err != nil {
+		return nil, err
+	}
+	md.ProvidedAPIs, md.Permissions = objs.provided, templates.permissions()
 	return &parsed{md: md, nameFile: helmChartFile, versionFile: helmChartFile}, nil
 }
 

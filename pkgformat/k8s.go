@@ -1,6 +1,7 @@
 package pkgformat
 
 import (
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -68,6 +69,9 @@ type objects struct {
 	cluster  []PolicyRule
 	ns       []PolicyRule
 	images   []string
+	// clusterAdmin and namespaceAdmin: a ClusterRoleBinding, or a
+	// RoleBinding, binds the built-in cluster-admin ClusterRole.
+	clusterAdmin, namespaceAdmin bool
 }
 
 // addFile reads every object of a YAML file. Errors name file and wrap
@@ -109,10 +113,41 @@ func (o *objects) add(file string, n *yaml.Node) error {
 		} else {
 			o.ns = append(o.ns, policyRules(r.Rules)...)
 		}
+	case "ClusterRoleBinding", "RoleBinding":
+		var b bindingObject
+		if err := decodeNode(file, n, &b); err != nil {
+			return err
+		}
+		if b.RoleRef.Kind == "ClusterRole" && b.RoleRef.Name == "cluster-admin" {
+			if h.Kind == "ClusterRoleBinding" {
+				o.clusterAdmin = true
+			} else {
+				o.namespaceAdmin = true
+			}
+		}
 	default:
 		o.images = appendImages(o.images, n)
 	}
 	return nil
+}
+
+// bindingObject is a RoleBinding or ClusterRoleBinding.
+type bindingObject struct {
+	RoleRef struct {
+		Kind string `yaml:"kind"`
+		Name string `yaml:"name"`
+	} `yaml:"roleRef"`
+}
+
+// clusterAdminRules are the rules of Kubernetes' built-in cluster-admin
+// ClusterRole, which a package that binds it asks for without defining it:
+// everything on every resource and, bound cluster-wide, every URL.
+// It returns new slices, which the package's normalisation may sort.
+func clusterAdminRules() []PolicyRule {
+	return []PolicyRule{
+		{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}},
+		{NonResourceURLs: []string{"*"}, Verbs: []string{"*"}},
+	}
 }
 
 // merge adds what other collected.
@@ -121,14 +156,24 @@ func (o *objects) merge(other objects) {
 	o.cluster = append(o.cluster, other.cluster...)
 	o.ns = append(o.ns, other.ns...)
 	o.images = append(o.images, other.images...)
+	o.clusterAdmin = o.clusterAdmin || other.clusterAdmin
+	o.namespaceAdmin = o.namespaceAdmin || other.namespaceAdmin
 }
 
-// permissions returns the collected RBAC rules, or nil when there are none.
+// permissions returns the collected RBAC rules, with cluster-admin's where
+// it is bound, or nil when there are none.
 func (o *objects) permissions() *Permissions {
-	if len(o.cluster) == 0 && len(o.ns) == 0 {
+	cluster, ns := o.cluster, o.ns
+	if o.clusterAdmin {
+		cluster = append(slices.Clip(cluster), clusterAdminRules()...)
+	}
+	if o.namespaceAdmin {
+		ns = append(slices.Clip(ns), clusterAdminRules()[0])
+	}
+	if len(cluster) == 0 && len(ns) == 0 {
 		return nil
 	}
-	return &Permissions{Cluster: o.cluster, Namespaced: o.ns}
+	return &Permissions{Cluster: cluster, Namespaced: ns}
 }
 
 // apis lists the group, versions and kind a CRD defines.

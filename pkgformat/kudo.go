@@ -77,19 +77,32 @@ func readKUDO(pf *pkgFiles) (*parsed, error) {
 			})
 		}
 	}
+	objs, err := templateObjects(pf, "templates")
+	if err != nil {
+		return nil, err
+	}
+	md.ProvidedAPIs, md.Permissions, md.RelatedImages = objs.provided, objs.permissions(), objs.images
+	return &parsed{md: md, nameFile: file, versionFile: file}, nil
+}
+
+// templateObjects reads the objects of the Go-templated YAML files under dir
+// (KUDO's and Helm's templates) without rendering them: each file is read
+// once its actions are blanked out (untemplate), and a file that is not YAML
+// then is skipped. What a template builds from its values, or only under a
+// condition, is therefore read as written, or not at all.
+func templateObjects(pf *pkgFiles, dir string) (objects, error) {
 	var objs objects
-	for _, f := range yamlFiles(pf.under("templates")) {
+	for _, f := range yamlFiles(pf.under(dir)) {
 		var o objects
 		if err := o.addFile(f.Path, untemplate(f.Data), pf.yaml); err != nil {
 			if errors.Is(err, ErrLimit) || pf.yaml.ctx.Err() != nil {
-				return nil, err // a limit of the package, or the end of its reading
+				return objects{}, err // a limit of the package, or the end of its reading
 			}
 			continue // a template that is not YAML once its actions are blanked out: nothing to extract
 		}
 		objs.merge(o)
 	}
-	md.ProvidedAPIs, md.Permissions, md.RelatedImages = objs.provided, objs.permissions(), objs.images
-	return &parsed{md: md, nameFile: file, versionFile: file}, nil
+	return objs, nil
 }
 
 // templatePlaceholder replaces a Go template action inside a line of a

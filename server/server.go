@@ -43,8 +43,9 @@ type Options struct {
 	Auth http.Handler
 	// Robots serves the robots API at /api/v1/robots and /api/v1/robots/*.
 	Robots http.Handler
-	// UI serves the web UI at / and /ui/*. It reads its own session
-	// cookie; API does not wrap it, and no other route honours the cookie.
+	// UI serves the web UI at / and /ui/*, and the 404 page of every path
+	// no other part serves. It reads its own session cookie; API does not
+	// wrap it, and no other route honours the cookie.
 	UI http.Handler
 	// API wraps the catalog's routes, the robots API and /metrics: it
 	// authenticates the request and puts its identity in the context
@@ -125,6 +126,8 @@ func New(opts Options) *Server {
 	if opts.UI != nil {
 		r.Handle("/", opts.UI)
 		r.Handle("/ui/*", opts.UI)
+		// Any other path is the UI's 404 page.
+		r.NotFound(opts.UI.ServeHTTP)
 	}
 	s.handler = r
 	return s

@@ -24,6 +24,7 @@ func TestUIRoutes(t *testing.T) {
 		"/index.yaml":              "catalog",
 		"/api/v1/packages":         "catalog",
 		"/api/v1/packages/ui/name": "catalog",
+		"/no/such/page":            "ui",
 	} {
 		for _, method := range []string{http.MethodGet, http.MethodHead} {
 			rec := httptest.NewRecorder()

@@ -44,19 +44,11 @@ var highlighter = html.New(html.WithClasses(true), html.WithLineNumbers(true), h
 // the file as highlighted source, whatever its type; an SVG, HTML or
 // Markdown file is shown as its source, never rendered.
 func (h *handler) filePage(w http.ResponseWriter, r *http.Request) error {
-	ns, name, err := httpapi.PackagePath(r)
-	if err != nil {
-		return err
-	}
-	version, err := httpapi.VersionParam(r)
+	ns, name, version, access, err := h.versionPath(r)
 	if err != nil {
 		return err
 	}
 	p, err := httpapi.FilePathParam(r)
-	if err != nil {
-		return err
-	}
-	access, err := h.auth.Pullable(r.Context())
 	if err != nil {
 		return err
 	}

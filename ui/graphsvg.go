@@ -103,17 +103,17 @@ func layoutGraph(g *apiv1.Graph) *graphDrawing {
 	widest := 0
 	widens := make(map[string]bool)
 	for _, e := range edges {
-		if edgeWidens(e) {
+		if e.WidensPermissions {
 			widens[e.To] = true
 		}
 	}
 	for i, n := range nodes {
-		dn := drawnNode{Version: n.Version, X: x, Y: topMargin + i*rowHeight, LabelX: x + labelGap, Head: n.Version == g.Head, Rating: nodeRating(n), Widens: widens[n.Version]}
+		dn := drawnNode{Version: n.Version, X: x, Y: topMargin + i*rowHeight, LabelX: x + labelGap, Head: n.Version == g.Head, Rating: n.Rating.String(), Widens: widens[n.Version]}
 		d.Nodes = append(d.Nodes, dn)
 		widest = max(widest, len([]rune(n.Version))+len(dn.Rating)+16)
 	}
 	for _, e := range edges {
-		d.Edges = append(d.Edges, drawnEdge{From: e.From, To: e.To, Kind: e.Kind, Widens: edgeWidens(e), Path: edgePath(x, row[e.From], row[e.To])})
+		d.Edges = append(d.Edges, drawnEdge{From: e.From, To: e.To, Kind: e.Kind, Widens: e.WidensPermissions, Path: edgePath(x, row[e.From], row[e.To])})
 	}
 	d.Width = x + labelGap + int(math.Ceil(float64(widest)*charWidth)) + 150
 	d.Height = topMargin*2 + max(len(nodes)-1, 0)*rowHeight
@@ -147,9 +147,3 @@ func edgePath(x, from, to int) string {
 	}
 	return fmt.Sprintf("M%d %dC%d %d %d %d %d %d", x, y1, x-b, y1, x-b, y2, x, y2)
 }
-
-// edgeWidens reports whether upgrading along e widens permissions.
-func edgeWidens(e apiv1.GraphEdge) bool { return false }
-
-// nodeRating is the permission rating of a version, "" when unknown.
-func nodeRating(n apiv1.GraphNode) string { return "" }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/berth-registry/berth/catalog/apiv1"
 	"github.com/berth-registry/berth/catalog/graph"
+	"github.com/berth-registry/berth/permissions"
 	"github.com/berth-registry/berth/pkgformat"
 )
 
@@ -47,6 +48,18 @@ func fixtureGraph(t *testing.T, dir, channel string) *apiv1.Graph {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Ratings and widening edges, as the catalog judges them.
+	perms := make(map[string]*pkgformat.Permissions)
+	for _, p := range ps {
+		perms[pkgformat.Tag(p.Metadata.Version)] = p.Metadata.Permissions
+	}
+	for i := range g.Nodes {
+		g.Nodes[i].Rating = permissions.Of(perms[g.Nodes[i].Version]).Rating
+	}
+	cmp := permissions.NewComparer(permissions.MaxGrants)
+	for i := range g.Edges {
+		g.Edges[i].WidensPermissions = cmp.Widens(perms[g.Edges[i].From], perms[g.Edges[i].To])
+	}
 	return &g
 }
 
@@ -65,6 +78,7 @@ func TestGraphGolden(t *testing.T) {
 		{"etcd-singlenamespace-alpha", "olm-community/etcd", "singlenamespace-alpha"},
 		{"etcd-clusterwide-alpha", "olm-community/etcd", "clusterwide-alpha"},
 		{"kafka", "kudo/kafka", ""},
+		{"cassandra", "kudo/cassandra", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := drawGraph(t, fixtureGraph(t, tc.dir, tc.channel))

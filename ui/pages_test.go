@@ -69,7 +69,7 @@ func TestEveryPageRenders(t *testing.T) {
 		{"/?sort=updated&verified=false", []string{"cassandra"}},
 		{"/ui/namespaces/kudo", []string{"cassandra", "Namespace kudo"}},
 		{"/ui/packages/kudo/cassandra", []string{"3.11.6_1.0.1", "kubectl kudo repo add berth-kudo http://example.com/kudo",
-			"kubectl kudo install cassandra --repo berth-kudo --operator-version 1.0.1 --app-version 3.11.6", `role="img"`, "semver"}},
+			"kubectl kudo install cassandra --repo berth-kudo --operator-version 1.0.1 --app-version 3.11.6", `role="img"`, "semver", `class="edge semver widens"`, "widens permissions</strong>"}},
 		{"/ui/packages/community/etcd", []string{"CatalogSource", "image: example.com/community/olm/catalog:latest", "kind: Subscription",
 			"source: berth-community", `role="img"`, "<details>", "replaces"}},
 		{"/ui/packages/community/etcd?channel=clusterwide-alpha", []string{`aria-current="page" class="selected">clusterwide-alpha`}},

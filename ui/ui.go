@@ -40,6 +40,9 @@ type Catalog interface {
 	Package(ctx context.Context, access catalog.Access, namespace, name string) (*apiv1.Package, error)
 	Version(ctx context.Context, access catalog.Access, namespace, name, version string) (*apiv1.Version, error)
 	Graph(ctx context.Context, access catalog.Access, namespace, name, channel string) (*apiv1.Graph, error)
+	// Permissions reviews a version's permissions, compared with from's
+	// when from is not empty.
+	Permissions(ctx context.Context, access catalog.Access, namespace, name, version, from string) (*apiv1.Permissions, error)
 	// File opens one file of a version's content; size is its length.
 	File(ctx context.Context, access catalog.Access, namespace, name, version, path string) (rc io.ReadCloser, size int64, err error)
 }

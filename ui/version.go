@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"path"
@@ -68,15 +69,7 @@ type scopeRules struct {
 
 // versionPage serves GET /ui/packages/{namespace}/{name}/versions/{version}.
 func (h *handler) versionPage(w http.ResponseWriter, r *http.Request) error {
-	ns, name, err := httpapi.PackagePath(r)
-	if err != nil {
-		return err
-	}
-	version, err := httpapi.VersionParam(r)
-	if err != nil {
-		return err
-	}
-	access, err := h.auth.Pullable(r.Context())
+	ns, name, version, access, err := h.versionPath(r)
 	if err != nil {
 		return err
 	}
@@ -89,7 +82,10 @@ func (h *handler) versionPage(w http.ResponseWriter, r *http.Request) error {
 	if v.Bundle != nil {
 		v.Bundle.Reference = host + "/" + v.Bundle.Reference
 	}
-	p := versionPage{Version: v, Review: permissions.Of(v.Permissions), Install: h.install(r, v, "")}
+	p := versionPage{Version: v, Install: h.install(r, v, "")}
+	if err := h.permissions(r.Context(), access, &p); err != nil {
+		return err
+	}
 	for _, scope := range []string{permissions.Namespace, permissions.Cluster} {
 		var rules []permissions.Rule
 		for _, rule := range p.Review.Rules {
@@ -106,16 +102,14 @@ func (h *handler) versionPage(w http.ResponseWriter, r *http.Request) error {
 		p.CRDs = append(p.CRDs, crd{API: api, Examples: examples[api.Group+"/"+api.Kind]})
 	}
 	p.Signatures = h.verdicts(v)
-	if err := h.permissionChange(r.Context(), access, &p); err != nil {
-		return err
-	}
 	h.render(w, r, http.StatusOK, "version", p)
 	return nil
 }
 
-// permissionChange sets the previous version in the version's channel (its
-// default one, or the first it is in) and the change of permissions from it.
-func (h *handler) permissionChange(ctx context.Context, access catalog.Access, p *versionPage) error {
+// permissions sets the review of the version's permissions and the change
+// from the previous version in its channel (its default one, or the first it
+// is in), when there is one.
+func (h *handler) permissions(ctx context.Context, access catalog.Access, p *versionPage) error {
 	v := p.Version
 	pkg, err := h.cat.Package(ctx, access, v.Namespace, v.Name)
 	if err != nil {
@@ -129,17 +123,29 @@ func (h *handler) permissionChange(ctx context.Context, access catalog.Access, p
 		}
 		p.Previous = c.Versions[i+1]
 	}
-	if p.Previous == "" {
-		return nil
+	perm, err := h.cat.Permissions(ctx, access, v.Namespace, v.Name, v.Version, p.Previous)
+	if errors.Is(err, catalog.ErrInvalid) && p.Previous != "" {
+		p.ChangeError = err.Error()
+		perm, err = h.cat.Permissions(ctx, access, v.Namespace, v.Name, v.Version, "")
 	}
-	prev, err := h.cat.Version(ctx, access, v.Namespace, v.Name, p.Previous)
 	if err != nil {
 		return err
 	}
-	if p.Change, err = permissions.Diff(prev.Permissions, v.Permissions); err != nil {
-		p.ChangeError = err.Error()
-	}
+	p.Review, p.Change = perm.Review, perm.Change
 	return nil
+}
+
+// versionPath reads the {namespace}, {name} and {version} segments, and
+// what the viewer may pull.
+func (h *handler) versionPath(r *http.Request) (ns, name, version string, access catalog.Access, err error) {
+	if ns, name, err = httpapi.PackagePath(r); err != nil {
+		return
+	}
+	if version, err = httpapi.VersionParam(r); err != nil {
+		return
+	}
+	access, err = h.auth.Pullable(r.Context())
+	return
 }
 
 // verdicts states the signatures and attestations of v.

@@ -29,9 +29,17 @@ type Violation struct {
 // Serious reports whether the violation's impact is serious or critical.
 func (v Violation) Serious() bool { return v.Impact == "serious" || v.Impact == "critical" }
 
-// String gives the rule, its impact, what it asks for and the elements.
+// shownTargets is how many elements String names.
+const shownTargets = 5
+
+// String gives the rule, its impact, what it asks for and the first few
+// elements.
 func (v Violation) String() string {
-	return fmt.Sprintf("%s (%s): %s: %s", v.ID, v.Impact, v.Help, strings.Join(v.Targets, ", "))
+	targets := strings.Join(v.Targets[:min(len(v.Targets), shownTargets)], ", ")
+	if more := len(v.Targets) - shownTargets; more > 0 {
+		targets += fmt.Sprintf(" and %d more", more)
+	}
+	return fmt.Sprintf("%s (%s): %s: %s", v.ID, v.Impact, v.Help, targets)
 }
 
 // axeRun runs every rule axe-core enables by default on the document and

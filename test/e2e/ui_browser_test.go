@@ -23,9 +23,9 @@ const screenshotsEnv = "BERTH_UI_SCREENSHOTS"
 
 // The packages of the browser tests' server.
 const (
-	signedKafka = "2.5.1_1.3.2"                 // a/kafka's version signed with cosign
-	etcdCluster = "0.9.4-clusterwide"           // head of a/etcd's channel clusterwide-alpha
-	cassandra   = "/ui/packages/b/cassandra"    // bob's: alice must not see it
+	signedKafka = "2.5.1_1.3.2"              // a/kafka's version signed with cosign
+	etcdCluster = "0.9.4-clusterwide"        // head of a/etcd's channel clusterwide-alpha
+	cassandra   = "/ui/packages/b/cassandra" // bob's: alice must not see it
 	cassandraV  = cassandra + "/versions/3.11.6_1.0.1"
 	etcdPage    = "/ui/packages/a/etcd"
 	kafkaPage   = "/ui/packages/a/kafka"
@@ -198,52 +198,63 @@ func testUIFlow(u *uiTab, s *authServer, live bool) {
 // colors and at a phone's width, and fails on a serious or critical
 // violation. With BERTH_UI_SCREENSHOTS=1 it saves the pages to docs/ui/.
 func testUIAccessibility(t *testing.T, b *browsertest.Browser, s *authServer) {
-	pages := []struct{ name, path string }{
-		{"login", "/ui/login"},
-		{"search", "/?q=etcd"},
-		{"namespace", "/ui/namespaces/a"},
-		{"package", etcdPage},
-		{"version", etcdPage + "/versions/" + etcdCluster},
-		{"version-signed", kafkaPage + "/versions/" + signedKafka},
-		{"file", etcdPage + "/versions/" + etcdCluster + "/files/etcdoperator.v0.9.4-clusterwide.clusterserviceversion.yaml"},
-		{"404", cassandra},
+	// The pages after the sign-in page, seen by alice: each opened by its
+	// path with the status it must answer, or followed from the page before.
+	pages := []struct {
+		name, path string
+		status     int64
+		follow     string
+	}{
+		{name: "search", path: "/?q=etcd", status: http.StatusOK},
+		{name: "namespace", path: "/ui/namespaces/a", status: http.StatusOK},
+		{name: "package", path: etcdPage, status: http.StatusOK},
+		{name: "version", path: etcdPage + "/versions/" + etcdCluster, status: http.StatusOK},
+		{name: "file", follow: `ul.files a[href$="/etcdbackups.etcd.database.coreos.com.crd.yaml"]`},
+		{name: "version-signed", path: kafkaPage + "/versions/" + signedKafka, status: http.StatusOK},
+		{name: "404", path: cassandra, status: http.StatusNotFound},
 	}
 	shots := os.Getenv(screenshotsEnv) == "1"
 	for _, view := range []struct {
 		name   string
 		opts   browsertest.TabOptions
-		suffix string // of the screenshots' names
-		saved  map[string]bool
+		suffix string          // of the screenshots' names
+		saved  map[string]bool // the pages whose screenshots are saved
 	}{
-		{"light", browsertest.TabOptions{ColorScheme: "light"}, "", map[string]bool{"login": true, "search": true, "namespace": true, "package": true, "version": true, "version-signed": true, "file": true, "404": true}},
-		{"dark", browsertest.TabOptions{ColorScheme: "dark"}, "-dark", map[string]bool{"search": true, "package": true, "version": true}},
-		{"phone", browsertest.TabOptions{Phone: true}, "-phone", map[string]bool{"search": true, "package": true}},
+		{"light", browsertest.TabOptions{ColorScheme: "light"}, "", map[string]bool{"login": true, "search": true, "package": true, "version": true, "file": true}},
+		{"dark", browsertest.TabOptions{ColorScheme: "dark"}, "-dark", map[string]bool{"package": true}},
+		{"phone", browsertest.TabOptions{Phone: true}, "-phone", map[string]bool{"search": true}},
 	} {
 		t.Run(view.name, func(t *testing.T) {
 			u := &uiTab{t: t, ctx: b.Tab(t, view.opts), base: s.url()}
-			for _, p := range pages {
-				u.open(p.path)
-				if p.name == "login" {
-					u.signIn("alice", passwordOf("alice"))
-					u.open(p.path)
-				}
+			check := func(name string) {
+				t.Helper()
 				vs, err := browsertest.Axe(u.ctx)
 				if err != nil {
-					t.Fatalf("%s: %v", p.path, err)
+					t.Fatalf("%s (%s): %v", name, u.location(), err)
 				}
 				for _, v := range vs {
 					if v.Serious() {
-						t.Errorf("%s (%s): %s", p.name, p.path, v)
+						t.Errorf("%s (%s): %s", name, u.location(), v)
 					} else {
-						t.Logf("%s (%s): %s", p.name, p.path, v)
+						t.Logf("%s (%s): %s", name, u.location(), v)
 					}
 				}
-				if shots && view.saved[p.name] {
-					path := filepath.Join("..", "..", "docs", "ui", p.name+view.suffix+".png")
-					if err := browsertest.Screenshot(u.ctx, path); err != nil {
+				if shots && view.saved[name] {
+					if err := browsertest.Screenshot(u.ctx, filepath.Join("..", "..", "docs", "ui", name+view.suffix+".png")); err != nil {
 						t.Fatal(err)
 					}
 				}
+			}
+			u.open("/ui/login")
+			check("login")
+			u.signIn("alice", passwordOf("alice"))
+			for _, p := range pages {
+				if p.follow != "" {
+					u.follow(p.follow)
+				} else if status := u.open(p.path); status != p.status {
+					t.Errorf("%s (%s): status %d, want %d", p.name, p.path, status, p.status)
+				}
+				check(p.name)
 			}
 		})
 	}

@@ -9,7 +9,7 @@ GOFLAGS ?=
 TEST_TIMEOUT ?= 30m
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build run test tools postgres bench bench-catalog bench-scale bench-provenance bench-mirror bench-olm bench-yaml lint conformance conformance-auth clean
+.PHONY: all build run test tools axe postgres chromium bench bench-catalog bench-scale bench-provenance bench-mirror bench-olm bench-yaml lint conformance conformance-auth clean
 
 all: build
 
@@ -23,8 +23,9 @@ run: build
 ## tools: build the pinned tools the end-to-end tests drive: the oras, helm, cosign and crane CLIs,
 ## distribution's registry (the upstream registry a split `berth serve catalog` follows), and
 ## operator-registry's opm into bin/opm and the versitygw S3 gateway into bin/versitygw (each pinned in a
-## module of its own, tools/opm and tools/versitygw, so that their dependencies stay out of berth's go.mod)
-tools: bin/opm bin/versitygw
+## module of its own, tools/opm and tools/versitygw, so that their dependencies stay out of berth's go.mod),
+## and axe-core, the accessibility engine the browser tests run, from npm (see axe)
+tools: bin/opm bin/versitygw axe
 	@$(GO) tool -n oras >/dev/null
 	@$(GO) tool -n helm >/dev/null
 	@$(GO) tool -n cosign >/dev/null
@@ -41,6 +42,14 @@ bin/opm: tools/opm/go.mod tools/opm/go.sum
 bin/versitygw: tools/versitygw/go.mod tools/versitygw/go.sum
 	cd tools/versitygw && CGO_ENABLED=0 $(GO) build -o ../../bin/versitygw github.com/versity/versitygw/cmd/versitygw
 
+## axe: install axe-core, pinned in tools/axe/package-lock.json, into tools/axe/node_modules with npm ci;
+## internal/browsertest injects its axe.min.js into the pages the browser tests check
+axe: tools/axe/node_modules/axe-core/axe.min.js
+
+tools/axe/node_modules/axe-core/axe.min.js: tools/axe/package.json tools/axe/package-lock.json
+	npm ci --prefix tools/axe --no-audit --no-fund
+	@touch $@
+
 ## postgres: install PostgreSQL's server programs from the OS package when they are missing; the tests
 ## run throwaway clusters of their own (internal/pgtest) and never touch the package's default one
 postgres:
@@ -51,9 +60,19 @@ postgres:
 		$$sudo apt-get update -q && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -q --no-install-recommends postgresql; \
 	else echo "postgres: initdb not found and no apt-get; install PostgreSQL's server programs" >&2; exit 1; fi
 
+## chromium: install Debian's chromium package when /usr/bin/chromium is missing; internal/browsertest
+## drives it headless for the Web UI's browser tests
+chromium:
+	@if [ -x /usr/bin/chromium ]; then :; \
+	elif command -v apt-get >/dev/null; then \
+		echo "chromium: installing the OS package chromium"; \
+		sudo=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$sudo apt-get update -q && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -q --no-install-recommends chromium; \
+	else echo "chromium: /usr/bin/chromium not found and no apt-get; install Chromium" >&2; exit 1; fi
+
 ## test: vet, then every test (unit and end-to-end with the real oras, helm, cosign, crane and opm CLIs,
-## s3 storage against versitygw, and a real PostgreSQL)
-test: tools postgres lint
+## s3 storage against versitygw, a real PostgreSQL, and the Web UI in headless Chromium)
+test: tools postgres chromium lint
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 ## lint: gofmt and go vet must be clean

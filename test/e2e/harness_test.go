@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berth-registry/berth/internal/browsertest"
 	"github.com/berth-registry/berth/internal/pgtest"
 	"github.com/berth-registry/berth/internal/testenv"
 )
@@ -74,6 +75,8 @@ func runMain(m *testing.M) int {
 			versitygwBin = p
 		}
 	}
+	// The browser tests share one Chromium, stopped here.
+	defer browsertest.Stop()
 	// The tests that need PostgreSQL share one throwaway cluster, stopped here.
 	return pgtest.Run(m)
 }

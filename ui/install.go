@@ -44,7 +44,8 @@ func (h *handler) install(r *http.Request, v *apiv1.Version, channel string) []s
 		}
 		out = append(out, snippet{"KUDO", cmd})
 	case pkgformat.OLM:
-		out = append(out, snippet{"OLM (CatalogSource and Subscription)", olmYAML(host, v, channel)})
+		out = append(out, snippet{"OLM v0 (CatalogSource and Subscription)", olmYAML(host, v, channel)},
+			snippet{"OLM v1 (ClusterCatalog and ClusterExtension)", olmV1YAML(host, v, channel)})
 	case pkgformat.Plain:
 		out = append(out, snippet{"kubectl", fmt.Sprintf("berth pull %s:%s -o %s\nkubectl apply -R -f %s/manifests", repo, tag, v.Name, v.Name)})
 	}
@@ -94,6 +95,47 @@ spec:
 	if v.Metadata.CSVName != "" {
 		fmt.Fprintf(&b, "  startingCSV: %s\n", yamlString(v.Metadata.CSVName))
 	}
+	return b.String()
+}
+
+// olmV1YAML is a ClusterCatalog of the namespace's catalog image
+// (docs/olm.md) and a ClusterExtension installing exactly v from it, in
+// channel when one is known.
+func olmV1YAML(host string, v *apiv1.Version, channel string) string {
+	source := "berth-" + v.Namespace
+	var b strings.Builder
+	fmt.Fprintf(&b, `apiVersion: olm.operatorframework.io/v1
+kind: ClusterCatalog
+metadata:
+  name: %s
+spec:
+  source:
+    type: Image
+    image:
+      ref: %s/%s/olm/catalog:latest
+      pollIntervalMinutes: 1
+---
+apiVersion: olm.operatorframework.io/v1
+kind: ClusterExtension
+metadata:
+  name: %s
+spec:
+  namespace: %s
+  serviceAccount:
+    name: %s-installer
+  source:
+    sourceType: Catalog
+    catalog:
+      packageName: %s
+      version: %s
+`, source, host, v.Namespace, v.Name, v.Name, v.Name, v.Name, yamlString(v.Version))
+	if channel != "" {
+		fmt.Fprintf(&b, "      channels: [%s]\n", yamlString(channel))
+	}
+	fmt.Fprintf(&b, `      selector:
+        matchLabels:
+          olm.operatorframework.io/metadata.name: %s
+`, source)
 	return b.String()
 }
 

@@ -43,6 +43,7 @@ const (
 	restartTarget    = 2 * time.Second
 	rssTargetMiB     = 200
 	searchP99Target  = 5 * time.Millisecond
+	pageP99Target    = 20 * time.Millisecond
 	indexRatioTarget = 100
 	searchableTarget = 100 * time.Millisecond
 )
@@ -233,6 +234,11 @@ func runCatalog(ctx context.Context, o catalogOptions) error {
 		return err
 	}
 	rows = append(rows, searchRows...)
+	pageRows, err := measurePages(ctx, search, q, c.largestPackage(), o)
+	if err != nil {
+		return err
+	}
+	rows = append(rows, pageRows...)
 	rows = append(rows, rssRow("RSS after the searches (this process: since the restart)", srv))
 
 	// The legacy index.
@@ -715,6 +721,49 @@ func measureSearches(ctx context.Context, s *searcher, q searchQueries, o catalo
 		}
 	}
 	return rows, termMedian, nil
+}
+
+// measurePages times the web UI's search page (words, and a facet) and
+// the package page of the package with the most versions, at concurrency 1
+// and 4; the time is the whole response over loopback, an upper bound of
+// the server's.
+func measurePages(ctx context.Context, s *searcher, q searchQueries, big *pkgSpec, o catalogOptions) ([]catRow, error) {
+	pages := [][2]string{
+		{"search page, words", "/?q=" + url.QueryEscape(q.term)},
+		{"search page, format facet", "/?format=olm&namespace=" + url.QueryEscape(q.namespace)},
+		{fmt.Sprintf("package page, %d versions", big.versions), "/ui/packages/" + big.namespace + "/" + big.name},
+	}
+	var rows []catRow
+	for _, pg := range pages {
+		body, err := s.get(ctx, pg[1])
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", pg[0], err)
+		}
+		if !bytes.Contains(body, []byte("<html")) {
+			return nil, fmt.Errorf("%s: GET %s is not an HTML page: %.200s", pg[0], pg[1], body)
+		}
+		if _, err := s.timeRequests(ctx, pg[1], o.warmup, 1); err != nil {
+			return nil, err
+		}
+		for _, concurrency := range []int{1, 4} {
+			settle()
+			lat, err := s.timeRequests(ctx, pg[1], o.requests, concurrency)
+			if err != nil {
+				return nil, err
+			}
+			p50, p99 := percentile(lat, 0.50), percentile(lat, 0.99)
+			logf("%s, c=%d: p50 %s, p99 %s", pg[0], concurrency, formatDuration(p50), formatDuration(p99))
+			rows = append(rows, catRow{
+				name:   fmt.Sprintf("UI %s, c=%d", pg[0], concurrency),
+				value:  formatDuration(p50),
+				p99:    formatDuration(p99),
+				target: "p99 <= " + formatDuration(pageP99Target),
+				result: verdict(p99 <= pageP99Target),
+				detail: fmt.Sprintf("%d KiB page; %s requests", len(body)>>10, thousands(o.requests)),
+			})
+		}
+	}
+	return rows, nil
 }
 
 // The legacy index.

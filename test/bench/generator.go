@@ -703,6 +703,17 @@ func (c *corpus) largestNamespace() string {
 	return c.mostCommon(func(p *pkgSpec) string { return p.namespace })
 }
 
+// largestPackage is the package with the most versions, the first such.
+func (c *corpus) largestPackage() *pkgSpec {
+	best := &c.packages[0]
+	for i := range c.packages {
+		if c.packages[i].versions > best.versions {
+			best = &c.packages[i]
+		}
+	}
+	return best
+}
+
 // mostCommon is the value of key held by the most packages, the least such
 // value on a tie.
 func (c *corpus) mostCommon(key func(*pkgSpec) string) string {

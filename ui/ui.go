@@ -21,7 +21,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 
@@ -29,23 +28,13 @@ import (
 
 	"github.com/berth-registry/berth/auth"
 	"github.com/berth-registry/berth/catalog"
-	"github.com/berth-registry/berth/catalog/apiv1"
+	"github.com/berth-registry/berth/catalog/httpapi"
 	"github.com/berth-registry/berth/signing"
 )
 
-// Catalog is what the pages read, from the catalog service in process.
-// Errors wrap catalog's sentinels; ErrNotFound is the 404 page.
-type Catalog interface {
-	Search(ctx context.Context, q catalog.Query) (*catalog.SearchResult, error)
-	Package(ctx context.Context, access catalog.Access, namespace, name string) (*apiv1.Package, error)
-	Version(ctx context.Context, access catalog.Access, namespace, name, version string) (*apiv1.Version, error)
-	Graph(ctx context.Context, access catalog.Access, namespace, name, channel string) (*apiv1.Graph, error)
-	// Permissions reviews a version's permissions, compared with from's
-	// when from is not empty.
-	Permissions(ctx context.Context, access catalog.Access, namespace, name, version, from string) (*apiv1.Permissions, error)
-	// File opens one file of a version's content; size is its length.
-	File(ctx context.Context, access catalog.Access, namespace, name, version, path string) (rc io.ReadCloser, size int64, err error)
-}
+// Catalog is what the pages read, from the catalog service in process: what
+// the API reads. ErrNotFound is the 404 page.
+type Catalog = httpapi.Reader
 
 var _ Catalog = (*catalog.Catalog)(nil)
 

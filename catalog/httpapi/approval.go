@@ -2,10 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"mime"
 	"net/http"
 
 	"github.com/berth-registry/berth/catalog"
@@ -31,18 +28,9 @@ func (h *handler) approve(w http.ResponseWriter, r *http.Request) error {
 	if err := onlyParams(r); err != nil {
 		return err
 	}
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != apiv1.MediaTypeJSON {
-			return fmt.Errorf("content type %q: %w; send %s", ct, errUnsupportedMediaType, apiv1.MediaTypeJSON)
-		}
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxApprovalBody))
-	var tooLarge *http.MaxBytesError
-	if errors.As(err, &tooLarge) {
-		return fmt.Errorf("the approval is larger than %d bytes: %w", maxApprovalBody, errTooLarge)
-	}
+	body, err := readBody(w, r, "approval", maxApprovalBody, apiv1.MediaTypeJSON)
 	if err != nil {
-		return fmt.Errorf("read the approval: %w", err)
+		return err
 	}
 	var req struct {
 		Permissions string `json:"permissions"`

@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 
 	v1 "github.com/opencontainers/image-spec/specs-go/v1"
 
@@ -56,19 +57,9 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) error {
 	if err := onlyParams(r); err != nil {
 		return err
 	}
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || (mt != mediaTypeEvents && mt != "application/json") {
-			return fmt.Errorf("content type %q: %w; send %s", ct, errUnsupportedMediaType, mediaTypeEvents)
-		}
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxEventsBody))
-	var tooLarge *http.MaxBytesError
-	if errors.As(err, &tooLarge) {
-		return fmt.Errorf("the events body is larger than %d bytes: %w", maxEventsBody, errTooLarge)
-	}
+	body, err := readBody(w, r, "events", maxEventsBody, mediaTypeEvents, "application/json")
 	if err != nil {
-		return fmt.Errorf("read events: %w", err)
+		return err
 	}
 	var env envelope
 	if body = bytes.TrimSpace(body); len(body) == 0 || body[0] != '{' {
@@ -105,4 +96,25 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	return writeJSON(w, http.StatusOK, apiv1.Accepted{Accepted: len(events)})
+}
+
+// readBody reads the body of r, what it holds, of at most limit bytes and,
+// when it has a Content-Type, of one of the media types (the first is named
+// in the error).
+func readBody(w http.ResponseWriter, r *http.Request, what string, limit int64, mediaTypes ...string) ([]byte, error) {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || !slices.Contains(mediaTypes, mt) {
+			return nil, fmt.Errorf("content type %q: %w; send %s", ct, errUnsupportedMediaType, mediaTypes[0])
+		}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return nil, fmt.Errorf("the %s body is larger than %d bytes: %w", what, limit, errTooLarge)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the %s body: %w", what, err)
+	}
+	return body, nil
 }

@@ -23,23 +23,29 @@ import (
 	"github.com/berth-registry/berth/catalog/apiv1"
 )
 
-// Catalog is what the HTTP layer asks of the catalog service. Errors wrap
-// catalog's sentinels (ErrNotFound, ErrInvalid, ErrDenied, ErrUnavailable);
-// any other error is answered 500.
-type Catalog interface {
+// Reader is what reading packages asks of the catalog service, here and in
+// the web UI. Errors wrap catalog's sentinels.
+type Reader interface {
 	Search(ctx context.Context, q catalog.Query) (*catalog.SearchResult, error)
 	Package(ctx context.Context, access catalog.Access, namespace, name string) (*apiv1.Package, error)
 	Version(ctx context.Context, access catalog.Access, namespace, name, version string) (*apiv1.Version, error)
 	Graph(ctx context.Context, access catalog.Access, namespace, name, channel string) (*apiv1.Graph, error)
-	Upgrades(ctx context.Context, access catalog.Access, namespace, name, channel, from string) (*apiv1.Upgrades, error)
 	// Permissions reviews a version's permissions, compared with from's
 	// when from is not empty.
 	Permissions(ctx context.Context, access catalog.Access, namespace, name, version, from string) (*apiv1.Permissions, error)
+	// File opens one file of a version's content; size is its length.
+	File(ctx context.Context, access catalog.Access, namespace, name, version, path string) (rc io.ReadCloser, size int64, err error)
+}
+
+// Catalog is what the HTTP layer asks of the catalog service. Errors wrap
+// catalog's sentinels (ErrNotFound, ErrInvalid, ErrDenied, ErrUnavailable,
+// ErrNotImplemented); any other error is answered 500.
+type Catalog interface {
+	Reader
+	Upgrades(ctx context.Context, access catalog.Access, namespace, name, channel, from string) (*apiv1.Upgrades, error)
 	// Approve records an approval of a version's widened permissions
 	// (fingerprint) by the caller named by.
 	Approve(ctx context.Context, namespace, name, version, fingerprint, by string) (*apiv1.Approval, error)
-	// File opens one file of a version's content; size is its length.
-	File(ctx context.Context, access catalog.Access, namespace, name, version, path string) (rc io.ReadCloser, size int64, err error)
 	DeletePackage(ctx context.Context, namespace, name string) (deleted []string, err error) // versions deleted
 	Changes(ctx context.Context, since int64, limit int) (*apiv1.Changes, error)
 	Unindexed(ctx context.Context, access catalog.Access, limit, offset int) ([]apiv1.Artifact, error)

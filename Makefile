@@ -60,14 +60,14 @@ postgres:
 		$$sudo apt-get update -q && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -q --no-install-recommends postgresql; \
 	else echo "postgres: initdb not found and no apt-get; install PostgreSQL's server programs" >&2; exit 1; fi
 
-## chromium: install Debian's chromium package when /usr/bin/chromium is missing; internal/browsertest
-## drives it headless for the Web UI's browser tests
+## chromium: install Debian's chromium package (and a font, which it does not depend on) when /usr/bin/chromium
+## is missing; internal/browsertest drives it headless for the Web UI's browser tests
 chromium:
 	@if [ -x /usr/bin/chromium ]; then :; \
 	elif command -v apt-get >/dev/null; then \
 		echo "chromium: installing the OS package chromium"; \
 		sudo=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-		$$sudo apt-get update -q && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -q --no-install-recommends chromium; \
+		$$sudo apt-get update -q && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -q --no-install-recommends chromium fonts-dejavu-core; \
 	else echo "chromium: /usr/bin/chromium not found and no apt-get; install Chromium" >&2; exit 1; fi
 
 ## test: vet, then every test (unit and end-to-end with the real oras, helm, cosign, crane and opm CLIs,

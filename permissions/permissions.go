@@ -141,7 +141,7 @@ func judge(scope string, rule pkgformat.PolicyRule) []Finding {
 	case anyVerb && anyResource && (anyGroup || len(rule.APIGroups) == 0 && len(rule.Resources) > 0):
 		return []Finding{{Rating: Critical, Text: "may do anything to any resource " + where}} // says it all
 	case anyVerb:
-		out = append(out, Finding{Rating: High, Text: "wildcard verb: may do anything to " + list(rule.Resources) + " " + where})
+		out = append(out, Finding{Rating: High, Text: "wildcard verb: may do anything to " + resources(rule.Resources) + ofGroups(rule) + " " + where})
 	case anyResource || anyGroup:
 		out = append(out, Finding{Rating: High, Text: "wildcard resource: may " + list(rule.Verbs) + " any resource of " + groups(rule.APIGroups) + " " + where})
 	}
@@ -172,11 +172,11 @@ func judge(scope string, rule pkgformat.PolicyRule) []Finding {
 	switch {
 	case anyVerb: // said above
 	case scope == Cluster && writes:
-		general = Finding{Rating: High, Text: "may " + list(rule.Verbs) + " " + list(rule.Resources) + " across the cluster"}
+		general = Finding{Rating: High, Text: "may " + list(rule.Verbs) + " " + resources(rule.Resources) + " across the cluster"}
 	case writes:
-		general = Finding{Rating: Medium, Text: "may " + list(rule.Verbs) + " " + list(rule.Resources) + " in its namespace"}
+		general = Finding{Rating: Medium, Text: "may " + list(rule.Verbs) + " " + resources(rule.Resources) + " in its namespace"}
 	case scope == Cluster && len(rule.NonResourceURLs) == 0 && hasAny(rule.Verbs, readVerbs):
-		general = Finding{Rating: Medium, Text: "may read " + list(rule.Resources) + " across the cluster"}
+		general = Finding{Rating: Medium, Text: "may read " + resources(rule.Resources) + " across the cluster"}
 	}
 	if general.Text != "" && !slices.ContainsFunc(out, func(f Finding) bool { return f.Rating >= general.Rating }) {
 		out = append(out, general)
@@ -187,18 +187,18 @@ func judge(scope string, rule pkgformat.PolicyRule) []Finding {
 // describe says what rule grants, in plain language.
 func describe(scope string, rule pkgformat.PolicyRule) string {
 	var b strings.Builder
-	if len(rule.Verbs) == 0 {
+	switch {
+	case len(rule.Verbs) == 0:
 		b.WriteString("no verb (grants nothing) on")
-	} else {
+	case has(rule.Verbs, "*"):
+		b.WriteString("anything on")
+	default:
 		b.WriteString(list(rule.Verbs))
 	}
 	if len(rule.NonResourceURLs) > 0 {
 		b.WriteString(" the URLs " + list(rule.NonResourceURLs))
 	} else {
-		b.WriteString(" " + list(rule.Resources))
-		if len(rule.APIGroups) > 0 && !(len(rule.APIGroups) == 1 && rule.APIGroups[0] == "") {
-			b.WriteString(" of " + groups(rule.APIGroups))
-		}
+		b.WriteString(" " + resources(rule.Resources) + ofGroups(rule))
 		if len(rule.ResourceNames) > 0 {
 			b.WriteString(" named " + list(rule.ResourceNames))
 		}
@@ -231,6 +231,24 @@ func list(items []string) string {
 		s += fmt.Sprintf(" and %d more", len(items)-maxListed)
 	}
 	return s
+}
+
+// resources prints resources: "every resource" when one is "*", which
+// covers the others.
+func resources(items []string) string {
+	if has(items, "*") {
+		return "every resource"
+	}
+	return list(items)
+}
+
+// ofGroups says which API groups a rule's resources are of, "" for the
+// core group alone.
+func ofGroups(rule pkgformat.PolicyRule) string {
+	if len(rule.APIGroups) == 0 || len(rule.APIGroups) == 1 && rule.APIGroups[0] == "" {
+		return ""
+	}
+	return " of " + groups(rule.APIGroups)
 }
 
 // groups prints API groups, "" as "the core group".

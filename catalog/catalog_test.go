@@ -11,6 +11,7 @@ import (
 	"io"
 	"math/rand"
 	"net/http"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -636,6 +637,27 @@ func TestGraphMarksEdgesThatWidenPermissions(t *testing.T) {
 	}
 	if widening == 0 || not == 0 {
 		t.Errorf("%d edges widen, %d do not: the fixture has both", widening, not)
+	}
+	// Overview is Package and Graph in one read.
+	for _, channel := range []string{"", p.Channels[0].Name} {
+		op, og, err := e.cat.Overview(e.ctx, all, "olm", "aqua", channel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := channel
+		if want == "" {
+			want = p.DefaultChannel
+		}
+		g, err := e.cat.Graph(e.ctx, all, "olm", "aqua", want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(op, p) || !reflect.DeepEqual(og, g) {
+			t.Errorf("Overview(%q) = %+v, %+v\nwant %+v, %+v", channel, op, og, p, g)
+		}
+	}
+	if _, _, err := e.cat.Overview(e.ctx, all, "olm", "aqua", "nope"); !errors.Is(err, catalog.ErrNotFound) {
+		t.Errorf("Overview of a missing channel: %v", err)
 	}
 	if _, err := e.cat.Permissions(e.ctx, all, "olm", "aqua", "5.3.0", "9.9.9"); !errors.Is(err, catalog.ErrNotFound) {
 		t.Errorf("from a missing version: %v, want ErrNotFound", err)

@@ -79,8 +79,45 @@ func (c *Catalog) Package(ctx context.Context, access Access, ns, name string) (
 	if err != nil {
 		return nil, err
 	}
+	out, _, err := p.describe(ns, name)
+	return out, err
+}
+
+// Overview describes a package as Package does and returns the upgrade
+// graph of one of its channels, as Graph does, reading the package once:
+// the default channel when channel is empty, or the first when there is no
+// default; no graph when the package has no channel.
+func (c *Catalog) Overview(ctx context.Context, access Access, ns, name, channel string) (*apiv1.Package, *apiv1.Graph, error) {
+	p, err := c.load(ctx, access, ns, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	out, g, err := p.describe(ns, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if channel == "" {
+		channel = out.DefaultChannel
+	}
+	if channel == "" && len(out.Channels) > 0 {
+		channel = out.Channels[0].Name
+	}
+	if channel == "" {
+		return out, nil, nil
+	}
+	cg, err := g.Channel(channel)
+	if err != nil {
+		return nil, nil, graphError(ns, name, err)
+	}
+	cg.Namespace, cg.Name = ns, name
+	p.judgePermissions(&cg)
+	return out, &cg, nil
+}
+
+// describe is the Package document of p, and its upgrade graph.
+func (p *pkg) describe(ns, name string) (*apiv1.Package, *graph.Graph, error) {
 	if len(p.versions) == 0 {
-		return nil, errorf(ErrNotFound, "package %s/%s has no readable version: %s", ns, name, describeUnindexed(p.unindexed))
+		return nil, nil, errorf(ErrNotFound, "package %s/%s has no readable version: %s", ns, name, describeUnindexed(p.unindexed))
 	}
 	out := &apiv1.Package{Namespace: ns, Name: name, Versions: []apiv1.VersionSummary{}, Channels: []apiv1.Channel{}}
 	for _, e := range p.unindexed {
@@ -105,7 +142,7 @@ func (c *Catalog) Package(ctx context.Context, access Access, ns, name string) (
 			Indexed: e.Indexed, Channels: inChannels[e.Tag], Verified: e.Verified,
 		})
 	}
-	return out, nil
+	return out, g, nil
 }
 
 // Version describes one version in full.

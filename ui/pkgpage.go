@@ -1,11 +1,9 @@
 package ui
 
 import (
-	"fmt"
 	"net/http"
 	"net/url"
 
-	"github.com/berth-registry/berth/catalog"
 	"github.com/berth-registry/berth/catalog/apiv1"
 	"github.com/berth-registry/berth/catalog/httpapi"
 )
@@ -47,7 +45,7 @@ func (h *handler) packagePage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	pkg, err := h.cat.Package(r.Context(), access, ns, name)
+	pkg, g, err := h.cat.Overview(r.Context(), access, ns, name, channel)
 	if err != nil {
 		return err
 	}
@@ -56,27 +54,13 @@ func (h *handler) packagePage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	p := packagePage{Package: pkg, Latest: latest, Readme: renderReadme(latest.Metadata.Readme)}
-	if channel == "" {
-		channel = pkg.DefaultChannel
+	if g != nil {
+		channel = g.Channel
+		p.Channel, p.Graph = channel, layoutGraph(g)
 	}
-	if channel == "" && len(pkg.Channels) > 0 {
-		channel = pkg.Channels[0].Name
-	}
-	found := false
 	for _, c := range pkg.Channels {
 		u := packageURL(ns, name) + "?channel=" + url.QueryEscape(c.Name)
 		p.Channels = append(p.Channels, channelLink{Channel: c, URL: u, Selected: c.Name == channel})
-		found = found || c.Name == channel
-	}
-	if channel != "" && !found {
-		return fmt.Errorf("package %s/%s has no channel %q: %w", ns, name, channel, catalog.ErrNotFound)
-	}
-	if channel != "" {
-		g, err := h.cat.Graph(r.Context(), access, ns, name, channel)
-		if err != nil {
-			return err
-		}
-		p.Channel, p.Graph = channel, layoutGraph(g)
 	}
 	p.Install = h.install(r, latest, channel)
 	h.render(w, r, http.StatusOK, "package", p)

@@ -28,13 +28,18 @@ import (
 
 	"github.com/berth-registry/berth/auth"
 	"github.com/berth-registry/berth/catalog"
+	"github.com/berth-registry/berth/catalog/apiv1"
 	"github.com/berth-registry/berth/catalog/httpapi"
 	"github.com/berth-registry/berth/signing"
 )
 
 // Catalog is what the pages read, from the catalog service in process: what
-// the API reads. ErrNotFound is the 404 page.
-type Catalog = httpapi.Reader
+// the API reads, and a package with one channel's graph in one read.
+// ErrNotFound is the 404 page.
+type Catalog interface {
+	httpapi.Reader
+	Overview(ctx context.Context, access catalog.Access, namespace, name, channel string) (*apiv1.Package, *apiv1.Graph, error)
+}
 
 var _ Catalog = (*catalog.Catalog)(nil)
 

@@ -196,7 +196,7 @@ func testUIFlow(u *uiTab, s *authServer, live bool) {
 
 // testUIAccessibility runs axe-core on every page type in light and dark
 // colors and at a phone's width, and fails on a serious or critical
-// violation. With BERTH_UI_SCREENSHOTS=1 it saves the pages to docs/ui/.
+// violation, or on a page wider than the phone. With BERTH_UI_SCREENSHOTS=1 it saves the pages to docs/ui/.
 func testUIAccessibility(t *testing.T, b *browsertest.Browser, s *authServer) {
 	// The pages after the sign-in page, seen by alice: each opened by its
 	// path with the status it must answer, or followed from the page before.
@@ -237,6 +237,13 @@ func testUIAccessibility(t *testing.T, b *browsertest.Browser, s *authServer) {
 						t.Errorf("%s (%s): %s", name, u.location(), v)
 					} else {
 						t.Logf("%s (%s): %s", name, u.location(), v)
+					}
+				}
+				// At a phone's width the page itself never scrolls sideways:
+				// wide tables, code and graphs scroll in boxes of their own.
+				if view.opts.Phone {
+					if w := evaluate[int](u, `document.documentElement.scrollWidth - window.innerWidth`); w > 0 {
+						t.Errorf("%s (%s): the page is %d px wider than the phone's screen", name, u.location(), w)
 					}
 				}
 				if shots && view.saved[name] {

@@ -107,6 +107,9 @@ var inlineStyleOrScript = regexp.MustCompile(`(?i)<script(?:\s[^>]*)?>[^<]|<scri
 
 // checkPage checks what every page of the UI must have: its headers, and no
 // inline script or style.
+// serverTiming is the form of the pages' Server-Timing header.
+var serverTiming = regexp.MustCompile(`^page;dur=[0-9]+\.[0-9]{3}$`)
+
 func checkPage(t *testing.T, path string, resp *http.Response, body string) {
 	t.Helper()
 	for k, want := range map[string]string{
@@ -118,6 +121,9 @@ func checkPage(t *testing.T, path string, resp *http.Response, body string) {
 		if got := resp.Header.Get(k); got != want {
 			t.Errorf("%s: %s %q, want %q", path, k, got, want)
 		}
+	}
+	if !serverTiming.MatchString(resp.Header.Get("Server-Timing")) {
+		t.Errorf("%s: Server-Timing %q, want page;dur=MILLISECONDS", path, resp.Header.Get("Server-Timing"))
 	}
 	if !strings.Contains(ui.ContentSecurityPolicy, "default-src 'none'") || strings.Contains(ui.ContentSecurityPolicy, "unsafe") {
 		t.Errorf("CSP %q is not strict", ui.ContentSecurityPolicy)

@@ -3,6 +3,7 @@ package ui
 import (
 	"bytes"
 	"embed"
+	"fmt"
 	"html/template"
 	"net/http"
 	"net/url"
@@ -79,6 +80,11 @@ func (h *handler) render(w http.ResponseWriter, r *http.Request, status int, nam
 	hdr.Set("Content-Type", "text/html; charset=utf-8")
 	hdr.Set("Content-Length", strconv.Itoa(buf.Len()))
 	hdr.Set("Cache-Control", "no-store")
+	if start, ok := r.Context().Value(startKey{}).(time.Time); ok {
+		// What the page cost the server, from its handler's start to its
+		// rendering: browsers' developer tools and the benchmark read it.
+		hdr.Set("Server-Timing", fmt.Sprintf("page;dur=%.3f", float64(time.Since(start).Microseconds())/1000))
+	}
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())
 }

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -151,6 +152,7 @@ type pageFunc func(w http.ResponseWriter, r *http.Request) error
 // with the status that the error's sentinel maps to.
 func (h *handler) page(f pageFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		r = r.WithContext(context.WithValue(r.Context(), startKey{}, time.Now()))
 		err := f(w, r)
 		if err == nil || r.Context().Err() != nil {
 			return
@@ -171,6 +173,10 @@ func (h *handler) page(f pageFunc) http.HandlerFunc {
 		h.render(w, r, status, "error", errorPage{Status: status, Title: http.StatusText(status), Message: message})
 	}
 }
+
+// startKey keys the time a page's handler started in its request's
+// context, for its Server-Timing header.
+type startKey struct{}
 
 // errorPage is the data of the error page.
 type errorPage struct {

@@ -1,17 +1,13 @@
 package ui
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"path"
 	"slices"
 	"strings"
-
-	"go.yaml.in/yaml/v3"
 
 	"github.com/berth-registry/berth/catalog"
 	"github.com/berth-registry/berth/catalog/apiv1"
@@ -181,9 +177,10 @@ func (h *handler) verdicts(v *apiv1.Version) []verdict {
 	return out
 }
 
-// almExamples reads the alm-examples annotation of an OLM version's CSV:
-// the examples by group/Kind, each indented JSON. Anything unreadable gives
-// no examples; the page is shown without them.
+// almExamples reads the alm-examples annotation of an OLM version's CSV,
+// parsed as the indexer parses it (pkgformat.CSVExamples, under the default
+// limits' YAML budget): the examples by group/Kind, each indented JSON.
+// Anything unreadable gives no examples; the page is shown without them.
 func (h *handler) almExamples(ctx context.Context, access catalog.Access, v *apiv1.Version) map[string][]string {
 	if v.Format != pkgformat.OLM {
 		return nil
@@ -204,33 +201,9 @@ func (h *handler) almExamples(ctx context.Context, access catalog.Access, v *api
 	if err != nil {
 		return nil
 	}
-	var csv struct {
-		Metadata struct {
-			Annotations map[string]string `yaml:"annotations"`
-		} `yaml:"metadata"`
-	}
-	if yaml.Unmarshal(data, &csv) != nil {
+	examples, err := pkgformat.CSVExamples(ctx, v.Files[i].Path, data, pkgformat.Limits{})
+	if err != nil {
 		return nil
 	}
-	var raw []json.RawMessage
-	if json.Unmarshal([]byte(csv.Metadata.Annotations["alm-examples"]), &raw) != nil {
-		return nil
-	}
-	out := make(map[string][]string)
-	for _, ex := range raw {
-		var head struct {
-			APIVersion string `json:"apiVersion"`
-			Kind       string `json:"kind"`
-		}
-		var buf bytes.Buffer
-		if json.Unmarshal(ex, &head) != nil || json.Indent(&buf, ex, "", "  ") != nil {
-			continue
-		}
-		group, _, _ := strings.Cut(head.APIVersion, "/")
-		if !strings.Contains(head.APIVersion, "/") {
-			group = ""
-		}
-		out[group+"/"+head.Kind] = append(out[group+"/"+head.Kind], buf.String())
-	}
-	return out
+	return examples
 }

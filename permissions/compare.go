@@ -65,10 +65,7 @@ func (c *Comparer) set(k string, p *pkgformat.Permissions) *grantSet {
 		s.tooBroad = true
 	} else {
 		c.budget -= len(gs)
-		s.grants, s.have = gs, make(map[Grant]bool, len(gs))
-		for _, g := range gs {
-			s.have[g] = true
-		}
+		s.grants, s.have = gs, index(gs)
 	}
 	c.sets[k] = s
 	return s

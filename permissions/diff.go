@@ -81,10 +81,7 @@ func Diff(from, to *pkgformat.Permissions) (*Change, error) {
 // under each of these 64 forms, so the work grows with the grants, not
 // with their product.
 func uncovered(gs, by []Grant) []Grant {
-	have := make(map[Grant]bool, len(by))
-	for _, b := range by {
-		have[b] = true
-	}
+	have := index(by)
 	out := []Grant{}
 	for _, g := range gs {
 		if !covered(g, have) {
@@ -93,6 +90,15 @@ func uncovered(gs, by []Grant) []Grant {
 	}
 	slices.SortFunc(out, func(a, b Grant) int { return strings.Compare(a.String(), b.String()) })
 	return slices.Compact(out)
+}
+
+// index is the set of gs, for covered.
+func index(gs []Grant) map[Grant]bool {
+	have := make(map[Grant]bool, len(gs))
+	for _, g := range gs {
+		have[g] = true
+	}
+	return have
 }
 
 // covered reports whether some grant in have covers g.

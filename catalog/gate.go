@@ -39,7 +39,7 @@ func (c *Catalog) AdmitPermissions(ctx context.Context, repo, tag, mediaType str
 		return nil
 	}
 	e := &Entry{Namespace: ns, Name: name, Tag: tag, Indexed: time.Now().UTC()}
-	e, err := c.ix.readManifest(ctx, e, repo, mediaType, payload)
+	e, err := c.ix.readManifest(ctx, e, repo, mediaType, payload, false) // its bundle image is built when it is indexed
 	if err != nil {
 		return fmt.Errorf("%s:%s: cannot read the package to review its permissions: %w", repo, tag, err)
 	}

@@ -50,12 +50,13 @@ func (ix *indexer) read(ctx context.Context, repo, tag, dgst string) (*Entry, er
 		}
 		return e.ignore(fmt.Sprintf("unreadable manifest: %v", err)), nil
 	}
-	return ix.readManifest(ctx, e, repo, mediaType, payload)
+	return ix.readManifest(ctx, e, repo, mediaType, payload, true)
 }
 
 // readManifest reads into e the package a manifest, read or being pushed,
-// describes; its errors are read's.
-func (ix *indexer) readManifest(ctx context.Context, e *Entry, repo, mediaType string, payload []byte) (*Entry, error) {
+// describes, with an OLM version's bundle image when withBundle is set; its
+// errors are read's.
+func (ix *indexer) readManifest(ctx context.Context, e *Entry, repo, mediaType string, payload []byte, withBundle bool) (*Entry, error) {
 	dgst := e.Digest
 	class := pkgformat.ClassifyManifest(mediaType, payload)
 	if !class.IsPackage() {
@@ -63,7 +64,7 @@ func (ix *indexer) readManifest(ctx context.Context, e *Entry, repo, mediaType s
 	}
 	pkgCtx, cancel := context.WithTimeout(ctx, ix.timeout)
 	subject := ocispec.Descriptor{MediaType: mediaType, Digest: digest.Digest(dgst), Size: int64(len(payload))}
-	err := ix.readPackage(pkgCtx, e, repo, class.Content, subject)
+	err := ix.readPackage(pkgCtx, e, repo, class.Content, subject, withBundle)
 	cancel()
 	if err != nil {
 		if errors.Is(err, ErrUnavailable) || ctx.Err() != nil {
@@ -99,11 +100,12 @@ func repositoryProblem(repo string) string {
 // readPackage reads the content of a package into e. Its metadata is derived
 // from the content alone, as pkgformat reads a package directory: whatever the
 // config blob claims is not read (docs/package-format.md, "What the catalog
-// trusts"). An OLM version also gets its bundle image (olm.BuildBundle), whose
-// subject is the version's manifest; one that cannot have one is still a
-// version, without it (e.bundleErr says why). Its errors describe what is
-// wrong with the package; errors of the registry wrap ErrUnavailable.
-func (ix *indexer) readPackage(ctx context.Context, e *Entry, repo string, layer, subject ocispec.Descriptor) error {
+// trusts"). With withBundle, an OLM version also gets its bundle image
+// (olm.BuildBundle), whose subject is the version's manifest; one that cannot
+// have one is still a version, without it (e.bundleErr says why). Its errors
+// describe what is wrong with the package; errors of the registry wrap
+// ErrUnavailable.
+func (ix *indexer) readPackage(ctx context.Context, e *Entry, repo string, layer, subject ocispec.Descriptor, withBundle bool) error {
 	content, err := ix.blob(ctx, repo, layer, ix.limits.MaxArchiveSize, "content layer")
 	if err != nil {
 		return err
@@ -128,7 +130,7 @@ func (ix *indexer) readPackage(ctx context.Context, e *Entry, repo string, layer
 	e.Metadata = &p.Metadata
 	e.Files = located
 	e.Content = apiv1.Content{Digest: layer.Digest.String(), Size: layer.Size, MediaType: layer.MediaType}
-	if p.Metadata.Format == pkgformat.OLM {
+	if withBundle && p.Metadata.Format == pkgformat.OLM {
 		if e.bundle, e.bundleErr = olm.BuildBundle(p, layer, content, subject); e.bundleErr == nil {
 			e.OLM = e.bundle.Record
 		}

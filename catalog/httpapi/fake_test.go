@@ -201,18 +201,45 @@ func (f *fakeCatalog) DeletePackage(_ context.Context, ns, name string) ([]strin
 	return []string{"2.5.1_1.3.2", "2.5.1_1.3.1"}, nil
 }
 
-func (f *fakeCatalog) Changes(_ context.Context, since int64, limit int) (*apiv1.Changes, error) {
-	if err := f.record(fmt.Sprintf("Changes(%d,%d)", since, limit), nil); err != nil {
+// Changes numbers the changes access allows 1, 2, 3, ... as
+// catalog.Catalog.Changes does.
+func (f *fakeCatalog) Changes(_ context.Context, access catalog.Access, since int64, limit int) (*apiv1.Changes, error) {
+	if err := f.record(fmt.Sprintf("Changes(%d,%d)", since, limit), &access); err != nil {
 		return nil, err
 	}
 	c := &apiv1.Changes{Next: since}
+	var n int64
 	for _, ch := range f.changes {
-		if ch.Seq > since && len(c.Changes) < limit {
+		if !access.Allows(ch.Namespace, ch.Name) {
+			continue
+		}
+		if n++; n > since && len(c.Changes) < limit {
+			ch.Seq = n
 			c.Changes = append(c.Changes, ch)
-			c.Next = ch.Seq
+			c.Next = n
 		}
 	}
 	return c, nil
+}
+
+// FeedHead is the catalog's seq for an access to everything, else the
+// number of changes access allows.
+func (f *fakeCatalog) FeedHead(_ context.Context, access catalog.Access) (int64, error) {
+	if err := f.record("FeedHead", &access); err != nil {
+		return 0, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if access.All {
+		return f.seq, nil
+	}
+	var n int64
+	for _, ch := range f.changes {
+		if access.Allows(ch.Namespace, ch.Name) {
+			n++
+		}
+	}
+	return n, nil
 }
 
 func (f *fakeCatalog) Unindexed(_ context.Context, access catalog.Access, limit, offset int) ([]apiv1.Artifact, error) {

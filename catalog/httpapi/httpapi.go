@@ -47,7 +47,11 @@ type Catalog interface {
 	// (fingerprint) by the caller named by.
 	Approve(ctx context.Context, namespace, name, version, fingerprint, by string) (*apiv1.Approval, error)
 	DeletePackage(ctx context.Context, namespace, name string) (deleted []string, err error) // versions deleted
-	Changes(ctx context.Context, since int64, limit int) (*apiv1.Changes, error)
+	// Changes returns the change feed of what access allows, numbered
+	// among the changes access allows (catalog.Catalog.Changes).
+	Changes(ctx context.Context, access catalog.Access, since int64, limit int) (*apiv1.Changes, error)
+	// FeedHead is the number of the last change of access's feed.
+	FeedHead(ctx context.Context, access catalog.Access) (int64, error)
 	Unindexed(ctx context.Context, access catalog.Access, limit, offset int) ([]apiv1.Artifact, error)
 	Status(ctx context.Context) (*apiv1.Status, error)
 	// Walk streams every indexed entry the access allows, ordered by namespace then name (versions in no order).

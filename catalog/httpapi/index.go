@@ -104,8 +104,9 @@ import (
 //
 // An index is written while the catalog is walked, holding one package's
 // versions at a time. It carries no generated time, so that its bytes depend
-// only on the catalog's state; its strong ETag is derived from the catalog's
-// last change sequence number, the path, the download base URL and the
+// only on the catalog's state; its strong ETag is derived from the head of
+// the caller's change feed (catalog.Catalog.FeedHead, which moves only with
+// changes the caller may see), the path, the download base URL and the
 // caller's access (its Key; an access without one gets no ETag).
 
 // indexBufferSize is how much of the index is written at once.
@@ -196,13 +197,13 @@ func (h *handler) serveIndex(w http.ResponseWriter, r *http.Request, d dialect) 
 		return err
 	}
 	ctx := r.Context()
-	st, err := h.cat.Status(ctx)
+	head, err := h.cat.FeedHead(ctx, access)
 	if err != nil {
 		return err
 	}
 	base := h.downloadBase(r)
 	w.Header().Set("Cache-Control", "no-cache")
-	if etag := indexETag(st.Seq, r.URL.Path, base, access); etag != "" {
+	if etag := indexETag(head, r.URL.Path, base, access); etag != "" {
 		w.Header().Set("ETag", etag)
 		if etagMatches(r.Header.Values("If-None-Match"), etag) {
 			w.WriteHeader(http.StatusNotModified)
@@ -298,9 +299,9 @@ func validHost(h string) bool {
 	return true
 }
 
-// indexETag is the strong entity tag of an index: the same catalog state,
-// path, download base and access always render the same bytes. An access
-// with no Key has none ("").
+// indexETag is the strong entity tag of an index: the same feed head of the
+// caller, path, download base and access always render the same bytes. An
+// access with no Key has none ("").
 func indexETag(seq int64, path, base string, access catalog.Access) string {
 	who := "*"
 	if !access.All {

@@ -132,7 +132,7 @@ func TestIndex(t *testing.T) {
 	if res.status != 200 || res.header.Get("Content-Type") != "application/yaml" || res.header.Get("Cache-Control") != "no-cache" {
 		t.Fatalf("status %d, headers %v", res.status, res.header)
 	}
-	if got, want := f.called(), []string{"Status", "Walk", "Walk"}; !slices.Equal(got, want) {
+	if got, want := f.called(), []string{"FeedHead", "Walk", "Walk"}; !slices.Equal(got, want) {
 		t.Errorf("catalog calls %v, want %v: nothing that loads the catalog at once", got, want)
 	}
 	idx := parseIndex(t, res.body)
@@ -210,7 +210,7 @@ func TestIndex(t *testing.T) {
 func TestNamespaceIndex(t *testing.T) {
 	f := indexFake()
 	res := serve(t, newHandler(f, nil, nil), "GET", "/kudo/index.yaml", nil)
-	if got, want := f.called(), []string{"Status", "Walk"}; !slices.Equal(got, want) {
+	if got, want := f.called(), []string{"FeedHead", "Walk"}; !slices.Equal(got, want) {
 		t.Errorf("catalog calls %v, want %v", got, want)
 	}
 	idx := parseIndex(t, res.body)
@@ -273,8 +273,8 @@ func TestIndexETag(t *testing.T) {
 		if res.status != http.StatusNotModified || len(res.body) != 0 || res.header.Get("ETag") != etag {
 			t.Errorf("If-None-Match %s: status %d, %d bytes, ETag %q", inm, res.status, len(res.body), res.header.Get("ETag"))
 		}
-		if got := f.called(); !slices.Equal(got, []string{"Status"}) {
-			t.Errorf("If-None-Match %s: calls %v, want only Status", inm, got)
+		if got := f.called(); !slices.Equal(got, []string{"FeedHead"}) {
+			t.Errorf("If-None-Match %s: calls %v, want only FeedHead", inm, got)
 		}
 	}
 	if res := serve(t, h, "GET", "/index.yaml", nil, "If-None-Match", `"idx-6-0000"`); res.status != 200 {

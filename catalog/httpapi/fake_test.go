@@ -344,7 +344,8 @@ func (r *response) apiError(t *testing.T) apiv1.Error {
 }
 
 // serve sends a request to h and checks the exchange against the OpenAPI
-// document. header holds name, value pairs.
+// document. header holds name, value pairs; the names Host and RemoteAddr
+// set the request's fields of those names.
 func serve(t *testing.T, h http.Handler, method, target string, body []byte, header ...string) *response {
 	t.Helper()
 	var rd io.Reader
@@ -356,7 +357,14 @@ func serve(t *testing.T, h http.Handler, method, target string, body []byte, hea
 		t.Fatal(err)
 	}
 	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Add(header[i], header[i+1])
+		switch header[i] {
+		case "Host":
+			req.Host = header[i+1]
+		case "RemoteAddr":
+			req.RemoteAddr = header[i+1]
+		default:
+			req.Header.Add(header[i], header[i+1])
+		}
 	}
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)

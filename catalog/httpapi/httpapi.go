@@ -71,9 +71,8 @@ type Options struct {
 	Logger *slog.Logger
 	// RegistryURL is the base URL (scheme://host[:port]) of the registry that
 	// serves /v2/, used for the download links of the indexes. Empty means the
-	// scheme and host the request came to, as X-Forwarded-Proto and
-	// X-Forwarded-Host tell them when present. Set it when the server is
-	// reachable through proxies that do not set those headers faithfully.
+	// external base URL of each request (forwarded.BaseURL): the scheme and
+	// host it came to, as a trusted proxy's forwarding headers tell them.
 	RegistryURL string
 	// Events mounts POST /events, the receiver of distribution's
 	// notification webhook (split mode).
@@ -116,7 +115,7 @@ func New(opts Options) http.Handler {
 		cat:         opts.Catalog,
 		auth:        opts.Authorizer,
 		log:         opts.Logger,
-		registryURL: trimSlash(opts.RegistryURL),
+		registryURL: opts.RegistryURL,
 		inv:         opts.Inventory,
 		olm:         opts.OLM,
 	}
@@ -181,11 +180,4 @@ func (h *handler) openAPI(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Content-Type", mediaTypeYAML)
 	_, err := w.Write(openAPIDocument)
 	return err
-}
-
-func trimSlash(s string) string {
-	for len(s) > 0 && s[len(s)-1] == '/' {
-		s = s[:len(s)-1]
-	}
-	return s
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/berth-registry/berth/catalog"
+	"github.com/berth-registry/berth/internal/forwarded"
 	"github.com/berth-registry/berth/pkgformat"
 )
 
@@ -251,52 +252,10 @@ func (h *handler) sharedNames(ctx context.Context, access catalog.Access, d dial
 	return shared, err
 }
 
-// downloadBase is the base URL of the download links.
+// downloadBase is the base URL of the download links: the registry URL
+// when set, else the external base URL of r (forwarded.BaseURL).
 func (h *handler) downloadBase(r *http.Request) string {
-	return DownloadBase(r, h.registryURL)
-}
-
-// DownloadBase is the base URL (scheme://host[:port]) of the registry as the
-// client of r reaches it: registryURL when set (without a trailing '/'), else
-// the scheme and host r came to, as X-Forwarded-Proto and X-Forwarded-Host
-// tell them when present.
-func DownloadBase(r *http.Request, registryURL string) string {
-	if registryURL != "" {
-		return trimSlash(registryURL)
-	}
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	if p := firstValue(r.Header.Get("X-Forwarded-Proto")); p == "http" || p == "https" {
-		scheme = p
-	}
-	host := r.Host
-	if fh := firstValue(r.Header.Get("X-Forwarded-Host")); validHost(fh) {
-		host = fh
-	}
-	return scheme + "://" + host
-}
-
-// firstValue is the first of a comma-separated header value, as proxies
-// append theirs.
-func firstValue(v string) string {
-	v, _, _ = strings.Cut(v, ",")
-	return strings.ToLower(strings.TrimSpace(v))
-}
-
-// validHost accepts host[:port] made of the characters of host names and
-// IP literals.
-func validHost(h string) bool {
-	if h == "" || len(h) > 255 {
-		return false
-	}
-	for _, c := range h {
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || strings.ContainsRune(".-:[]", c)) {
-			return false
-		}
-	}
-	return true
+	return forwarded.BaseURL(r, h.registryURL)
 }
 
 // indexETag is the strong entity tag of an index: the same feed head of the

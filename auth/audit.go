@@ -4,11 +4,12 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/berth-registry/berth/internal/forwarded"
 )
 
 // Audit event results.
@@ -94,10 +95,8 @@ func (a *Auditor) Record(r *http.Request, e Event) {
 	a.log.LogAttrs(ctx, slog.LevelInfo, "audit", append(attrs, slog.Time("at", time.Now().UTC()))...)
 }
 
-// ClientIP is the address the request came from, without its port.
+// ClientIP is the address of the client that sent the request, without its
+// port: its peer's, or the one a trusted proxy forwarded (forwarded.Of).
 func ClientIP(r *http.Request) string {
-	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
-		return host
-	}
-	return r.RemoteAddr
+	return forwarded.Of(r).Client
 }

@@ -440,6 +440,44 @@ func TestLoginRateLimit(t *testing.T) {
 	}
 }
 
+// TestLoginRateLimitBehindProxy: behind a trusted proxy every request comes
+// from the proxy's address, and the limiter keys on the client address the
+// proxy forwards, so wrong passwords from one client lock out that client
+// only; a client that forges X-Forwarded-For neither escapes its own
+// lockout nor locks out the address it names.
+func TestLoginRateLimitBehindProxy(t *testing.T) {
+	f := newFixture(t)
+	login := func(peer, forwardedFor, password string) error {
+		r := basicRequest("alice", password)
+		r.Header.Set("X-Forwarded-For", forwardedFor)
+		_, err := f.Authenticate(throughProxy(t, "10.0.0.0/8", peer, r))
+		return err
+	}
+	const proxy, attacker = "10.0.0.1:1234", "192.0.2.66:1234"
+	for _, peer := range []string{proxy, attacker} {
+		for range 5 {
+			if err := login(peer, "198.51.100.5", "nope"); !errors.Is(err, ErrBadCredentials) {
+				t.Fatalf("wrong password from %s: %v", peer, err)
+			}
+		}
+	}
+	var rl *RateLimitedError
+	for _, tc := range []struct {
+		what, peer, forwardedFor string
+		limited                  bool
+	}{
+		{"the client that failed, through the proxy", proxy, "198.51.100.5", true},
+		{"another client through the same proxy", proxy, "198.51.100.6", false},
+		{"the attacker, forging another address", attacker, "198.51.100.7", true},
+		{"the attacker, forging the proxy's", attacker, "10.0.0.1", true},
+	} {
+		err := login(tc.peer, tc.forwardedFor, "alice-pw")
+		if limited := errors.As(err, &rl); limited != tc.limited || !limited && err != nil {
+			t.Errorf("%s: %v, want rate-limited %v", tc.what, err, tc.limited)
+		}
+	}
+}
+
 func TestLoginLimiterIsBounded(t *testing.T) {
 	l := newLoginLimiter(1, time.Minute)
 	l.size = 3

@@ -108,6 +108,13 @@ func entry(ns, name, tag string, status string) *catalog.Entry {
 // for the packages without, under testPolicy, behind auth.API.
 func catalogAPI(t *testing.T, without ...string) http.Handler {
 	t.Helper()
+	h, _ := catalogAPIStore(t, without...)
+	return h
+}
+
+// catalogAPIStore is catalogAPI, with the store it serves.
+func catalogAPIStore(t *testing.T, without ...string) (http.Handler, *sqlite.Store) {
+	t.Helper()
 	ctx := context.Background()
 	store, err := sqlite.Open(ctx, t.TempDir()+"/catalog.db")
 	if err != nil {
@@ -135,7 +142,7 @@ func catalogAPI(t *testing.T, without ...string) http.Handler {
 	}
 	p := testPolicy(t)
 	api := httpapi.New(httpapi.Options{Catalog: cat, Authorizer: auth.CatalogAuthorizer{Policy: p}})
-	return auth.API(auth.APIOptions{Authenticator: fakeAuthenticator{}, Policy: p})(api)
+	return auth.API(auth.APIOptions{Authenticator: fakeAuthenticator{}, Policy: p})(api), store
 }
 
 type exchange struct {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/distribution/distribution/v3/registry/api/errcode"
 
+	"github.com/berth-registry/berth/internal/forwarded"
 	"github.com/berth-registry/berth/registry"
 )
 
@@ -271,17 +272,13 @@ func (g *registryGate) challenge(w http.ResponseWriter, r *http.Request, scope s
 	serveError(w, errcode.ErrorCodeUnauthorized.WithMessage(message))
 }
 
-// realm is the configured realm, or the token endpoint on the host the
-// request came to.
+// realm is the configured realm, or the token endpoint under the external
+// base URL of the request (forwarded.BaseURL).
 func (g *registryGate) realm(r *http.Request) string {
 	if g.opts.Realm != "" {
 		return g.opts.Realm
 	}
-	scheme := "http"
-	if r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https") {
-		scheme = "https"
-	}
-	return scheme + "://" + r.Host + "/auth/token"
+	return forwarded.BaseURL(r, "") + "/auth/token"
 }
 
 // serveError answers with an OCI error, as distribution does.

@@ -3,8 +3,9 @@ package auth
 import (
 	"errors"
 	"net/http"
-	"strings"
 	"time"
+
+	"github.com/berth-registry/berth/internal/forwarded"
 )
 
 // SessionCookie is the name of the cookie that carries a web UI session.
@@ -114,12 +115,8 @@ func (s *Sessions) cookie(r *http.Request, value string, exp time.Time) *http.Co
 	return c
 }
 
-// secureRequest reports whether r came over TLS, to berth or to a proxy in
-// front of it (X-Forwarded-Proto: https).
+// secureRequest reports whether r came over TLS, to berth or to a trusted
+// proxy in front of it (forwarded.Of).
 func secureRequest(r *http.Request) bool {
-	if r.TLS != nil {
-		return true
-	}
-	p, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Proto"), ",")
-	return strings.EqualFold(strings.TrimSpace(p), "https")
+	return forwarded.Of(r).Scheme == "https"
 }

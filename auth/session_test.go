@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/berth-registry/berth/catalog"
+	"github.com/berth-registry/berth/internal/forwarded"
 )
 
 // sessionLogin logs in through s as a browser posting the form would, and
@@ -62,11 +63,34 @@ func TestSessionLogin(t *testing.T) {
 	tlsReq.TLS = &tls.ConnectionState{}
 	proxied := loginRequest()
 	proxied.Header.Set("X-Forwarded-Proto", "https")
-	for _, r := range []*http.Request{tlsReq, proxied} {
-		if cookies, err := sessionLogin(s, r, "bob", "bob-pw"); err != nil || !cookies[0].Secure {
-			t.Errorf("over TLS: %v, cookie %+v not Secure", err, cookies)
+	for _, tc := range []struct {
+		what   string
+		r      *http.Request
+		secure bool
+	}{
+		{"over TLS", tlsReq, true},
+		{"through a trusted proxy over TLS", throughProxy(t, "10.0.0.0/8", "10.1.2.3:5000", proxied), true},
+		{"X-Forwarded-Proto from an untrusted peer", throughProxy(t, "10.0.0.0/8", "192.0.2.1:5000", proxied), false},
+	} {
+		if cookies, err := sessionLogin(s, tc.r, "bob", "bob-pw"); err != nil || cookies[0].Secure != tc.secure {
+			t.Errorf("%s: %v, cookie %+v, want Secure %v", tc.what, err, cookies, tc.secure)
 		}
 	}
+}
+
+// throughProxy returns a copy of r from peer as forwarded.Handler passes it
+// on when the proxies of cidr are trusted.
+func throughProxy(t *testing.T, cidr, peer string, r *http.Request) *http.Request {
+	t.Helper()
+	proxies, err := forwarded.ParseProxies([]string{cidr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = r.Clone(r.Context())
+	r.RemoteAddr = peer
+	var out *http.Request
+	proxies.Handler(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { out = r })).ServeHTTP(httptest.NewRecorder(), r)
+	return out
 }
 
 func TestSessionBadLogins(t *testing.T) {

@@ -240,7 +240,7 @@ func TestDeletesFollow(t *testing.T) {
 	if _, err := e.cat.DeletePackage(e.ctx, "olm", "etcd"); !errors.Is(err, catalog.ErrNotFound) {
 		t.Errorf("second delete: %v, want ErrNotFound", err)
 	}
-	ch, err := e.cat.Changes(e.ctx, 0, 100)
+	ch, err := e.cat.Changes(e.ctx, catalog.Access{All: true}, 0, 100)
 	if err != nil {
 		t.Fatal(err)
 	}

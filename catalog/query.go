@@ -387,20 +387,87 @@ func (c *Catalog) DeletePackage(ctx context.Context, ns, name string) ([]string,
 	return deleted, nil
 }
 
-// Changes returns the change feed after since.
-func (c *Catalog) Changes(ctx context.Context, since int64, limit int) (*apiv1.Changes, error) {
-	ch, err := c.store.Changes(ctx, since, PageSize(limit))
-	if err != nil {
-		return nil, err
+// Changes returns the change feed of what access allows, after since: the
+// changes of the packages access allows, oldest first, numbered 1, 2, 3, ...
+// in the order they happened, so that neither a number, a gap between two
+// numbers nor next tells of a change access hides. Next is the number of the
+// last change returned, or since when none is. For an access to everything
+// the numbers are the store's sequence numbers, which count every change from
+// 1 without a gap. The numbers are counted over what access allows now: a
+// caller whose grants change sees its feed numbered anew.
+func (c *Catalog) Changes(ctx context.Context, access Access, since int64, limit int) (*apiv1.Changes, error) {
+	limit = PageSize(limit)
+	out := &apiv1.Changes{Changes: []apiv1.Change{}, Next: since}
+	if access.All {
+		ch, err := c.store.Changes(ctx, since, limit)
+		if err != nil {
+			return nil, err
+		}
+		out.Changes = append(out.Changes, ch...)
+	} else {
+		err := c.visibleChanges(ctx, access, func(n int64, ch apiv1.Change) bool {
+			if n > since {
+				ch.Seq = n
+				out.Changes = append(out.Changes, ch)
+			}
+			return len(out.Changes) < limit
+		})
+		if err != nil {
+			return nil, err
+		}
 	}
-	out := &apiv1.Changes{Changes: ch, Next: since}
-	if len(ch) > 0 {
-		out.Next = ch[len(ch)-1].Seq
-	}
-	if out.Changes == nil {
-		out.Changes = []apiv1.Change{}
+	if len(out.Changes) > 0 {
+		out.Next = out.Changes[len(out.Changes)-1].Seq
 	}
 	return out, nil
+}
+
+// FeedHead is the number of the last change of access's feed (Changes), 0
+// when it has none: it moves exactly when a change access allows is made.
+func (c *Catalog) FeedHead(ctx context.Context, access Access) (int64, error) {
+	if access.All {
+		st, err := c.store.Stats(ctx)
+		return st.Seq, err
+	}
+	var head int64
+	err := c.visibleChanges(ctx, access, func(n int64, _ apiv1.Change) bool {
+		head = n
+		return true
+	})
+	return head, err
+}
+
+// visibleChanges calls fn with every change access allows, oldest first, and
+// its number among them (from 1), until fn returns false. It reads the whole
+// feed from its start, MaxLimit changes at a time.
+func (c *Catalog) visibleChanges(ctx context.Context, access Access, fn func(n int64, ch apiv1.Change) bool) error {
+	allowed := map[[2]string]bool{}
+	var n, after int64
+	for {
+		page, err := c.store.Changes(ctx, after, MaxLimit)
+		if err != nil {
+			return err
+		}
+		for _, ch := range page {
+			k := [2]string{ch.Namespace, ch.Name}
+			ok, seen := allowed[k]
+			if !seen {
+				ok = access.Allows(ch.Namespace, ch.Name)
+				allowed[k] = ok
+			}
+			if !ok {
+				continue
+			}
+			n++
+			if !fn(n, ch) {
+				return nil
+			}
+		}
+		if len(page) < MaxLimit {
+			return nil
+		}
+		after = page[len(page)-1].Seq
+	}
 }
 
 // Unindexed lists the tags that are not served as package versions.

@@ -15,6 +15,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/berth-registry/berth/internal/forwarded"
 	"github.com/berth-registry/berth/storage"
 )
 
@@ -40,6 +41,14 @@ type Config struct {
 	Auth *Auth `yaml:"auth"`
 	// GC is online garbage collection, off unless its interval is set.
 	GC GC `yaml:"gc"`
+	// TrustedProxies are the proxies (CIDRs or addresses) whose
+	// X-Forwarded-For, X-Forwarded-Proto, X-Forwarded-Host and Forwarded
+	// headers berth believes: the client's address (login rate limiter,
+	// audit and access logs) and the external URL (download links, the
+	// UI's commands, the token realm) come from them only on a request
+	// whose peer is one of these (docs/auth.md). Default: none, and those
+	// headers are ignored.
+	TrustedProxies []string `yaml:"trustedProxies"`
 }
 
 // Trust is the trust policy of the catalog, the registry and berth pull.
@@ -290,6 +299,11 @@ func (c *Config) Validate() error {
 	}
 	if c.GC.Grace < time.Minute {
 		return fmt.Errorf("gc.grace: must be at least 1m, or a push in progress could lose its blobs (got %s)", c.GC.Grace)
+	}
+	for i, p := range c.TrustedProxies {
+		if _, err := forwarded.ParseProxies([]string{p}); err != nil {
+			return fmt.Errorf("trustedProxies[%d]: %w", i, err)
+		}
 	}
 	if c.Auth != nil {
 		if err := c.Auth.Validate("auth"); err != nil {

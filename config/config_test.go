@@ -159,6 +159,10 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"negative keepLast", func(c *Config) { c.Namespaces = []Namespace{{Name: "a", KeepLast: -1}} }, "namespaces[0].keepLast: must not be negative"},
 		{"negative untaggedOlderThan", func(c *Config) { c.Namespaces = []Namespace{{Name: "a", UntaggedOlderThan: -time.Hour}} }, "namespaces[0].untaggedOlderThan: must not be negative"},
 		{"negative gc interval", func(c *Config) { c.GC.Interval = -time.Second }, "gc.interval: must not be negative"},
+		{"trusted proxy not a CIDR", func(c *Config) { c.TrustedProxies = []string{"10.0.0.0/8", "ingress.local"} },
+			`trustedProxies[1]: "ingress.local" is not a CIDR`},
+		{"trusted proxy bad prefix", func(c *Config) { c.TrustedProxies = []string{"10.0.0.0/40"} }, `trustedProxies[0]: "10.0.0.0/40" is not a CIDR`},
+		{"trusted proxy empty", func(c *Config) { c.TrustedProxies = []string{""} }, `trustedProxies[0]: "" is not a CIDR`},
 		{"gc grace too short", func(c *Config) { c.GC.Grace = time.Second }, "gc.grace: must be at least 1m"},
 		{"trust policy without repositories", func(c *Config) { c.Trust.Policies = []TrustPolicy{{Keys: []string{"k.pub"}}} }, "trust.policies[0].repositories: required"},
 		{"trust policy bad glob", func(c *Config) {

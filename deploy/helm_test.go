@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -111,6 +112,9 @@ func TestHelmDefaults(t *testing.T) {
 	if d.config.Storage.Driver != "filesystem" || d.config.Catalog.Postgres() {
 		t.Errorf("storage %q, catalog %q: want filesystem and SQLite", d.config.Storage.Driver, d.config.Catalog.Database)
 	}
+	if len(d.config.TrustedProxies) != 0 {
+		t.Errorf("trustedProxies %q, want none by default", d.config.TrustedProxies)
+	}
 	data := d.mounts[d.config.Data]
 	if data.PersistentVolumeClaim == nil {
 		t.Fatalf("the data directory %s is not on a volume claim", d.config.Data)
@@ -160,6 +164,9 @@ func TestHelmScaleOut(t *testing.T) {
 	}
 	if cfg.Catalog.PublicURL != "https://berth.example.com" {
 		t.Errorf("catalog.publicURL %q, want the ingress's host", cfg.Catalog.PublicURL)
+	}
+	if !slices.Equal(cfg.TrustedProxies, []string{"10.244.0.0/16"}) {
+		t.Errorf("trustedProxies %q, want the value trustedProxies", cfg.TrustedProxies)
 	}
 
 	svc := ofKind(objs, "Service")[0]

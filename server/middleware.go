@@ -16,6 +16,8 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/berth-registry/berth/internal/forwarded"
 )
 
 type requestIDKey struct{}
@@ -149,6 +151,7 @@ func accessLog(log *slog.Logger, m *httpMetrics) func(http.Handler) http.Handler
 				slog.Int("bytes_out", bytesOut),
 				slog.Duration("duration", elapsed),
 				slog.String("remote", r.RemoteAddr),
+				slog.String("client", forwarded.Of(r).Client),
 				slog.String("user_agent", r.UserAgent()),
 			)
 		})

@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/berth-registry/berth/internal/allowed"
+	"github.com/berth-registry/berth/internal/forwarded"
 )
 
 // ReadyChecker reports whether a part the server depends on can serve.
@@ -61,6 +62,10 @@ type Options struct {
 	// ShutdownTimeout bounds how long in-flight requests may run after Run's
 	// context ends. Zero means 30s.
 	ShutdownTimeout time.Duration
+	// TrustedProxies are the proxies whose forwarding headers tell the
+	// client's address and the external URL of every request
+	// (forwarded.Of). The zero value trusts none.
+	TrustedProxies forwarded.Proxies
 }
 
 // readyTimeout bounds each readiness check.
@@ -86,7 +91,7 @@ func New(opts Options) *Server {
 
 	metrics := newHTTPMetrics()
 	r := chi.NewRouter()
-	r.Use(requestID, accessLog(s.log, metrics), recoverPanics(s.log), headAsGet)
+	r.Use(opts.TrustedProxies.Handler, requestID, accessLog(s.log, metrics), recoverPanics(s.log), headAsGet)
 	r.MethodNotAllowed(methodNotAllowed)
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)

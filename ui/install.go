@@ -7,6 +7,7 @@ import (
 
 	"github.com/berth-registry/berth/catalog/apiv1"
 	"github.com/berth-registry/berth/catalog/httpapi"
+	"github.com/berth-registry/berth/internal/forwarded"
 	"github.com/berth-registry/berth/pkgformat"
 )
 
@@ -21,7 +22,7 @@ type snippet struct {
 // address as the viewer reaches it; channel is the OLM channel to subscribe
 // to ("" for the version's default).
 func (h *handler) install(r *http.Request, v *apiv1.Version, channel string) []snippet {
-	base := httpapi.DownloadBase(r, h.registryURL)
+	base := forwarded.BaseURL(r, h.registryURL)
 	host := httpapi.PullHost(base)
 	repo := host + "/" + v.Namespace + "/" + v.Name
 	tag := pkgformat.Tag(v.Version)

@@ -11,6 +11,7 @@ import (
 	"github.com/berth-registry/berth/auth"
 	"github.com/berth-registry/berth/catalog"
 	"github.com/berth-registry/berth/catalog/httpapi"
+	"github.com/berth-registry/berth/internal/forwarded"
 )
 
 // maxLoginForm bounds the body of a login form.
@@ -93,7 +94,7 @@ func sameOrigin(r *http.Request) error {
 	}
 	if o := r.Header.Get("Origin"); o != "" {
 		u, err := url.Parse(o)
-		if err != nil || u.Host != r.Host && u.Host != httpapi.PullHost(httpapi.DownloadBase(r, "")) {
+		if err != nil || u.Host != r.Host && u.Host != httpapi.PullHost(forwarded.BaseURL(r, "")) {
 			return errCrossSite
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/berth-registry/berth/catalog"
 	"github.com/berth-registry/berth/catalog/apiv1"
 	"github.com/berth-registry/berth/catalog/httpapi"
+	"github.com/berth-registry/berth/internal/forwarded"
 	"github.com/berth-registry/berth/permissions"
 	"github.com/berth-registry/berth/pkgformat"
 )
@@ -76,7 +77,7 @@ func (h *handler) versionPage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	host := httpapi.PullHost(httpapi.DownloadBase(r, h.registryURL))
+	host := httpapi.PullHost(forwarded.BaseURL(r, h.registryURL))
 	v.PullReference = host + "/" + v.PullReference
 	if v.Bundle != nil {
 		v.Bundle.Reference = host + "/" + v.Bundle.Reference

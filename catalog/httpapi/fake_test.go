@@ -201,18 +201,45 @@ func (f *fakeCatalog) DeletePackage(_ context.Context, ns, name string) ([]strin
 	return []string{"2.5.1_1.3.2", "2.5.1_1.3.1"}, nil
 }
 
-func (f *fakeCatalog) Changes(_ context.Context, since int64, limit int) (*apiv1.Changes, error) {
-	if err := f.record(fmt.Sprintf("Changes(%d,%d)", since, limit), nil); err != nil {
+// Changes numbers the changes access allows 1, 2, 3, ... as
+// catalog.Catalog.Changes does.
+func (f *fakeCatalog) Changes(_ context.Context, access catalog.Access, since int64, limit int) (*apiv1.Changes, error) {
+	if err := f.record(fmt.Sprintf("Changes(%d,%d)", since, limit), &access); err != nil {
 		return nil, err
 	}
 	c := &apiv1.Changes{Next: since}
+	var n int64
 	for _, ch := range f.changes {
-		if ch.Seq > since && len(c.Changes) < limit {
+		if !access.Allows(ch.Namespace, ch.Name) {
+			continue
+		}
+		if n++; n > since && len(c.Changes) < limit {
+			ch.Seq = n
 			c.Changes = append(c.Changes, ch)
-			c.Next = ch.Seq
+			c.Next = n
 		}
 	}
 	return c, nil
+}
+
+// FeedHead is the catalog's seq for an access to everything, else the
+// number of changes access allows.
+func (f *fakeCatalog) FeedHead(_ context.Context, access catalog.Access) (int64, error) {
+	if err := f.record("FeedHead", &access); err != nil {
+		return 0, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if access.All {
+		return f.seq, nil
+	}
+	var n int64
+	for _, ch := range f.changes {
+		if access.Allows(ch.Namespace, ch.Name) {
+			n++
+		}
+	}
+	return n, nil
 }
 
 func (f *fakeCatalog) Unindexed(_ context.Context, access catalog.Access, limit, offset int) ([]apiv1.Artifact, error) {
@@ -317,7 +344,8 @@ func (r *response) apiError(t *testing.T) apiv1.Error {
 }
 
 // serve sends a request to h and checks the exchange against the OpenAPI
-// document. header holds name, value pairs.
+// document. header holds name, value pairs; the names Host and RemoteAddr
+// set the request's fields of those names.
 func serve(t *testing.T, h http.Handler, method, target string, body []byte, header ...string) *response {
 	t.Helper()
 	var rd io.Reader
@@ -329,7 +357,14 @@ func serve(t *testing.T, h http.Handler, method, target string, body []byte, hea
 		t.Fatal(err)
 	}
 	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Add(header[i], header[i+1])
+		switch header[i] {
+		case "Host":
+			req.Host = header[i+1]
+		case "RemoteAddr":
+			req.RemoteAddr = header[i+1]
+		default:
+			req.Header.Add(header[i], header[i+1])
+		}
 	}
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)

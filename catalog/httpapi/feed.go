@@ -8,10 +8,10 @@ import (
 	"github.com/berth-registry/berth/catalog/apiv1"
 )
 
-// changes answers GET /api/v1/changes?since=&limit=: the change feed after
-// since, oldest first, without the changes of packages the caller may not
-// pull. Next is where the following request starts, also when every change
-// of the page was filtered out.
+// changes answers GET /api/v1/changes?since=&limit=: the change feed of
+// the packages the caller may pull, after since, oldest first, numbered by
+// catalog.Catalog.Changes so that nothing in it moves with the changes the
+// caller may not see.
 func (h *handler) changes(w http.ResponseWriter, r *http.Request) error {
 	p, err := queryParams(r, "since", "limit")
 	if err != nil {
@@ -29,18 +29,9 @@ func (h *handler) changes(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	c, err := h.cat.Changes(r.Context(), since, limit)
+	c, err := h.cat.Changes(r.Context(), access, since, limit)
 	if err != nil {
 		return err
-	}
-	if !access.All {
-		kept := c.Changes[:0:0]
-		for _, ch := range c.Changes {
-			if access.Allows(ch.Namespace, ch.Name) {
-				kept = append(kept, ch)
-			}
-		}
-		c.Changes = kept
 	}
 	c.Changes = nonNil(c.Changes)
 	return writeJSON(w, http.StatusOK, c)

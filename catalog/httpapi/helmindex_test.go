@@ -90,7 +90,7 @@ func TestHelmIndex(t *testing.T) {
 	if res.status != 200 || res.header.Get("Content-Type") != "application/yaml" || res.header.Get("Cache-Control") != "no-cache" {
 		t.Fatalf("status %d, headers %v", res.status, res.header)
 	}
-	if got, want := f.called(), []string{"Status", "Walk", "Walk"}; !slices.Equal(got, want) {
+	if got, want := f.called(), []string{"FeedHead", "Walk", "Walk"}; !slices.Equal(got, want) {
 		t.Errorf("catalog calls %v, want %v", got, want)
 	}
 	idx := parseHelmIndex(t, res.body)
@@ -166,7 +166,7 @@ func TestHelmNamespaceIndex(t *testing.T) {
 	f := helmFake()
 	h := newHandler(f, nil, nil)
 	res := serve(t, h, "GET", "/api/helm/stable/index.yaml", nil)
-	if got, want := f.called(), []string{"Status", "Walk"}; !slices.Equal(got, want) {
+	if got, want := f.called(), []string{"FeedHead", "Walk"}; !slices.Equal(got, want) {
 		t.Errorf("catalog calls %v, want %v", got, want)
 	}
 	idx := parseHelmIndex(t, res.body)
@@ -203,8 +203,8 @@ func TestHelmIndexETag(t *testing.T) {
 	if res := serve(t, h, "GET", "/api/helm/index.yaml", nil, "If-None-Match", etag); res.status != http.StatusNotModified || len(res.body) != 0 {
 		t.Errorf("If-None-Match: status %d, %d bytes", res.status, len(res.body))
 	}
-	if got := f.called(); !slices.Equal(got, []string{"Status"}) {
-		t.Errorf("If-None-Match: calls %v, want only Status", got)
+	if got := f.called(); !slices.Equal(got, []string{"FeedHead"}) {
+		t.Errorf("If-None-Match: calls %v, want only FeedHead", got)
 	}
 }
 

@@ -47,7 +47,11 @@ type Catalog interface {
 	// (fingerprint) by the caller named by.
 	Approve(ctx context.Context, namespace, name, version, fingerprint, by string) (*apiv1.Approval, error)
 	DeletePackage(ctx context.Context, namespace, name string) (deleted []string, err error) // versions deleted
-	Changes(ctx context.Context, since int64, limit int) (*apiv1.Changes, error)
+	// Changes returns the change feed of what access allows, numbered
+	// among the changes access allows (catalog.Catalog.Changes).
+	Changes(ctx context.Context, access catalog.Access, since int64, limit int) (*apiv1.Changes, error)
+	// FeedHead is the number of the last change of access's feed.
+	FeedHead(ctx context.Context, access catalog.Access) (int64, error)
 	Unindexed(ctx context.Context, access catalog.Access, limit, offset int) ([]apiv1.Artifact, error)
 	Status(ctx context.Context) (*apiv1.Status, error)
 	// Walk streams every indexed entry the access allows, ordered by namespace then name (versions in no order).
@@ -67,9 +71,8 @@ type Options struct {
 	Logger *slog.Logger
 	// RegistryURL is the base URL (scheme://host[:port]) of the registry that
 	// serves /v2/, used for the download links of the indexes. Empty means the
-	// scheme and host the request came to, as X-Forwarded-Proto and
-	// X-Forwarded-Host tell them when present. Set it when the server is
-	// reachable through proxies that do not set those headers faithfully.
+	// external base URL of each request (forwarded.BaseURL): the scheme and
+	// host it came to, as a trusted proxy's forwarding headers tell them.
 	RegistryURL string
 	// Events mounts POST /events, the receiver of distribution's
 	// notification webhook (split mode).
@@ -112,7 +115,7 @@ func New(opts Options) http.Handler {
 		cat:         opts.Catalog,
 		auth:        opts.Authorizer,
 		log:         opts.Logger,
-		registryURL: trimSlash(opts.RegistryURL),
+		registryURL: opts.RegistryURL,
 		inv:         opts.Inventory,
 		olm:         opts.OLM,
 	}
@@ -177,11 +180,4 @@ func (h *handler) openAPI(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Content-Type", mediaTypeYAML)
 	_, err := w.Write(openAPIDocument)
 	return err
-}
-
-func trimSlash(s string) string {
-	for len(s) > 0 && s[len(s)-1] == '/' {
-		s = s[:len(s)-1]
-	}
-	return s
 }

@@ -275,16 +275,16 @@ func TestAccess(t *testing.T) {
 				t.Errorf("access %+v passed down, want %+v (calls %v)", a, only, f.calls)
 			}
 		}
-		if len(f.accesses) != 8 {
-			t.Errorf("%d calls with access, want 8: %v", len(f.accesses), f.calls)
+		if len(f.accesses) != 9 {
+			t.Errorf("%d calls with access, want 9: %v", len(f.accesses), f.calls)
 		}
 	})
 	t.Run("changes filtered", func(t *testing.T) {
 		res := serve(t, newHandler(newFake(), fakeAuth{access: only}, nil), "GET", "/api/v1/changes", nil)
 		var c apiv1.Changes
 		res.decode(t, &c)
-		if len(c.Changes) != 2 || c.Next != 3 {
-			t.Errorf("changes %+v next %d; want the 2 of kudo, next 3", c.Changes, c.Next)
+		if len(c.Changes) != 2 || c.Next != 2 {
+			t.Errorf("changes %+v next %d; want the 2 of kudo, next 2", c.Changes, c.Next)
 		}
 		for _, ch := range c.Changes {
 			if ch.Namespace != "kudo" {

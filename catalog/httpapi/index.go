@@ -16,6 +16,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/berth-registry/berth/catalog"
+	"github.com/berth-registry/berth/internal/forwarded"
 	"github.com/berth-registry/berth/pkgformat"
 )
 
@@ -104,8 +105,9 @@ import (
 //
 // An index is written while the catalog is walked, holding one package's
 // versions at a time. It carries no generated time, so that its bytes depend
-// only on the catalog's state; its strong ETag is derived from the catalog's
-// last change sequence number, the path, the download base URL and the
+// only on the catalog's state; its strong ETag is derived from the head of
+// the caller's change feed (catalog.Catalog.FeedHead, which moves only with
+// changes the caller may see), the path, the download base URL and the
 // caller's access (its Key; an access without one gets no ETag).
 
 // indexBufferSize is how much of the index is written at once.
@@ -196,13 +198,13 @@ func (h *handler) serveIndex(w http.ResponseWriter, r *http.Request, d dialect) 
 		return err
 	}
 	ctx := r.Context()
-	st, err := h.cat.Status(ctx)
+	head, err := h.cat.FeedHead(ctx, access)
 	if err != nil {
 		return err
 	}
 	base := h.downloadBase(r)
 	w.Header().Set("Cache-Control", "no-cache")
-	if etag := indexETag(st.Seq, r.URL.Path, base, access); etag != "" {
+	if etag := indexETag(head, r.URL.Path, base, access); etag != "" {
 		w.Header().Set("ETag", etag)
 		if etagMatches(r.Header.Values("If-None-Match"), etag) {
 			w.WriteHeader(http.StatusNotModified)
@@ -250,57 +252,15 @@ func (h *handler) sharedNames(ctx context.Context, access catalog.Access, d dial
 	return shared, err
 }
 
-// downloadBase is the base URL of the download links.
+// downloadBase is the base URL of the download links: the registry URL
+// when set, else the external base URL of r (forwarded.BaseURL).
 func (h *handler) downloadBase(r *http.Request) string {
-	return DownloadBase(r, h.registryURL)
+	return forwarded.BaseURL(r, h.registryURL)
 }
 
-// DownloadBase is the base URL (scheme://host[:port]) of the registry as the
-// client of r reaches it: registryURL when set (without a trailing '/'), else
-// the scheme and host r came to, as X-Forwarded-Proto and X-Forwarded-Host
-// tell them when present.
-func DownloadBase(r *http.Request, registryURL string) string {
-	if registryURL != "" {
-		return trimSlash(registryURL)
-	}
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	if p := firstValue(r.Header.Get("X-Forwarded-Proto")); p == "http" || p == "https" {
-		scheme = p
-	}
-	host := r.Host
-	if fh := firstValue(r.Header.Get("X-Forwarded-Host")); validHost(fh) {
-		host = fh
-	}
-	return scheme + "://" + host
-}
-
-// firstValue is the first of a comma-separated header value, as proxies
-// append theirs.
-func firstValue(v string) string {
-	v, _, _ = strings.Cut(v, ",")
-	return strings.ToLower(strings.TrimSpace(v))
-}
-
-// validHost accepts host[:port] made of the characters of host names and
-// IP literals.
-func validHost(h string) bool {
-	if h == "" || len(h) > 255 {
-		return false
-	}
-	for _, c := range h {
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || strings.ContainsRune(".-:[]", c)) {
-			return false
-		}
-	}
-	return true
-}
-
-// indexETag is the strong entity tag of an index: the same catalog state,
-// path, download base and access always render the same bytes. An access
-// with no Key has none ("").
+// indexETag is the strong entity tag of an index: the same feed head of the
+// caller, path, download base and access always render the same bytes. An
+// access with no Key has none ("").
 func indexETag(seq int64, path, base string, access catalog.Access) string {
 	who := "*"
 	if !access.All {

@@ -18,6 +18,7 @@ import (
 	"github.com/berth-registry/berth/catalog"
 	"github.com/berth-registry/berth/catalog/apiv1"
 	"github.com/berth-registry/berth/catalog/httpapi"
+	"github.com/berth-registry/berth/internal/forwarded"
 	"github.com/berth-registry/berth/internal/kudoindex"
 	"github.com/berth-registry/berth/pkgformat"
 )
@@ -132,7 +133,7 @@ func TestIndex(t *testing.T) {
 	if res.status != 200 || res.header.Get("Content-Type") != "application/yaml" || res.header.Get("Cache-Control") != "no-cache" {
 		t.Fatalf("status %d, headers %v", res.status, res.header)
 	}
-	if got, want := f.called(), []string{"Status", "Walk", "Walk"}; !slices.Equal(got, want) {
+	if got, want := f.called(), []string{"FeedHead", "Walk", "Walk"}; !slices.Equal(got, want) {
 		t.Errorf("catalog calls %v, want %v: nothing that loads the catalog at once", got, want)
 	}
 	idx := parseIndex(t, res.body)
@@ -210,7 +211,7 @@ func TestIndex(t *testing.T) {
 func TestNamespaceIndex(t *testing.T) {
 	f := indexFake()
 	res := serve(t, newHandler(f, nil, nil), "GET", "/kudo/index.yaml", nil)
-	if got, want := f.called(), []string{"Status", "Walk"}; !slices.Equal(got, want) {
+	if got, want := f.called(), []string{"FeedHead", "Walk"}; !slices.Equal(got, want) {
 		t.Errorf("catalog calls %v, want %v", got, want)
 	}
 	idx := parseIndex(t, res.body)
@@ -235,22 +236,32 @@ func TestIndexAccessAndEmpty(t *testing.T) {
 	}
 }
 
+// TestIndexDownloadBase checks the base URL of the download links: the
+// forwarding headers are honoured only from a trusted proxy.
 func TestIndexDownloadBase(t *testing.T) {
+	proxies, err := forwarded.ParseProxies([]string{"10.0.0.0/8"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spoof := []string{"X-Forwarded-Proto", "https", "X-Forwarded-Host", "evil.example"}
 	for _, tc := range []struct {
 		registryURL string
+		peer        string
 		header      []string
 		want        string
 	}{
-		{"", nil, "http://berth.example"},
-		{"", []string{"X-Forwarded-Proto", "https", "X-Forwarded-Host", "registry.example.com:8443"}, "https://registry.example.com:8443"},
-		{"", []string{"X-Forwarded-Proto", "https, http", "X-Forwarded-Host", "a.example, b.example"}, "https://a.example"},
-		{"", []string{"X-Forwarded-Proto", "gopher", "X-Forwarded-Host", "evil/path"}, "http://berth.example"},
-		{"https://registry.example.com/", []string{"X-Forwarded-Host", "ignored.example"}, "https://registry.example.com"},
+		{"", "192.0.2.1:1234", nil, "http://berth.example"},
+		{"", "192.0.2.1:1234", spoof, "http://berth.example"},
+		{"", "10.1.2.3:1234", []string{"X-Forwarded-Proto", "https", "X-Forwarded-Host", "registry.example.com:8443"}, "https://registry.example.com:8443"},
+		{"", "10.1.2.3:1234", []string{"Forwarded", "for=192.0.2.1;proto=https;host=fwd.example"}, "https://fwd.example"},
+		{"", "10.1.2.3:1234", []string{"X-Forwarded-Proto", "gopher", "X-Forwarded-Host", "evil/path"}, "http://berth.example"},
+		{"https://registry.example.com/", "10.1.2.3:1234", spoof, "https://registry.example.com"},
 	} {
-		h := httpapi.New(httpapi.Options{Catalog: indexFake(), RegistryURL: tc.registryURL})
-		idx := parseIndex(t, serve(t, h, "GET", "/kudo/index.yaml", nil, tc.header...).body)
+		h := proxies.Handler(httpapi.New(httpapi.Options{Catalog: indexFake(), RegistryURL: tc.registryURL}))
+		res := serve(t, h, "GET", "/kudo/index.yaml", nil, append([]string{"RemoteAddr", tc.peer}, tc.header...)...)
+		idx := parseIndex(t, res.body)
 		if got, want := idx.Entries["zookeeper"][0].URLs[0], tc.want+"/v2/kudo/zookeeper/blobs/"+digestOf('6'); got != want {
-			t.Errorf("%v %v: url %s, want %s", tc.registryURL, tc.header, got, want)
+			t.Errorf("%v %s %v: url %s, want %s", tc.registryURL, tc.peer, tc.header, got, want)
 		}
 	}
 }
@@ -273,8 +284,8 @@ func TestIndexETag(t *testing.T) {
 		if res.status != http.StatusNotModified || len(res.body) != 0 || res.header.Get("ETag") != etag {
 			t.Errorf("If-None-Match %s: status %d, %d bytes, ETag %q", inm, res.status, len(res.body), res.header.Get("ETag"))
 		}
-		if got := f.called(); !slices.Equal(got, []string{"Status"}) {
-			t.Errorf("If-None-Match %s: calls %v, want only Status", inm, got)
+		if got := f.called(); !slices.Equal(got, []string{"FeedHead"}) {
+			t.Errorf("If-None-Match %s: calls %v, want only FeedHead", inm, got)
 		}
 	}
 	if res := serve(t, h, "GET", "/index.yaml", nil, "If-None-Match", `"idx-6-0000"`); res.status != 200 {
@@ -283,7 +294,7 @@ func TestIndexETag(t *testing.T) {
 
 	other := map[string]string{}
 	other["namespace"] = serve(t, h, "GET", "/kudo/index.yaml", nil).header.Get("ETag")
-	other["host"] = serve(t, h, "GET", "/index.yaml", nil, "X-Forwarded-Host", "mirror.example").header.Get("ETag")
+	other["host"] = serve(t, h, "GET", "/index.yaml", nil, "Host", "mirror.example").header.Get("ETag")
 	other["access"] = serve(t, newHandler(f, fakeAuth{access: catalog.NamespaceAccess("kudo")}, nil), "GET", "/index.yaml", nil).header.Get("ETag")
 	f.seq++
 	other["change"] = serve(t, h, "GET", "/index.yaml", nil).header.Get("ETag")

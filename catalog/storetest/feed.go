@@ -31,6 +31,14 @@ func testChanges(t *testing.T, h *harness) {
 	}
 	cs := h.changes(0, 100)
 	checkChanges(t, cs, want)
+	// The numbers count every change from 1 without a gap: the feed of a
+	// caller who may pull everything is numbered as the store numbers it
+	// (catalog.Catalog.Changes).
+	for i, c := range cs {
+		if c.Seq != int64(i+1) {
+			t.Errorf("change %d has seq %d, want %d", i, c.Seq, i+1)
+		}
+	}
 
 	// Paging: since is exclusive, limit is honoured, and the pages join up.
 	var paged []apiv1.Change
@@ -60,8 +68,8 @@ func testChanges(t *testing.T, h *harness) {
 	checkChanges(t, h.changes(0, 100), want)
 	h.put(pkg("a", "q", "1.0.0"))
 	after := h.changes(cs[len(cs)-1].Seq, 100)
-	if len(after) != 1 || after[0].Seq <= cs[len(cs)-1].Seq || after[0].Name != "q" {
-		t.Errorf("change after restart = %+v, want a/q with seq > %d", after, cs[len(cs)-1].Seq)
+	if len(after) != 1 || after[0].Seq != cs[len(cs)-1].Seq+1 || after[0].Name != "q" {
+		t.Errorf("change after restart = %+v, want a/q with seq %d", after, cs[len(cs)-1].Seq+1)
 	}
 }
 

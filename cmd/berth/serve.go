@@ -20,6 +20,7 @@ import (
 	"github.com/berth-registry/berth/catalog/httpapi"
 	"github.com/berth-registry/berth/config"
 	"github.com/berth-registry/berth/coord"
+	"github.com/berth-registry/berth/internal/forwarded"
 	"github.com/berth-registry/berth/olm"
 	"github.com/berth-registry/berth/registry"
 	"github.com/berth-registry/berth/server"
@@ -207,6 +208,10 @@ func serve(cmd *cobra.Command, cfg *config.Config) error {
 	stopLeading := startLeading(ctx, cl, pub, mt, log)
 	defer stopLeading()
 
+	proxies, err := forwarded.ParseProxies(cfg.TrustedProxies)
+	if err != nil {
+		return fmt.Errorf("trustedProxies: %w", err)
+	}
 	srv := server.New(server.Options{
 		Registry:        access.registry(reg),
 		Catalog:         httpapi.New(httpapi.Options{Catalog: cat, Authorizer: access.authorizer, Logger: log, RegistryURL: cfg.Catalog.PublicURL, Inventory: reg, OLM: pub}),
@@ -218,6 +223,7 @@ func serve(cmd *cobra.Command, cfg *config.Config) error {
 		Ready:           cl.readyChecks(map[string]server.ReadyChecker{"storage": reg, "catalog": cat}),
 		Logger:          log,
 		ShutdownTimeout: cfg.ShutdownTimeout,
+		TrustedProxies:  proxies,
 	})
 	log.Info("starting", "data", cfg.Data, "storage", cfg.Storage.Driver, "catalog", cfg.Catalog.Database)
 	return srv.Run(ctx, ln)
@@ -256,6 +262,10 @@ func serveSplitCatalog(cmd *cobra.Command, cfg *config.Config) error {
 	if public == "" {
 		public = cfg.Catalog.Registry
 	}
+	proxies, err := forwarded.ParseProxies(cfg.TrustedProxies)
+	if err != nil {
+		return fmt.Errorf("trustedProxies: %w", err)
+	}
 	srv := server.New(server.Options{
 		Catalog:         httpapi.New(httpapi.Options{Catalog: cat, Authorizer: access.authorizer, Logger: log, RegistryURL: public, Events: true}),
 		Auth:            access.token,
@@ -266,6 +276,7 @@ func serveSplitCatalog(cmd *cobra.Command, cfg *config.Config) error {
 		Ready:           cl.readyChecks(map[string]server.ReadyChecker{"catalog": cat}),
 		Logger:          log,
 		ShutdownTimeout: cfg.ShutdownTimeout,
+		TrustedProxies:  proxies,
 	})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {

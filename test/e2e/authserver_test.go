@@ -80,6 +80,24 @@ type authServer struct {
 // berth serve with them.
 func startAuthServer(t *testing.T, o authOptions) *authServer {
 	t.Helper()
+	cfg, audit := writeAuthConfig(t, o)
+	return newAuthServer(t, startServer(t, "", "--config", cfg), audit)
+}
+
+// newAuthServer is the auth tests' server s, or a proxy in front of such
+// servers, with its users.
+func newAuthServer(t *testing.T, s *server, audit string) *authServer {
+	a := &authServer{server: s, users: map[string]*account{}, audit: audit}
+	for _, u := range authUsers {
+		a.users[u] = a.account(t, u, passwordOf(u))
+	}
+	return a
+}
+
+// writeAuthConfig writes the htpasswd file and the configuration, and
+// returns the configuration file and the audit log it names.
+func writeAuthConfig(t *testing.T, o authOptions) (cfg, audit string) {
+	t.Helper()
 	dir := t.TempDir()
 	var htpasswd bytes.Buffer
 	for _, u := range authUsers {
@@ -97,22 +115,18 @@ func startAuthServer(t *testing.T, o authOptions) *authServer {
 	if o.maxFailures == 0 {
 		o.maxFailures = 1000
 	}
-	audit := filepath.Join(dir, "audit.log")
+	audit = filepath.Join(dir, "audit.log")
 	doc := fmt.Sprintf("auth:\n  htpasswd: %q\n  audit: %q\n  login:\n    maxFailures: %d\n    window: 1m\n%s",
 		htpasswdFile, audit, o.maxFailures, authRules)
 	if o.oidc != "" {
 		doc += "  oidc:\n" + o.oidc
 	}
 	doc += o.extra
-	cfg := filepath.Join(dir, "berth.yaml")
+	cfg = filepath.Join(dir, "berth.yaml")
 	if err := os.WriteFile(cfg, []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s := &authServer{server: startServer(t, "", "--config", cfg), users: map[string]*account{}, audit: audit}
-	for _, u := range authUsers {
-		s.users[u] = s.account(t, u, passwordOf(u))
-	}
-	return s
+	return cfg, audit
 }
 
 // account is one caller of the CLIs: a user name and password (none for

@@ -81,5 +81,8 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- $scheme := ternary "https" "http" (not (empty .Values.ingress.tls)) }}
 {{- $_ := set $owned "catalog" (dict "publicURL" (printf "%s://%s" $scheme (first .Values.ingress.hosts))) }}
 {{- end }}
+{{- with .Values.trustedProxies }}
+{{- $_ := set $owned "trustedProxies" . }}
+{{- end }}
 {{- toYaml (mustMergeOverwrite $config $owned) }}
 {{- end }}

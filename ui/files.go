@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"mime"
 	"net/http"
+	"path"
 	"unicode/utf8"
 
 	"github.com/alecthomas/chroma/v2"
@@ -17,7 +19,7 @@ import (
 )
 
 // maxHighlighted bounds the part of a file that is shown, highlighted; the
-// rest is left to the download link. Highlighted HTML is about twelve times
+// rest is left to the download link (downloadURL). Highlighted HTML is about twelve times
 // the size of its source, so 256 KiB makes a page of about 3 MB.
 const maxHighlighted = 256 << 10
 
@@ -74,6 +76,38 @@ func (h *handler) filePage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	h.render(w, r, http.StatusOK, "file", page)
+	return nil
+}
+
+// download serves GET /ui/packages/{namespace}/{name}/versions/{version}/download/{path...}:
+// the file itself, streamed, for the viewer the session cookie names, under
+// the same access decision as every page (a package the viewer may not pull
+// is the 404 page). It is an attachment, typed and sandboxed as the API's
+// file URL serves it (httpapi.WriteFile), so that no file, HTML or SVG
+// included, is ever shown in berth's origin. A copy that fails after the
+// response started aborts it, so that the client sees a broken download
+// rather than a short file.
+func (h *handler) download(w http.ResponseWriter, r *http.Request) error {
+	ns, name, version, access, err := h.versionPath(r)
+	if err != nil {
+		return err
+	}
+	p, err := httpapi.FilePathParam(r)
+	if err != nil {
+		return err
+	}
+	rc, size, err := h.cat.File(r.Context(), access, ns, name, version, p)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	hdr := w.Header()
+	hdr.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": path.Base(p)}))
+	hdr.Set("Cache-Control", "no-store")
+	if err := httpapi.WriteFile(w, rc, size, p); err != nil {
+		h.log.ErrorContext(r.Context(), "ui: download failed after it started", "path", r.URL.Path, "err", err)
+		panic(http.ErrAbortHandler)
+	}
 	return nil
 }
 

@@ -17,8 +17,9 @@ import (
 	"github.com/berth-registry/berth/ui"
 )
 
-// authUI is the UI of a catalog holding a/secret and pub/open, under a
-// policy that lets alice pull a/* and everyone pull pub/*.
+// authUI is the UI of a catalog holding a/secret (with secretFiles), b/other
+// and pub/open, under a policy that lets alice pull a/* and everyone pull
+// pub/*.
 func authUI(t *testing.T) http.Handler {
 	t.Helper()
 	dir := t.TempDir()
@@ -45,11 +46,13 @@ func authUI(t *testing.T) http.Handler {
 		t.Fatal(err)
 	}
 	e := newEnv(t)
-	chart := func(name string) map[string]string {
-		return map[string]string{"Chart.yaml": "apiVersion: v2\nname: " + name + "\nversion: 1.0.0\n"}
+	chart := func(name string, files map[string]string) map[string]string {
+		files["Chart.yaml"] = "apiVersion: v2\nname: " + name + "\nversion: 1.0.0\n"
+		return files
 	}
-	e.push("a", build(t, "", "", chart("secret")))
-	e.push("pub", build(t, "", "", chart("open")))
+	e.push("a", build(t, "", "", chart("secret", secretFiles)))
+	e.push("b", build(t, "", "", chart("other", map[string]string{})))
+	e.push("pub", build(t, "", "", chart("open", map[string]string{})))
 	return newUI(e, ui.Options{Authorizer: auth.CatalogAuthorizer{Policy: policy}, Sessions: auth.NewSessions(authn, auth.SessionOptions{})})
 }
 

@@ -168,7 +168,7 @@ func TestHostilePackageIsEscaped(t *testing.T) {
 		}
 	}
 	_, body = get(t, h, "/ui/packages/evil/evil/versions/1.0.0/files/files/big.yaml")
-	if !strings.Contains(body, "KiB are shown") || !strings.Contains(body, `href="/api/v1/packages/evil/evil/versions/1.0.0/files/files/big.yaml"`) {
+	if !strings.Contains(body, "KiB are shown") || !strings.Contains(body, `href="/ui/packages/evil/evil/versions/1.0.0/download/files/big.yaml"`) {
 		t.Errorf("big file: no truncation notice or download link")
 	}
 	if len(body) > 40<<20 {

@@ -35,7 +35,7 @@ var funcs = template.FuncMap{
 	"packageURL":   packageURL,
 	"versionURL":   versionURL,
 	"fileURL":      fileURL,
-	"apiFileURL":   apiFileURL,
+	"downloadURL":  downloadURL,
 	"namespaceURL": func(ns string) string { return "/ui/namespaces/" + url.PathEscape(ns) },
 	"static":       staticURL,
 	"date":         formatDate,
@@ -101,10 +101,10 @@ func fileURL(ns, name, version, path string) string {
 	return versionURL(ns, name, version) + "/files/" + escapePath(path)
 }
 
-// apiFileURL is the file's download URL in the JSON API.
-func apiFileURL(ns, name, version, path string) string {
-	return "/api/v1/packages/" + url.PathEscape(ns) + "/" + url.PathEscape(name) + "/versions/" +
-		url.PathEscape(version) + "/files/" + escapePath(path)
+// downloadURL is the URL the UI serves the file itself at, with the
+// viewer's session: the API's file URL does not read the session cookie.
+func downloadURL(ns, name, version, path string) string {
+	return versionURL(ns, name, version) + "/download/" + escapePath(path)
 }
 
 // escapePath escapes each segment of a slash-separated path.

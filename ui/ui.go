@@ -100,6 +100,7 @@ func New(opts Options) http.Handler {
 	r.Get(pkg, h.page(h.packagePage))
 	r.Get(pkg+"/versions/{version}", h.page(h.versionPage))
 	r.Get(pkg+"/versions/{version}/files/*", h.page(h.filePage))
+	r.Get(pkg+"/versions/{version}/download/*", h.page(h.download))
 	r.Get("/ui/login", h.page(h.loginForm))
 	r.Post("/ui/login", h.page(h.login))
 	r.Post("/ui/logout", h.page(h.logout))

@@ -99,8 +99,14 @@ func TestLoginFlow(t *testing.T) {
 	}
 	withCookie := func(r *http.Request) { r.AddCookie(cookies[0]) }
 	resp, body = get(t, h, "/ui/packages/a/secret", withCookie)
-	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "Signed in as <strong>user:alice</strong>") || !strings.Contains(body, `action="/ui/logout"`) {
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "Signed in as <strong>alice</strong>") || !strings.Contains(body, `action="/ui/logout"`) {
 		t.Errorf("signed in a/secret: %d %s", resp.StatusCode, body)
+	}
+	// The pages name the viewer, never by the subject the policy matches.
+	for _, path := range []string{"/", "/ui/packages/a/secret", "/ui/packages/a/secret/versions/1.0.0", "/ui/packages/a/secret/versions/1.0.0/files/Chart.yaml", "/ui/login", "/ui/nothing"} {
+		if _, body := get(t, h, path, withCookie); strings.Contains(body, "user:") || !strings.Contains(body, "<strong>alice</strong>") {
+			t.Errorf("%s: the page names the subject, or not alice", path)
+		}
 	}
 
 	r := httptest.NewRequest(http.MethodPost, "/ui/logout", nil)

@@ -283,3 +283,40 @@ func TestSearchPagination(t *testing.T) {
 		t.Errorf("second page: %s", body)
 	}
 }
+
+// TestVersionPageReviewFirst: a version's page shows its permissions
+// rating and findings before anything else, the install commands included,
+// so that a reviewer reads them first.
+func TestVersionPageReviewFirst(t *testing.T) {
+	e := newEnv(t)
+	for _, p := range loadRepository(t, "olm-community/etcd") {
+		e.push("community", p)
+	}
+	e.push("kudo", load(t, "kudo/cassandra/3.11.6-1.0.1"))
+	h := newUI(e, ui.Options{})
+	for _, path := range []string{
+		"/ui/packages/community/etcd/versions/0.9.4",
+		"/ui/packages/community/etcd/versions/0.9.2-clusterwide",
+		"/ui/packages/kudo/cassandra/versions/3.11.6_1.0.1",
+	} {
+		resp, body := get(t, h, path)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: status %d", path, resp.StatusCode)
+		}
+		section, rating := strings.Index(body, `<h2 id="perm-h">`), strings.Index(body, `<p>Rating: `)
+		if section < 0 || rating < 0 {
+			t.Errorf("%s: no permissions rating", path)
+			continue
+		}
+		if first := strings.Index(body, "<h2"); first != section {
+			t.Errorf("%s: the first section is %.40q, not the permissions", path, body[first:])
+		}
+		// The review ends with its findings, when there are any.
+		review := max(rating, strings.Index(body, `<ul class="findings">`))
+		for _, later := range []string{`<h2 id="meta-h">`, `<h2 id="install-h">`, `<pre`} {
+			if i := strings.Index(body, later); i < review {
+				t.Errorf("%s: %s (at %d) before the rating and findings (at %d)", path, later, i, review)
+			}
+		}
+	}
+}

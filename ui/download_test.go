@@ -1,9 +1,17 @@
 package ui_test
 
 import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/berth-registry/berth/catalog"
+	"github.com/berth-registry/berth/ui"
 )
 
 // secretFiles are files of alice's private chart a/secret beside its
@@ -104,5 +112,74 @@ func TestDownloadBadPath(t *testing.T) {
 		if !strings.Contains(body, "parameter &#34;path&#34;") {
 			t.Errorf("%s: the page does not name the path: %s", path, body)
 		}
+	}
+}
+
+// fileCatalog is a catalog whose files are what file returns, for any path.
+type fileCatalog struct {
+	*catalog.Catalog
+	file func() (io.ReadCloser, int64)
+}
+
+func (c fileCatalog) File(context.Context, catalog.Access, string, string, string, string) (io.ReadCloser, int64, error) {
+	rc, size := c.file()
+	return rc, size, nil
+}
+
+// writtenReader yields 1 KiB at a time, n times, and fails the test when
+// it is read again before the response has any of the bytes already read.
+type writtenReader struct {
+	t       *testing.T
+	rec     *httptest.ResponseRecorder
+	n, read int
+}
+
+func (c *writtenReader) Read(p []byte) (int, error) {
+	if c.read == c.n {
+		return 0, io.EOF
+	}
+	if c.read > 0 && c.rec.Body.Len() == 0 {
+		c.t.Errorf("chunk %d read before anything was written", c.read)
+	}
+	c.read++
+	n := min(len(p), 1<<10)
+	copy(p, bytes.Repeat([]byte{'x'}, n))
+	return n, nil
+}
+
+func (c *writtenReader) Close() error { return nil }
+
+// TestDownloadIsStreamed: a download is written as it is read, not held.
+func TestDownloadIsStreamed(t *testing.T) {
+	rec := httptest.NewRecorder()
+	r := &writtenReader{t: t, rec: rec, n: 64}
+	h := ui.New(ui.Options{Catalog: fileCatalog{file: func() (io.ReadCloser, int64) { return r, 64 << 10 }}})
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/ui/packages/a/b/versions/1.0.0/download/big.bin", nil))
+	if rec.Code != http.StatusOK || rec.Body.Len() != 64<<10 {
+		t.Fatalf("status %d, %d bytes", rec.Code, rec.Body.Len())
+	}
+}
+
+// TestDownloadShortReadAborts: a file that ends before its size is a broken
+// download, logged, never a short file that looks complete.
+func TestDownloadShortReadAborts(t *testing.T) {
+	var logs bytes.Buffer
+	h := ui.New(ui.Options{
+		Catalog: fileCatalog{file: func() (io.ReadCloser, int64) { return io.NopCloser(strings.NewReader("short")), 100 }},
+		Logger:  slog.New(slog.NewTextHandler(&logs, nil)),
+	})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	res, err := http.Get(srv.URL + "/ui/packages/a/b/versions/1.0.0/download/x.bin")
+	if err == nil {
+		defer res.Body.Close()
+		_, err = io.ReadAll(res.Body)
+	}
+	if err == nil {
+		t.Error("a short file was served as a complete one")
+	}
+	srv.Close() // waits for the handler, which logged
+	if !strings.Contains(logs.String(), "download failed after it started") {
+		t.Errorf("not logged: %s", logs.String())
 	}
 }

@@ -94,27 +94,6 @@ func TestDownload(t *testing.T) {
 	}
 }
 
-// TestDownloadBadPath: a malformed file path is a 400 page that names it.
-func TestDownloadBadPath(t *testing.T) {
-	h := authUI(t)
-	for _, path := range []string{
-		"/ui/packages/pub/open/versions/1.0.0/download/a/../Chart.yaml",
-		"/ui/packages/pub/open/versions/1.0.0/download/%2FChart.yaml",
-		"/ui/packages/pub/open/versions/1.0.0/download/a//Chart.yaml",
-		"/ui/packages/pub/open/versions/1.0.0/download/Chart.yaml%00",
-	} {
-		resp, body := get(t, h, path)
-		if resp.StatusCode != http.StatusBadRequest {
-			t.Errorf("%s: status %d, want 400", path, resp.StatusCode)
-			continue
-		}
-		checkPage(t, path, resp, body)
-		if !strings.Contains(body, "parameter &#34;path&#34;") {
-			t.Errorf("%s: the page does not name the path: %s", path, body)
-		}
-	}
-}
-
 // fileCatalog is a catalog whose files are what file returns, for any path.
 type fileCatalog struct {
 	*catalog.Catalog

@@ -224,6 +224,11 @@ func TestBadParameters(t *testing.T) {
 		{"/?nope=1", "nope"},
 		{"/ui/namespaces/kudo?namespace=other", "namespace"},
 		{"/ui/packages/Bad_NS/x", "namespace"},
+		{"/ui/packages/a/b/versions/1.0.0/files/a/../Chart.yaml", "path"},
+		{"/ui/packages/a/b/versions/1.0.0/download/a/../Chart.yaml", "path"},
+		{"/ui/packages/a/b/versions/1.0.0/download/%2FChart.yaml", "path"},
+		{"/ui/packages/a/b/versions/1.0.0/download/a//Chart.yaml", "path"},
+		{"/ui/packages/a/b/versions/1.0.0/download/Chart.yaml%00", "path"},
 	} {
 		resp, body := get(t, h, tc.path)
 		if resp.StatusCode != http.StatusBadRequest {

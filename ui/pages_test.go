@@ -23,7 +23,7 @@ maintainers:
   - name: "</td><script>alert('maintainer')</script>"
     email: "a@example.com"
 `,
-	"README.md":                 "# Evil\n\n<script>alert('readme')</script>\n\n[click](javascript:alert('link'))\n\n<img src=x onerror=alert(1)>\n\n<div style=\"color:red\">styled</div>\n",
+	"README.md":                 "# Evil\n\n<script>alert('readme')</script>\n\n[click](javascript:alert('link'))\n\n<img src=x onerror=alert(1)>\n\n<div style=\"color:red\">styled</div>\n\nInline <script>alert('inline')</script> and <style>body{display:none}</style> text.\n",
 	"templates/deployment.yaml": "kind: ConfigMap\nmetadata:\n  name: x\n",
 	"files/evil.svg":            `<svg xmlns="http://www.w3.org/2000/svg"></svg><script>alert('svg')</script>`,
 	"files/page.html":           `<html><body onload="alert(1)"><script>alert('html')</script></body></html>`,
@@ -162,9 +162,15 @@ func TestHostilePackageIsEscaped(t *testing.T) {
 		}
 	}
 	_, body := get(t, h, "/ui/packages/evil/evil")
-	for _, w := range []string{"&lt;script&gt;alert(&#39;description&#39;)&lt;/script&gt;", "raw HTML omitted", `<a href="" rel="nofollow noopener noreferrer">click</a>`} {
+	for _, w := range []string{"&lt;script&gt;alert(&#39;description&#39;)&lt;/script&gt;", "raw HTML omitted", `<a href="" rel="nofollow noopener noreferrer">click</a>`, "Inline"} {
 		if !strings.Contains(body, w) {
 			t.Errorf("package page: no %q", w)
+		}
+	}
+	// The README's script and style are dropped with what they hold.
+	for _, bad := range []string{"inline&#39;", "inline'", "display:none"} {
+		if strings.Contains(body, bad) {
+			t.Errorf("package page: the README shows %q", bad)
 		}
 	}
 	_, body = get(t, h, "/ui/packages/evil/evil/versions/1.0.0/files/files/big.yaml")

@@ -25,6 +25,9 @@ func TestUIRoutes(t *testing.T) {
 		"/api/v1/packages":         "catalog",
 		"/api/v1/packages/ui/name": "catalog",
 		"/no/such/page":            "ui",
+
+		// A download's path may end in index.yaml: it is still the UI's.
+		"/ui/packages/a/b/versions/1.0.0/download/index.yaml": "ui",
 	} {
 		for _, method := range []string{http.MethodGet, http.MethodHead} {
 			rec := httptest.NewRecorder()

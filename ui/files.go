@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"mime"
 	"net/http"
+	"path"
 	"unicode/utf8"
 
 	"github.com/alecthomas/chroma/v2"
@@ -17,14 +19,19 @@ import (
 )
 
 // maxHighlighted bounds the part of a file that is shown, highlighted; the
-// rest is left to the download link. Highlighted HTML is about twelve times
-// the size of its source, so 256 KiB makes a page of about 3 MB.
+// rest is left to the download link (downloadURL). Highlighted HTML is about
+// twelve times the size of its source, so 256 KiB makes a page of about 3 MB.
 const maxHighlighted = 256 << 10
+
+// fileRef names a file of a version.
+type fileRef struct {
+	Namespace, Name, Version, Path string
+}
 
 // filePage is the data of a file's page.
 type filePage struct {
-	Namespace, Name, Version, Path string
-	Size                           int64
+	fileRef
+	Size int64
 	// Binary is set for a file that is not UTF-8 text.
 	Binary bool
 	// Truncated is set when only the first maxHighlighted bytes are shown.
@@ -45,24 +52,16 @@ var highlighter = html.New(html.WithClasses(true), html.WithLineNumbers(true), h
 // the file as highlighted source, whatever its type; an SVG, HTML or
 // Markdown file is shown as its source, never rendered.
 func (h *handler) filePage(w http.ResponseWriter, r *http.Request) error {
-	ns, name, version, access, err := h.versionPath(r)
-	if err != nil {
-		return err
-	}
-	p, err := httpapi.FilePathParam(r)
-	if err != nil {
-		return err
-	}
-	rc, size, err := h.cat.File(r.Context(), access, ns, name, version, p)
+	f, rc, size, err := h.openFile(r)
 	if err != nil {
 		return err
 	}
 	defer rc.Close()
 	data, err := io.ReadAll(io.LimitReader(rc, maxHighlighted))
 	if err != nil {
-		return fmt.Errorf("%s/%s %s: read %s: %w", ns, name, version, p, err)
+		return fmt.Errorf("%s/%s %s: read %s: %w", f.Namespace, f.Name, f.Version, f.Path, err)
 	}
-	page := filePage{Namespace: ns, Name: name, Version: version, Path: p, Size: size}
+	page := filePage{fileRef: f, Size: size}
 	if int64(len(data)) < size {
 		page.Truncated = true
 		data = cutAtLine(data)
@@ -70,11 +69,55 @@ func (h *handler) filePage(w http.ResponseWriter, r *http.Request) error {
 	page.Shown = int64(len(data))
 	if bytes.IndexByte(data, 0) >= 0 || !utf8.Valid(data) {
 		page.Binary = true
-	} else if page.Code, err = highlight(p, string(data)); err != nil {
+	} else if page.Code, err = highlight(f.Path, string(data)); err != nil {
 		return err
 	}
 	h.render(w, r, http.StatusOK, "file", page)
 	return nil
+}
+
+// download serves GET /ui/packages/{namespace}/{name}/versions/{version}/download/{path...}:
+// the file itself, streamed, for the viewer the session cookie names, under
+// the same access decision as every page (a package the viewer may not pull
+// is the 404 page). It is an attachment, typed and sandboxed as the API's
+// file URL serves it (httpapi.WriteFile), so that no file, HTML or SVG
+// included, is ever shown in berth's origin. A copy that fails after the
+// response started aborts it, so that the client sees a broken download
+// rather than a short file.
+func (h *handler) download(w http.ResponseWriter, r *http.Request) error {
+	f, rc, size, err := h.openFile(r)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	hdr := w.Header()
+	hdr.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": path.Base(f.Path)}))
+	hdr.Set("Cache-Control", "no-store")
+	if err := httpapi.WriteFile(w, rc, size, f.Path); err != nil {
+		h.log.ErrorContext(r.Context(), "ui: download failed after it started", "path", r.URL.Path, "err", err)
+		panic(http.ErrAbortHandler)
+	}
+	return nil
+}
+
+// openFile opens the file that the {namespace}, {name}, {version} and path
+// segments of a files/ or download/ URL name, as the viewer may pull it:
+// catalog.ErrNotFound for one that is missing or that the viewer may not
+// pull, catalog.ErrInvalid for a malformed path.
+func (h *handler) openFile(r *http.Request) (f fileRef, rc io.ReadCloser, size int64, err error) {
+	ns, name, version, access, err := h.versionPath(r)
+	if err != nil {
+		return f, nil, 0, err
+	}
+	p, err := httpapi.FilePathParam(r)
+	if err != nil {
+		return f, nil, 0, err
+	}
+	rc, size, err = h.cat.File(r.Context(), access, ns, name, version, p)
+	if err != nil {
+		return f, nil, 0, err
+	}
+	return fileRef{Namespace: ns, Name: name, Version: version, Path: p}, rc, size, nil
 }
 
 // cutAtLine cuts data after its last newline, so that a cut neither ends

@@ -17,8 +17,9 @@ import (
 	"github.com/berth-registry/berth/ui"
 )
 
-// authUI is the UI of a catalog holding a/secret and pub/open, under a
-// policy that lets alice pull a/* and everyone pull pub/*.
+// authUI is the UI of a catalog holding a/secret (with secretFiles), b/other
+// and pub/open, under a policy that lets alice pull a/* and everyone pull
+// pub/*.
 func authUI(t *testing.T) http.Handler {
 	t.Helper()
 	dir := t.TempDir()
@@ -45,11 +46,13 @@ func authUI(t *testing.T) http.Handler {
 		t.Fatal(err)
 	}
 	e := newEnv(t)
-	chart := func(name string) map[string]string {
-		return map[string]string{"Chart.yaml": "apiVersion: v2\nname: " + name + "\nversion: 1.0.0\n"}
+	chart := func(name string, files map[string]string) map[string]string {
+		files["Chart.yaml"] = "apiVersion: v2\nname: " + name + "\nversion: 1.0.0\n"
+		return files
 	}
-	e.push("a", build(t, "", "", chart("secret")))
-	e.push("pub", build(t, "", "", chart("open")))
+	e.push("a", build(t, "", "", chart("secret", secretFiles)))
+	e.push("b", build(t, "", "", chart("other", map[string]string{})))
+	e.push("pub", build(t, "", "", chart("open", map[string]string{})))
 	return newUI(e, ui.Options{Authorizer: auth.CatalogAuthorizer{Policy: policy}, Sessions: auth.NewSessions(authn, auth.SessionOptions{})})
 }
 
@@ -96,8 +99,14 @@ func TestLoginFlow(t *testing.T) {
 	}
 	withCookie := func(r *http.Request) { r.AddCookie(cookies[0]) }
 	resp, body = get(t, h, "/ui/packages/a/secret", withCookie)
-	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "Signed in as <strong>user:alice</strong>") || !strings.Contains(body, `action="/ui/logout"`) {
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "Signed in as <strong>alice</strong>") || !strings.Contains(body, `action="/ui/logout"`) {
 		t.Errorf("signed in a/secret: %d %s", resp.StatusCode, body)
+	}
+	// The pages name the viewer, never by the subject the policy matches.
+	for _, path := range []string{"/", "/ui/packages/a/secret", "/ui/packages/a/secret/versions/1.0.0", "/ui/packages/a/secret/versions/1.0.0/files/Chart.yaml", "/ui/login", "/ui/nothing"} {
+		if _, body := get(t, h, path, withCookie); strings.Contains(body, "user:") || !strings.Contains(body, "<strong>alice</strong>") {
+			t.Errorf("%s: the page names the subject, or not alice", path)
+		}
 	}
 
 	r := httptest.NewRequest(http.MethodPost, "/ui/logout", nil)

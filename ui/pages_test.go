@@ -23,7 +23,7 @@ maintainers:
   - name: "</td><script>alert('maintainer')</script>"
     email: "a@example.com"
 `,
-	"README.md":                 "# Evil\n\n<script>alert('readme')</script>\n\n[click](javascript:alert('link'))\n\n<img src=x onerror=alert(1)>\n\n<div style=\"color:red\">styled</div>\n",
+	"README.md":                 "# Evil\n\n<script>alert('readme')</script>\n\n[click](javascript:alert('link'))\n\n<img src=x onerror=alert(1)>\n\n<div style=\"color:red\">styled</div>\n\nInline <script>alert('inline')</script> and <style>body{display:none}</style> text.\n",
 	"templates/deployment.yaml": "kind: ConfigMap\nmetadata:\n  name: x\n",
 	"files/evil.svg":            `<svg xmlns="http://www.w3.org/2000/svg"></svg><script>alert('svg')</script>`,
 	"files/page.html":           `<html><body onload="alert(1)"><script>alert('html')</script></body></html>`,
@@ -162,13 +162,19 @@ func TestHostilePackageIsEscaped(t *testing.T) {
 		}
 	}
 	_, body := get(t, h, "/ui/packages/evil/evil")
-	for _, w := range []string{"&lt;script&gt;alert(&#39;description&#39;)&lt;/script&gt;", "raw HTML omitted", `<a href="" rel="nofollow noopener noreferrer">click</a>`} {
+	for _, w := range []string{"&lt;script&gt;alert(&#39;description&#39;)&lt;/script&gt;", "raw HTML omitted", `<a href="" rel="nofollow noopener noreferrer">click</a>`, "Inline"} {
 		if !strings.Contains(body, w) {
 			t.Errorf("package page: no %q", w)
 		}
 	}
+	// The README's script and style are dropped with what they hold.
+	for _, bad := range []string{"inline&#39;", "inline'", "display:none"} {
+		if strings.Contains(body, bad) {
+			t.Errorf("package page: the README shows %q", bad)
+		}
+	}
 	_, body = get(t, h, "/ui/packages/evil/evil/versions/1.0.0/files/files/big.yaml")
-	if !strings.Contains(body, "KiB are shown") || !strings.Contains(body, `href="/api/v1/packages/evil/evil/versions/1.0.0/files/files/big.yaml"`) {
+	if !strings.Contains(body, "KiB are shown") || !strings.Contains(body, `href="/ui/packages/evil/evil/versions/1.0.0/download/files/big.yaml"`) {
 		t.Errorf("big file: no truncation notice or download link")
 	}
 	if len(body) > 40<<20 {
@@ -224,6 +230,11 @@ func TestBadParameters(t *testing.T) {
 		{"/?nope=1", "nope"},
 		{"/ui/namespaces/kudo?namespace=other", "namespace"},
 		{"/ui/packages/Bad_NS/x", "namespace"},
+		{"/ui/packages/a/b/versions/1.0.0/files/a/../Chart.yaml", "path"},
+		{"/ui/packages/a/b/versions/1.0.0/download/a/../Chart.yaml", "path"},
+		{"/ui/packages/a/b/versions/1.0.0/download/%2FChart.yaml", "path"},
+		{"/ui/packages/a/b/versions/1.0.0/download/a//Chart.yaml", "path"},
+		{"/ui/packages/a/b/versions/1.0.0/download/Chart.yaml%00", "path"},
 	} {
 		resp, body := get(t, h, tc.path)
 		if resp.StatusCode != http.StatusBadRequest {
@@ -281,5 +292,42 @@ func TestSearchPagination(t *testing.T) {
 	_, body = get(t, h, strings.ReplaceAll(next, "&amp;", "&"))
 	if !strings.Contains(body, "Packages 3–4 of 5.") || !strings.Contains(body, `rel="prev"`) {
 		t.Errorf("second page: %s", body)
+	}
+}
+
+// TestVersionPageReviewFirst: a version's page shows its permissions
+// rating and findings before anything else, the install commands included,
+// so that a reviewer reads them first.
+func TestVersionPageReviewFirst(t *testing.T) {
+	e := newEnv(t)
+	for _, p := range loadRepository(t, "olm-community/etcd") {
+		e.push("community", p)
+	}
+	e.push("kudo", load(t, "kudo/cassandra/3.11.6-1.0.1"))
+	h := newUI(e, ui.Options{})
+	for _, path := range []string{
+		"/ui/packages/community/etcd/versions/0.9.4",
+		"/ui/packages/community/etcd/versions/0.9.2-clusterwide",
+		"/ui/packages/kudo/cassandra/versions/3.11.6_1.0.1",
+	} {
+		resp, body := get(t, h, path)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: status %d", path, resp.StatusCode)
+		}
+		section, rating := strings.Index(body, `<h2 id="perm-h">`), strings.Index(body, `<p>Rating: `)
+		if section < 0 || rating < 0 {
+			t.Errorf("%s: no permissions rating", path)
+			continue
+		}
+		if first := strings.Index(body, "<h2"); first != section {
+			t.Errorf("%s: the first section is %.40q, not the permissions", path, body[first:])
+		}
+		// The review ends with its findings, when there are any.
+		review := max(rating, strings.Index(body, `<ul class="findings">`))
+		for _, later := range []string{`<h2 id="meta-h">`, `<h2 id="install-h">`, `<pre`} {
+			if i := strings.Index(body, later); i < review {
+				t.Errorf("%s: %s (at %d) before the rating and findings (at %d)", path, later, i, review)
+			}
+		}
 	}
 }

@@ -35,7 +35,7 @@ var funcs = template.FuncMap{
 	"packageURL":   packageURL,
 	"versionURL":   versionURL,
 	"fileURL":      fileURL,
-	"apiFileURL":   apiFileURL,
+	"downloadURL":  downloadURL,
 	"namespaceURL": func(ns string) string { return "/ui/namespaces/" + url.PathEscape(ns) },
 	"static":       staticURL,
 	"date":         formatDate,
@@ -47,7 +47,8 @@ var funcs = template.FuncMap{
 // layout is what every page shows around its own content.
 type layout struct {
 	Title string
-	// Viewer is who is signed in; empty for an anonymous viewer.
+	// Viewer names who is signed in (viewerName); empty for an anonymous
+	// viewer.
 	Viewer string
 	// AuthOn is set when the registry has logins.
 	AuthOn bool
@@ -68,7 +69,7 @@ func (p errorPage) title() string { return p.Title }
 func (h *handler) render(w http.ResponseWriter, r *http.Request, status int, name string, data titled) {
 	l := layout{Title: data.title(), AuthOn: h.sessions != nil, Query: r.URL.Query().Get("q"), Page: data}
 	if id := auth.IdentityFrom(r.Context()); !id.IsAnonymous() {
-		l.Viewer = id.Subject
+		l.Viewer = viewerName(id)
 	}
 	var buf bytes.Buffer
 	if err := pages[name].ExecuteTemplate(&buf, "layout", l); err != nil {
@@ -89,6 +90,23 @@ func (h *handler) render(w http.ResponseWriter, r *http.Request, status int, nam
 	_, _ = w.Write(buf.Bytes())
 }
 
+// viewerName is how a page names a signed-in viewer: a user or an OIDC
+// subject by their name ("alice", never the subject "user:alice"), a robot
+// as "robot NAMESPACE/NAME".
+func viewerName(id auth.Identity) string {
+	if id.Robot != nil {
+		return "robot " + id.Robot.Namespace + "/" + id.Robot.Name
+	}
+	kind, name, ok := strings.Cut(id.Subject, ":")
+	if !ok {
+		return id.Subject
+	}
+	if kind == "robot" {
+		return "robot " + strings.Replace(name, "+", "/", 1)
+	}
+	return name
+}
+
 func packageURL(ns, name string) string {
 	return "/ui/packages/" + url.PathEscape(ns) + "/" + url.PathEscape(name)
 }
@@ -101,10 +119,10 @@ func fileURL(ns, name, version, path string) string {
 	return versionURL(ns, name, version) + "/files/" + escapePath(path)
 }
 
-// apiFileURL is the file's download URL in the JSON API.
-func apiFileURL(ns, name, version, path string) string {
-	return "/api/v1/packages/" + url.PathEscape(ns) + "/" + url.PathEscape(name) + "/versions/" +
-		url.PathEscape(version) + "/files/" + escapePath(path)
+// downloadURL is the URL the UI serves the file itself at, with the
+// viewer's session: the API's file URL does not read the session cookie.
+func downloadURL(ns, name, version, path string) string {
+	return versionURL(ns, name, version) + "/download/" + escapePath(path)
 }
 
 // escapePath escapes each segment of a slash-separated path.

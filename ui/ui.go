@@ -1,8 +1,9 @@
 // Package ui is berth's web UI: server-rendered HTML pages for the cluster
 // admin who looks a package over before installing it — search with facets,
 // a package's versions, channels and upgrade graph (SVG drawn on the
-// server), a version's CRDs, files, signatures and permissions, each file
-// highlighted, and a login form for sessions (auth.Sessions).
+// server), a version's permissions first, then its CRDs, files and
+// signatures, each file highlighted and downloadable with the session, and a
+// login form for sessions (auth.Sessions).
 //
 // Pages are html/template, and work without JavaScript; one small script
 // only enhances them (search as you type, highlighting in the graph). The
@@ -12,9 +13,9 @@
 // output of the Markdown and source highlighters, which sanitise it, is
 // written as HTML.
 //
-// Every page shows only what the viewer may pull, decided by the catalog's
-// Authorizer as the JSON API decides it: a package the viewer may not pull
-// is the same 404 page as one that does not exist.
+// Every page and download shows only what the viewer may pull, decided by
+// the catalog's Authorizer as the JSON API decides it: a package the viewer
+// may not pull is the same 404 page as one that does not exist.
 package ui
 
 import (
@@ -100,6 +101,7 @@ func New(opts Options) http.Handler {
 	r.Get(pkg, h.page(h.packagePage))
 	r.Get(pkg+"/versions/{version}", h.page(h.versionPage))
 	r.Get(pkg+"/versions/{version}/files/*", h.page(h.filePage))
+	r.Get(pkg+"/versions/{version}/download/*", h.page(h.download))
 	r.Get("/ui/login", h.page(h.loginForm))
 	r.Post("/ui/login", h.page(h.login))
 	r.Post("/ui/logout", h.page(h.logout))

@@ -58,13 +58,25 @@ func (h *handler) getFile(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer rc.Close()
+	if err := WriteFile(w, rc, size, p); err != nil {
+		return fmt.Errorf("%s/%s %s: %w", ns, name, version, err)
+	}
+	return nil
+}
 
+// WriteFile writes a package's file at path p, size bytes read from rc, as
+// its content: a content type by p's extension (application/octet-stream
+// unless contentTypes names it), nosniff, and a Content-Security-Policy that
+// sandboxes it, so that an SVG or HTML file never runs in berth's origin. It
+// streams rc. It writes the status first: an error is a copy that failed or
+// ended short (io.ErrUnexpectedEOF), after the response started.
+func WriteFile(w http.ResponseWriter, rc io.Reader, size int64, p string) error {
 	hdr := w.Header()
 	hdr.Set("Content-Type", fileContentType(p))
 	hdr.Set("Content-Length", strconv.FormatInt(size, 10))
 	hdr.Set("X-Content-Type-Options", "nosniff")
 	// Files are whatever the package author put there: an SVG may carry
-	// script. Served from the API's origin, it must not run.
+	// script. Served from berth's origin, it must not run.
 	hdr.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; sandbox")
 	w.WriteHeader(http.StatusOK)
 	n, err := io.Copy(w, io.LimitReader(rc, size))
@@ -72,7 +84,7 @@ func (h *handler) getFile(w http.ResponseWriter, r *http.Request) error {
 		err = io.ErrUnexpectedEOF
 	}
 	if err != nil {
-		return fmt.Errorf("copy %s/%s %s %s after %d of %d bytes: %w", ns, name, version, p, n, size, err)
+		return fmt.Errorf("copy %s after %d of %d bytes: %w", p, n, size, err)
 	}
 	return nil
 }

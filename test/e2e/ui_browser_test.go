@@ -63,7 +63,8 @@ func startUISite(t *testing.T) *authServer {
 // TestUIBrowser drives the web UI in headless Chromium, with JavaScript on
 // and again with it off: alice signs in, searches, filters by a facet, opens
 // a package, switches its channel, opens a version with a high permissions
-// rating and one of its files, and a version with a verified signature;
+// rating (shown first) and one of its files, downloads it, and a version
+// with a verified signature;
 // bob's package is neither found nor reachable by its URL. Then axe-core
 // checks every page type in light and dark colors and at a phone's width.
 func TestUIBrowser(t *testing.T) {
@@ -91,9 +92,12 @@ func testUIFlow(u *uiTab, s *authServer, live bool) {
 		t.Errorf("anonymous search lists a/etcd")
 	}
 	u.signIn("alice", passwordOf("alice"))
-	// The header names the viewer's subject.
-	if got := u.text(`nav.account strong`); got != "user:alice" {
-		t.Errorf("after signing in the header names %q, want user:alice", got)
+	// The header names the viewer as people know her, not by her subject.
+	if got := u.text(`nav.account strong`); got != "alice" {
+		t.Errorf("after signing in the header names %q, want alice", got)
+	}
+	if body := u.text(`body`); strings.Contains(body, "user:alice") {
+		t.Errorf("the page shows the subject user:alice: %q", body)
 	}
 
 	// Search: everything alice may see, then words.
@@ -151,6 +155,14 @@ func testUIFlow(u *uiTab, s *authServer, live bool) {
 	if u.count(`ul.findings .rating-high, ul.findings .rating-critical`) == 0 {
 		t.Errorf("%s: no high or critical finding listed: %q", etcdCluster, u.text(`ul.findings`))
 	}
+	// The reviewer sees the rating first: on the first screen, and the
+	// findings before the install commands.
+	if !evaluate[bool](u, `document.querySelector('#perm-h + p .badge').getBoundingClientRect().bottom <= window.innerHeight`) {
+		t.Errorf("%s: the permissions rating is below the first screen", etcdCluster)
+	}
+	if !evaluate[bool](u, `!!(document.querySelector('ul.findings').compareDocumentPosition(document.querySelector('#install-h')) & Node.DOCUMENT_POSITION_FOLLOWING)`) {
+		t.Errorf("%s: the install commands come before the permissions' findings", etcdCluster)
+	}
 	u.follow(`ul.files a[href$=".clusterserviceversion.yaml"]`)
 	if !strings.HasSuffix(u.text(`h1.path`), ".clusterserviceversion.yaml") {
 		t.Errorf("file page heading %q", u.text(`h1.path`))
@@ -161,6 +173,20 @@ func testUIFlow(u *uiTab, s *authServer, live bool) {
 	}
 	if key, text := u.eval(`getComputedStyle(document.querySelector('div.code .chroma .nt')).color`), u.eval(`getComputedStyle(document.querySelector('div.code .chroma')).color`); key == text {
 		t.Errorf("YAML keys have the colour of the text, %s", key)
+	}
+	// The download link is the UI's, which reads alice's session: the file
+	// of her private package comes as an attachment; bob's is not found.
+	href := u.eval(`document.querySelector('p.meta a[download]').getAttribute('href')`)
+	if !strings.HasPrefix(href, etcdPage+"/versions/"+etcdCluster+"/download/") || !strings.HasSuffix(href, ".clusterserviceversion.yaml") {
+		t.Errorf("the file page's download link is %q", href)
+	}
+	if live {
+		if got := u.fetch(href); !strings.HasPrefix(got, "200 attachment; filename=") || !strings.Contains(got, "kind: ClusterServiceVersion") {
+			t.Errorf("downloading %s: %.200q", href, got)
+		}
+		if got := u.fetch(cassandraV + "/download/operator.yaml"); !strings.HasPrefix(got, "404 ") {
+			t.Errorf("downloading bob's file: %.200q", got)
+		}
 	}
 
 	// The namespace, the other package and its signed version.
@@ -364,6 +390,21 @@ func evaluate[T any](u *uiTab, expr string) T {
 func (u *uiTab) text(sel string) string {
 	u.t.Helper()
 	return u.eval(fmt.Sprintf(`(document.querySelector(%s)?.textContent ?? '').replace(/\s+/g, ' ').trim()`, jsString(sel)))
+}
+
+// fetch requests path from the page, as a link of it would, with its
+// cookies, and returns the status, the Content-Disposition and the body,
+// separated by spaces.
+func (u *uiTab) fetch(path string) string {
+	u.t.Helper()
+	ctx, cancel := context.WithTimeout(u.ctx, stepTimeout)
+	defer cancel()
+	expr := fmt.Sprintf(`fetch(%s).then(async r => r.status + ' ' + (r.headers.get('Content-Disposition') ?? '') + ' ' + await r.text())`, jsString(path))
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr, chromedp.EvalAwaitPromise))
+	if err != nil {
+		u.t.Fatalf("fetching %s: %v", path, err)
+	}
+	return v
 }
 
 // location is the page's path and query.

@@ -544,6 +544,9 @@ func reportMirror(cmd *cobra.Command, format outputFormat, verb string, sum *mir
 		for _, f := range sum.Files {
 			fmt.Fprintln(w, "Wrote "+f)
 		}
+		for _, d := range sum.Damaged {
+			fmt.Fprintln(w, "Damaged: "+d)
+		}
 		printProblems(w, "Quarantined", sum.Quarantined)
 		printProblems(w, "Deleted upstream", sum.Deleted)
 		printProblems(w, "Failed", sum.Failed)

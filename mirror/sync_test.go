@@ -183,7 +183,7 @@ func TestSyncStateSelection(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := r.sync(tc.sel, false)
-			wantErrParts(t, err, append([]string{r.state}, tc.want...)...)
+			mirror.WantErr(t, err, append([]string{r.state}, tc.want...)...)
 		})
 	}
 	old := `{"source": "` + r.src.host + `", "target": "` + r.target + `", "cursor": 3}`
@@ -191,7 +191,7 @@ func TestSyncStateSelection(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := r.sync(charts, false)
-	wantErrParts(t, err, r.state, "does not say which selection")
+	mirror.WantErr(t, err, r.state, "does not say which selection")
 }
 
 // TestSyncDeleteThenPrune: a deletion seen without --prune is reported
@@ -256,18 +256,5 @@ func TestSyncCarriesSignaturesAddedLater(t *testing.T) {
 	}
 	if got := tagsOf(t, r.src.c, r.target)[sigTag]; got != sigDigest {
 		t.Errorf("the target's %s names %q, want %s", sigTag, got, sigDigest)
-	}
-}
-
-// wantErrParts fails unless err holds every part of want.
-func wantErrParts(t *testing.T, err error, want ...string) {
-	t.Helper()
-	if err == nil {
-		t.Fatalf("no error, want one containing %q", want)
-	}
-	for _, w := range want {
-		if !strings.Contains(err.Error(), w) {
-			t.Fatalf("error %q does not contain %q", err, w)
-		}
 	}
 }

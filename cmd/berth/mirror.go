@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/opencontainers/go-digest"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -299,9 +300,19 @@ what TARGET still lacks.`,
 	return cmd
 }
 
+// inventoryResult is what `berth mirror inventory --format json` prints.
+type inventoryResult struct {
+	Registry     string        `json:"registry"`
+	Repositories int           `json:"repositories"`
+	Digests      int           `json:"digests"`
+	File         string        `json:"file"`
+	Digest       digest.Digest `json:"digest"`
+}
+
 func newMirrorInventoryCmd() *cobra.Command {
 	var (
 		remote remoteFlags
+		format outputFormat
 		output string
 	)
 	cmd := &cobra.Command{
@@ -336,18 +347,23 @@ berth mirror export --inventory: only what TARGET lacks is packed.`,
 			if err != nil {
 				return err
 			}
-			if _, err := mirror.WriteInventory(output, inv); err != nil {
+			d, err := mirror.WriteInventory(output, inv)
+			if err != nil {
 				return err
 			}
-			digests := 0
+			res := inventoryResult{Registry: args[0], Repositories: len(inv.Repositories), File: output, Digest: d}
 			for _, ds := range inv.Repositories {
-				digests += len(ds)
+				res.Digests += len(ds)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Inventory of %s: %d repositories, %d digests → %s\n", args[0], len(inv.Repositories), digests, output)
+			if format == formatJSON {
+				return writeJSON(cmd.OutOrStdout(), res)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Inventory of %s: %d repositories, %d digests → %s\n", res.Registry, res.Repositories, res.Digests, res.File)
 			return nil
 		},
 	}
 	remote.add(cmd)
+	addFormatFlag(cmd, &format)
 	cmd.Flags().StringVarP(&output, "output", "o", "", "the inventory `FILE` to write")
 	return cmd
 }

@@ -203,7 +203,19 @@ func TestMirrorAirGap(t *testing.T) {
 		cosign(t, src.kp.dir, "sign", "--key", src.kp.key, "--tlog-upload=false", "--yes", src.s.addr+"/kudo/kafka@"+d)
 	}
 	inv := filepath.Join(work, "inv.json")
-	berth(t, work, "mirror", "inventory", far.addr, "-o", inv)
+	var invSum struct {
+		Registry     string `json:"registry"`
+		Repositories int    `json:"repositories"`
+		Digests      int    `json:"digests"`
+		File         string `json:"file"`
+		Digest       string `json:"digest"`
+	}
+	if err := json.Unmarshal([]byte(berth(t, work, "mirror", "inventory", far.addr, "-o", inv, "--format", "json").stdout), &invSum); err != nil {
+		t.Fatalf("inventory --format json: %v", err)
+	}
+	if invSum.Registry != far.addr || invSum.File != inv || invSum.Repositories == 0 || invSum.Digests == 0 || !strings.HasPrefix(invSum.Digest, "sha256:") {
+		t.Errorf("inventory --format json: %+v", invSum)
+	}
 	delta := filepath.Join(work, "site-2.tar")
 	berth(t, work, "mirror", "export", "--source", src.s.addr, "--selection", mirrorSelection(t), "-o", delta, "--inventory", inv)
 	a, err := mirror.OpenArchive(delta)
@@ -519,6 +531,24 @@ func TestMirrorSync(t *testing.T) {
 	}
 	waitVerified(t, dst, "kudo/kafka", src.signedTag, true, nil)
 
+	// The same state file with another selection is refused.
+	other := run(t, work, berthBin, "mirror", "sync", src.s.addr, dst.addr, "--state", state, "--namespace", "community")
+	if other.code == 0 || !strings.Contains(other.stderr, `"namespace":"community"`) || !strings.Contains(other.stderr, `"namespace":"kudo"`) {
+		t.Errorf("a sync of another selection with the same state file: exit %d, %s", other.code, other.stderr)
+	}
+
+	// A signature added upstream after its version was synced follows.
+	unsigned := mirrorDigest(t, src.s, "kudo/kafka", "2.4.0_1.2.0")
+	cosign(t, src.kp.dir, "sign", "--key", src.kp.key, "--tlog-upload=false", "--yes", src.s.addr+"/kudo/kafka@"+unsigned)
+	waitVerified(t, src.s, "kudo/kafka", "2.4.0_1.2.0", true, nil)
+	sigTag := "kudo/kafka:sha256-" + strings.TrimPrefix(unsigned, "sha256:") + ".sig"
+	if signed := sync(); signed.Versions != 0 || len(signed.Failed) != 0 || len(signed.Deleted) != 0 {
+		t.Errorf("a sync after a signature upstream: %+v", signed)
+	}
+	if got, want := registryView(t, dst)[sigTag], registryView(t, src.s)[sigTag]; got != want || want == "" {
+		t.Errorf("the signature added upstream: target has %q, source %q", got, want)
+	}
+
 	noop := sync()
 	if noop.Versions != 0 || noop.Blobs != 0 || noop.Manifests != 0 || noop.Seconds > 1 {
 		t.Errorf("a sync with nothing new: %+v", noop)
@@ -549,10 +579,7 @@ func TestMirrorSync(t *testing.T) {
 	if registryView(t, dst)["kudo/kafka:2.5.0_1.3.1"] != d {
 		t.Errorf("sync without --prune deleted the version in the target")
 	}
-	// The deletion is behind the cursor now; a state file from before it applies it with --prune.
-	if err := os.Remove(state); err != nil {
-		t.Fatal(err)
-	}
+	// The deletion is behind the cursor now; the state file keeps it, and --prune applies it.
 	pruned := sync("--prune")
 	if len(pruned.Deleted) != 1 {
 		t.Errorf("with --prune: %+v", pruned.Deleted)

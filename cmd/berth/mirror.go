@@ -368,8 +368,26 @@ berth mirror export --inventory: only what TARGET lacks is packed.`,
 	return cmd
 }
 
+// archiveCheck is what `berth mirror verify --format json` prints: for one
+// part of a split archive checked on its own, Part, Archive and Blobs; for
+// a whole archive, Versions, Source, Created and, with --archive-key,
+// SignedBy.
+type archiveCheck struct {
+	Files    []string   `json:"files"`
+	Part     int        `json:"part,omitempty"`
+	Archive  string     `json:"archive,omitempty"`
+	Blobs    int        `json:"blobs,omitempty"`
+	Versions int        `json:"versions,omitempty"`
+	Source   string     `json:"source,omitempty"`
+	Created  *time.Time `json:"created,omitempty"`
+	SignedBy string     `json:"signedBy,omitempty"`
+}
+
 func newMirrorVerifyCmd() *cobra.Command {
-	var archiveKey string
+	var (
+		archiveKey string
+		format     outputFormat
+	)
 	cmd := &cobra.Command{
 		Use:   "verify ARCHIVE...",
 		Short: "Check an archive, or one part of a split archive, on its own",
@@ -382,9 +400,14 @@ every blob its listing names is there, whole and matching its digest.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			w := cmd.OutOrStdout()
+			res := archiveCheck{Files: args}
 			if len(args) == 1 && strings.HasSuffix(args[0], ".tar") {
 				listing, err := mirror.VerifyPart(args[0])
 				if err == nil && !listing.Last {
+					if format == formatJSON {
+						res.Part, res.Archive, res.Blobs = listing.Number, listing.Archive, len(listing.Blobs)
+						return writeJSON(w, res)
+					}
 					fmt.Fprintf(w, "%s: part %d of archive %s: %d blobs, all whole\n", args[0], listing.Number, listing.Archive, len(listing.Blobs))
 					return nil
 				}
@@ -405,17 +428,25 @@ every blob its listing names is there, whole and matching its digest.`,
 				if err := a.CheckSignature(k); err != nil {
 					return err
 				}
-				fmt.Fprintf(w, "Archive manifest signed by %s\n", k.ID)
+				res.SignedBy = k.ID
 			}
 			if err := a.Verify(cmd.Context(), nil); err != nil {
 				return err
 			}
 			m := a.Manifest()
+			res.Versions, res.Source, res.Created = len(m.Versions), m.Source, &m.Created
+			if format == formatJSON {
+				return writeJSON(w, res)
+			}
+			if res.SignedBy != "" {
+				fmt.Fprintf(w, "Archive manifest signed by %s\n", res.SignedBy)
+			}
 			fmt.Fprintf(w, "Archive of %d versions from %s, made %s: every entry matches its digest\n",
 				len(m.Versions), m.Source, m.Created.Format(time.RFC3339))
 			return nil
 		},
 	}
+	addFormatFlag(cmd, &format)
 	cmd.Flags().StringVar(&archiveKey, "archive-key", "", "require the archive manifest to be signed by this cosign public key `FILE`")
 	return cmd
 }

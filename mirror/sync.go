@@ -125,9 +125,7 @@ func Sync(ctx context.Context, opts SyncOptions) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := feed.resync(ctx, opts.Catalog); err != nil {
-		return nil, err
-	}
+	feed.resync(ctx, opts.Catalog)
 	puts, deletes := feed.puts, feed.deletes
 	if len(puts)+len(deletes) > 0 && opts.Selection != nil {
 		res, err := Resolve(ctx, opts.Catalog, opts.Selection)
@@ -174,6 +172,7 @@ func Sync(ctx context.Context, opts SyncOptions) (*Summary, error) {
 		deleted = append(deleted, p)
 	}
 	sum := t.counts.summary(start)
+	sum.Failed = append(sum.Failed, feed.failed...)
 	for _, f := range sum.Failed {
 		if !feed.isDelete(f) {
 			pending = append(pending, PendingChange{Action: apiv1.ActionPut, Repository: f.Repository, Tag: f.Tag, Digest: f.Digest, Reason: f.Reason})
@@ -202,14 +201,16 @@ func (v Version) key() string { return v.Repository + ":" + v.Tag }
 // its last change left it.
 type syncFeed struct {
 	puts, deletes []Version
-	// signed are the digests, by repository, that a cosign tag put since
-	// signs, attests or describes.
-	signed map[string]map[digest.Digest]bool
+	// signed are, by repository, the cosign tags put since, by the digest
+	// each signs, attests or describes.
+	signed map[string]map[digest.Digest][]Version
 	// known are the pending changes the state file held: a deletion among
 	// them was reported already.
 	known map[string]bool
-	// bad are the changes that name no valid digest, reported as failed.
-	bad []Problem
+	// bad are the changes that name no valid digest, reported as failed;
+	// failed are the cosign tags whose versions could not be listed,
+	// reported as failed and kept pending.
+	bad, failed []Problem
 	// next is the cursor after the last change read.
 	next int64
 }
@@ -225,10 +226,22 @@ func readFeed(ctx context.Context, feed FeedReader, state *SyncState) (*syncFeed
 		v      Version
 	}
 	last := map[string]change{}
-	f := &syncFeed{signed: map[string]map[digest.Digest]bool{}, known: map[string]bool{}, next: state.Cursor}
+	f := &syncFeed{signed: map[string]map[digest.Digest][]Version{}, known: map[string]bool{}, next: state.Cursor}
+	record := func(action string, v Version) {
+		if subject, ok := cosignSubject(v.Tag); ok {
+			if action != apiv1.ActionDelete {
+				if f.signed[v.Repository] == nil {
+					f.signed[v.Repository] = map[digest.Digest][]Version{}
+				}
+				f.signed[v.Repository][subject] = append(f.signed[v.Repository][subject], v)
+			}
+			return
+		}
+		last[v.key()] = change{action, v}
+	}
 	for _, p := range state.Pending {
 		v := Version{Repository: p.Repository, Tag: p.Tag, Digest: p.Digest}
-		last[v.key()] = change{p.Action, v}
+		record(p.Action, v)
 		f.known[v.key()] = true
 	}
 	for {
@@ -244,19 +257,10 @@ func readFeed(ctx context.Context, feed FeedReader, state *SyncState) (*syncFeed
 					Reason: fmt.Sprintf("change %d of the feed gives the digest %q: %v; passed over", c.Seq, c.Digest, err)})
 				continue
 			}
-			if subject, ok := cosignSubject(v.Tag); ok {
-				if c.Action != apiv1.ActionDelete {
-					if f.signed[repo] == nil {
-						f.signed[repo] = map[digest.Digest]bool{}
-					}
-					f.signed[repo][subject] = true
-				}
+			if _, cosign := cosignSubject(v.Tag); c.Status == apiv1.StatusIgnored && !cosign {
 				continue
 			}
-			if c.Status == apiv1.StatusIgnored {
-				continue
-			}
-			last[v.key()] = change{c.Action, v}
+			record(c.Action, v)
 			delete(f.known, v.key())
 		}
 		// A page whose changes the server hid from the caller is empty
@@ -293,8 +297,10 @@ func cosignSubject(tag string) (subject digest.Digest, ok bool) {
 // resync adds to the puts the versions a cosign tag put since may have
 // added to: in each repository, the versions whose digest it is of, or,
 // when it is of none (a signature of an attestation or SBOM), every
-// version of the repository. A version put since is walked anyway.
-func (f *syncFeed) resync(ctx context.Context, cat CatalogReader) error {
+// version of the repository. A version put since is walked anyway. When a
+// repository's versions cannot be listed, its cosign tags are failed, to
+// be kept pending.
+func (f *syncFeed) resync(ctx context.Context, cat CatalogReader) {
 	have := map[string]bool{}
 	for _, v := range append(slices.Clone(f.puts), f.deletes...) {
 		have[v.key()] = true
@@ -306,20 +312,29 @@ func (f *syncFeed) resync(ctx context.Context, cat CatalogReader) error {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("read %s, to carry the signatures put since the last sync: %w", repo, err)
+			for _, tags := range f.signed[repo] {
+				for _, v := range tags {
+					f.failed = append(f.failed, Problem{Repository: repo, Tag: v.Tag, Digest: v.Digest,
+						Reason: fmt.Sprintf("list the versions of %s, to carry this cosign tag with its version: %v", repo, err)})
+				}
+			}
+			continue
 		}
 		var of, all []Version
+		matched := false
 		for _, pv := range p.Versions {
 			v := Version{Repository: repo, Tag: pkgformat.Tag(pv.Version), Version: pv.Version, Digest: digest.Digest(pv.Digest)}
+			_, signs := f.signed[repo][v.Digest]
+			matched = matched || signs
 			if have[v.key()] || v.Digest.Validate() != nil {
 				continue
 			}
 			all = append(all, v)
-			if f.signed[repo][v.Digest] {
+			if signs {
 				of = append(of, v)
 			}
 		}
-		if len(of) == 0 {
+		if !matched {
 			of = all
 		}
 		for _, v := range of {
@@ -327,7 +342,6 @@ func (f *syncFeed) resync(ctx context.Context, cat CatalogReader) error {
 			f.puts = append(f.puts, v)
 		}
 	}
-	return nil
 }
 
 // isDelete reports whether p is about a deletion of the feed.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -22,10 +23,19 @@ import (
 	"github.com/berth-registry/berth/signing"
 )
 
-// feedSource is a source whose change feed a test writes.
+// feedSource is a source whose change feed a test writes; while
+// packageErr is set, its catalog fails to read a package.
 type feedSource struct {
 	*source
-	changes []apiv1.Change
+	changes    []apiv1.Change
+	packageErr error
+}
+
+func (f *feedSource) Package(ctx context.Context, ns, name string) (*apiv1.Package, error) {
+	if f.packageErr != nil {
+		return nil, f.packageErr
+	}
+	return f.source.Package(ctx, ns, name)
 }
 
 func (f *feedSource) Changes(_ context.Context, since int64, limit int) (*apiv1.Changes, error) {
@@ -234,7 +244,8 @@ func TestSyncDeleteThenPrune(t *testing.T) {
 
 // TestSyncCarriesSignaturesAddedLater: a cosign signature pushed after its
 // version was synced arrives with the next sync of the selection, which
-// copies nothing else.
+// copies nothing else. When the source's catalog cannot say which version
+// it is of, it is reported, kept pending and carried by the sync after.
 func TestSyncCarriesSignaturesAddedLater(t *testing.T) {
 	r := newSyncRun(t)
 	r.src.putVersions()
@@ -250,11 +261,23 @@ func TestSyncCarriesSignaturesAddedLater(t *testing.T) {
 	}
 	sigDigest := tagsOf(t, r.src.c, r.src.host)[sigTag]
 	r.src.add(apiv1.ActionPut, sigTag, sigDigest, apiv1.StatusIgnored)
+	r.src.packageErr = errors.New("catalog unavailable")
+	failed := r.mustSync(charts, false)
+	if len(failed.Failed) != 1 || failed.Failed[0].Tag != sigTag || !strings.Contains(failed.Failed[0].Reason, "catalog unavailable") {
+		t.Fatalf("sync while the catalog fails: %+v", failed)
+	}
+	if st := r.readState(); st.Cursor != int64(len(r.src.changes)) || len(st.Pending) != 1 || st.Pending[0].Tag != sigTag {
+		t.Fatalf("state: %+v", st)
+	}
+	r.src.packageErr = nil
 	sum := r.mustSync(charts, false)
 	if sum.Versions != 0 || len(sum.Failed) != 0 || len(sum.Deleted) != 0 {
 		t.Errorf("sync: %+v", sum)
 	}
 	if got := tagsOf(t, r.src.c, r.target)[sigTag]; got != sigDigest {
 		t.Errorf("the target's %s names %q, want %s", sigTag, got, sigDigest)
+	}
+	if st := r.readState(); len(st.Pending) != 0 {
+		t.Errorf("pending after the signature arrived: %+v", st.Pending)
 	}
 }

@@ -242,7 +242,9 @@ a split archive) into TARGET, any OCI registry (berth, distribution's registry,
 zot): for each version its blobs and manifests by digest, skipping what TARGET
 has, then its signature tags, and last its own tag, so that a version half
 imported never appears. Every blob is checked against its digest as it is read;
-a version with a corrupt entry is reported and not tagged.
+a version with a corrupt entry is reported and not tagged. From a tar cut short
+or a split archive with a part missing or cut, the versions whose content is
+all there are imported and the others reported, with what was lost.
 
 With --archive-key the archive manifest's signature is checked before anything
 else. With a trust policy (--trust-policy, or --policy) a version whose
@@ -468,8 +470,14 @@ func newMirrorSyncCmd() *cobra.Command {
 		Long: `Sync copies to DST (any OCI registry) the versions put in SRC (a berth server)
 since the last sync, each with its signatures, attestations and referrers,
 tagged last. It follows SRC's change feed (/api/v1/changes) from the cursor
-kept in the --state file; when nothing changed it costs one request.
-Versions deleted in SRC are reported, and deleted in DST with --prune.
+kept in the --state file; when nothing changed it costs one request. A
+cosign signature or attestation put in SRC later carries its version again.
+
+A version that fails is reported (exit status 1) and kept in the state file,
+and each later sync retries it; the cursor still moves past everything else.
+Versions deleted in SRC are reported once and kept in the state file until a
+sync with --prune deletes them in DST. A state file is of one selection: a
+sync with another selection and the same --state is refused.
 --follow keeps DST current, syncing every --interval.`,
 		Example: `  berth mirror sync registry.example.com mirror.example.com --state site.state.json
   berth mirror sync registry.example.com mirror.example.com --state site.state.json --namespace kudo --follow`,

@@ -391,6 +391,74 @@ func TestMirrorImportResumesAndRefusesCorruption(t *testing.T) {
 	if bad.Versions != len(m.Versions)-1 {
 		t.Errorf("imported %d versions, want every other one (%d)", bad.Versions, len(m.Versions)-1)
 	}
+
+	importWithoutAPart(t, src, work)
+}
+
+// importWithoutAPart: a split archive imported with one part missing
+// imports every version whose content is in the other parts, reports the
+// others naming the part, and exits 1; run again with every part, it
+// imports the rest.
+func importWithoutAPart(t *testing.T, src *mirrorSource, work string) {
+	t.Helper()
+	split := filepath.Join(work, "split.tar")
+	exp := summaryOf(t, berth(t, work, "mirror", "export", "--source", src.s.addr, "--namespace", "kudo", "--namespace", "community",
+		"-o", split, "--max-size", "64KiB", "--format", "json").stdout)
+	a, err := mirror.OpenArchive(exp.Files...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := a.Manifest()
+	a.Close()
+	part := map[string]int{}
+	for _, en := range m.Content {
+		part[en.Digest.String()] = en.Part
+	}
+	needs := map[int]map[string]bool{} // part → versions needing it
+	for _, v := range m.Versions {
+		for _, d := range v.Needs {
+			if needs[part[d.String()]] == nil {
+				needs[part[d.String()]] = map[string]bool{}
+			}
+			needs[part[d.String()]][v.Repository+":"+v.Tag] = true
+		}
+	}
+	lose := 0
+	for n := 1; n < len(m.Parts); n++ {
+		if len(needs[n]) > 0 && len(needs[n]) < len(m.Versions) {
+			lose = n
+			break
+		}
+	}
+	if lose == 0 {
+		t.Fatalf("no part of %d holds the content of some versions only", len(m.Parts))
+	}
+	target := startServer(t, "")
+	args := append([]string{"mirror", "import"}, slices.Delete(slices.Clone(exp.Files), lose-1, lose)...)
+	r := run(t, work, berthBin, append(args, target.addr, "--format", "json")...)
+	if r.code == 0 {
+		t.Fatalf("an import without part %d exited 0:\n%s", lose, r.stdout)
+	}
+	got := summaryOf(t, r.stdout)
+	if got.Versions != len(m.Versions)-len(needs[lose]) || len(got.Failed) != len(needs[lose]) || len(got.Damaged) != 1 {
+		t.Fatalf("import without part %d of %d: %+v", lose, len(m.Parts), got)
+	}
+	for _, f := range got.Failed {
+		if !needs[lose][f.Repository+":"+f.Tag] || !strings.Contains(f.Reason, filepath.Base(m.Parts[lose-1].File)+") is missing") {
+			t.Errorf("failed: %+v", f)
+		}
+	}
+	view := registryView(t, target)
+	for _, v := range m.Versions {
+		k := v.Repository + ":" + v.Tag
+		if _, ok := view[k]; ok == needs[lose][k] {
+			t.Errorf("%s tagged: %v; it needs the missing part: %v", k, ok, needs[lose][k])
+		}
+	}
+	rest := summaryOf(t, berth(t, work, append(append([]string{"mirror", "import"}, exp.Files...), target.addr, "--format", "json")...).stdout)
+	if rest.Versions != len(needs[lose]) || len(rest.Failed)+len(rest.Damaged) != 0 {
+		t.Errorf("the import with every part: %+v", rest)
+	}
 }
 
 // countFiles counts the files under dir.

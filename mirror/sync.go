@@ -163,12 +163,13 @@ func Sync(ctx context.Context, opts SyncOptions) (*Summary, error) {
 			}
 			continue
 		}
-		if err := prune(ctx, opts.Client.Repository(opts.Target, v.Repository), v); err != nil {
+		done, err := prune(ctx, opts.Client.Repository(opts.Target, v.Repository), v)
+		if err != nil {
 			t.counts.fail(v, err)
 			pending = append(pending, PendingChange{Action: apiv1.ActionDelete, Repository: v.Repository, Tag: v.Tag, Digest: v.Digest, Reason: err.Error()})
 			continue
 		}
-		p.Reason = "deleted in the source and here"
+		p.Reason = done
 		deleted = append(deleted, p)
 	}
 	sum := t.counts.summary(start)
@@ -387,21 +388,22 @@ func (s *Selection) namesRepository(repository string) bool {
 }
 
 // prune deletes version v in the target, unless the target's tag names
-// another manifest now.
-func prune(ctx context.Context, repo *remote.Repository, v Version) error {
+// another manifest now. It returns what it did; the error is a deletion
+// that failed and may be tried again.
+func prune(ctx context.Context, repo *remote.Repository, v Version) (string, error) {
 	desc, err := repo.Resolve(ctx, v.Tag)
 	switch {
 	case errors.Is(err, errdef.ErrNotFound):
-		return nil
+		return "deleted in the source and not here", nil
 	case err != nil:
-		return fmt.Errorf("resolve %s:%s: %w", v.Repository, v.Tag, err)
+		return "", fmt.Errorf("resolve %s:%s: %w", v.Repository, v.Tag, err)
 	case desc.Digest != v.Digest:
-		return fmt.Errorf("%s:%s names %s here, not the %s deleted in the source; left as it is", v.Repository, v.Tag, desc.Digest, v.Digest)
+		return fmt.Sprintf("deleted in the source; here the tag names %s, not the %s deleted, and is left as it is", desc.Digest, v.Digest), nil
 	}
 	if err := repo.Manifests().Delete(ctx, desc); err != nil && !errors.Is(err, errdef.ErrNotFound) {
-		return fmt.Errorf("delete %s@%s: %w", v.Repository, v.Digest, err)
+		return "", fmt.Errorf("delete %s@%s: %w", v.Repository, v.Digest, err)
 	}
-	return nil
+	return "deleted in the source and here", nil
 }
 
 // registrySource serves blobs from the source registry.

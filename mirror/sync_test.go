@@ -206,10 +206,12 @@ func TestSyncStateSelection(t *testing.T) {
 
 // TestSyncDeleteThenPrune: a deletion seen without --prune is reported
 // once and kept, and the next sync with --prune applies it though the
-// cursor has moved past it. A cosign tag deleted upstream is not a version
-// deleted.
+// cursor has moved past it, but leaves a tag re-pointed in the target. A
+// cosign tag deleted upstream is not a version deleted.
 func TestSyncDeleteThenPrune(t *testing.T) {
 	r := newSyncRun(t)
+	// A target that lets a version's tag be re-pointed.
+	r.target = registrytest.NewBerth(t, registry.Options{AllowOverwrite: func(string) bool { return true }}, nil)
 	r.src.putVersions()
 	r.mustSync(nil, false)
 	d := r.src.digests["1.0.0"]
@@ -226,9 +228,20 @@ func TestSyncDeleteThenPrune(t *testing.T) {
 	if _, ok := tagsOf(t, r.src.c, r.target)["1.1.0"]; !ok {
 		t.Fatal("sync without --prune deleted a version")
 	}
+	// 2.0.0 deleted upstream, re-pointed here: left as it is, reported,
+	// and not retried.
+	r.src.add(apiv1.ActionDelete, "2.0.0", r.src.digests["2.0.0"], apiv1.StatusIndexed)
+	repo := r.src.c.Repository(r.target, "charts/hello")
+	if err := repo.Tag(context.Background(), ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: d, Size: manifestSize(t, r.src.source, d)}, "2.0.0"); err != nil {
+		t.Fatal(err)
+	}
 	pruned := r.mustSync(nil, true)
-	if pruned.Versions != 0 || len(pruned.Deleted) != 1 || pruned.Deleted[0].Tag != "1.1.0" {
+	if pruned.Versions != 0 || len(pruned.Failed) != 0 || len(pruned.Deleted) != 2 || pruned.Deleted[0].Tag != "1.1.0" ||
+		pruned.Deleted[0].Reason != "deleted in the source and here" || !strings.Contains(pruned.Deleted[1].Reason, "left as it is") {
 		t.Errorf("with --prune: %+v", pruned)
+	}
+	if got := tagsOf(t, r.src.c, r.target)["2.0.0"]; got != d {
+		t.Errorf("sync --prune deleted a tag re-pointed in the target: %q", got)
 	}
 	tags := tagsOf(t, r.src.c, r.target)
 	if _, ok := tags["1.1.0"]; ok {

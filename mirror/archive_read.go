@@ -50,6 +50,11 @@ type Archive struct {
 	manifest *Manifest
 	raw      []byte // berth-mirror.json as read
 	sig      []byte // berth-mirror.json.sig, nil when unsigned
+	// lost says, by part number (0 for a single tar file), why the blobs
+	// the manifest places there are not all readable: the part is cut or
+	// missing. damage is the same, in part order.
+	lost   map[int]string
+	damage []string
 }
 
 // blobLoc is where a blob is.
@@ -66,9 +71,14 @@ type tarFile struct {
 	path    string
 	f       *os.File
 	size    int64
-	blobs   []tarBlob // in file order
+	blobs   []tarBlob // in file order, each whole
 	meta    map[string][]byte
 	listing *PartListing // berth-part.json, nil in a tar that is no part
+	// cut, when the file is truncated, says where: what it holds before the
+	// cut is read, what was after it is lost.
+	cut string
+	// number is the part number, from 1; 0 in a single tar file.
+	number int
 }
 
 type tarBlob struct {
@@ -76,12 +86,15 @@ type tarBlob struct {
 	off, size int64
 }
 
-// OpenArchive opens an archive: one directory, one tar file, or every part
+// OpenArchive opens an archive: one directory, one tar file, or the parts
 // of a split archive in any order. It reads and checks oci-layout,
 // index.json and berth-mirror.json, and where every blob is, but no blob's
-// content (see Verify). A missing or duplicate part, parts of different
-// archives, a truncated tar and hostile tar entries are errors naming the
-// files.
+// content (see Verify). A duplicate part, parts of different archives,
+// hostile tar entries, and a truncated tar or missing part that loses
+// berth-mirror.json are errors naming the files. A part missing, or a tar
+// file truncated after its berth-mirror.json or before the end of a part
+// that is not the last, is not: the blobs still there are read, Damage says
+// what is lost, and opening a lost blob is an error that says so.
 func OpenArchive(paths ...string) (*Archive, error) {
 	if len(paths) == 0 {
 		return nil, errors.New("open archive: no path")
@@ -109,111 +122,6 @@ func OpenArchive(paths ...string) (*Archive, error) {
 		return nil, err
 	}
 	return a, nil
-}
-
-// assemble orders the tar files, checks they make one archive and indexes
-// their blobs.
-func (a *Archive) assemble() error {
-	last := a.files[0]
-	if len(a.files) > 1 || last.listing != nil {
-		var err error
-		if last, err = a.orderParts(); err != nil {
-			return err
-		}
-	}
-	for i, t := range a.files {
-		for _, b := range t.blobs {
-			if prev, ok := a.blobs[b.digest]; ok {
-				return fmt.Errorf("%s: %s is in the archive twice (also %s)", t.path, b.digest, prev.name)
-			}
-			a.blobs[b.digest] = blobLoc{file: i, name: t.path + ": " + blobName(b.digest), off: b.off, size: b.size}
-		}
-	}
-	if err := a.readMeta(last.path, func(name string) ([]byte, error) {
-		b, ok := last.meta[name]
-		if !ok {
-			return nil, fs.ErrNotExist
-		}
-		return b, nil
-	}); err != nil {
-		return err
-	}
-	if len(a.files) == 1 && last.listing == nil {
-		if len(a.manifest.Parts) > 0 {
-			return fmt.Errorf("%s: %s lists %d parts, but this is a single tar file", last.path, ManifestFile, len(a.manifest.Parts))
-		}
-		return nil
-	}
-	if len(a.manifest.Parts) != len(a.files) {
-		return fmt.Errorf("%s: %s lists %d parts, the archive has %d", last.path, ManifestFile, len(a.manifest.Parts), len(a.files))
-	}
-	for i, t := range a.files[:len(a.files)-1] {
-		p := a.manifest.Parts[i]
-		if p.Number != i+1 {
-			return fmt.Errorf("%s: %s lists part %d in place of part %d", last.path, ManifestFile, p.Number, i+1)
-		}
-		if p.Size != t.size {
-			return fmt.Errorf("%s: part %d has %d bytes, %s says %d: the part is truncated or not the one exported", t.path, i+1, t.size, ManifestFile, p.Size)
-		}
-	}
-	return nil
-}
-
-// orderParts checks that the tar files are every part of one split archive
-// and puts them in order; it returns the last part.
-func (a *Archive) orderParts() (*tarFile, error) {
-	first := a.files[0]
-	for _, t := range a.files {
-		if t.listing == nil {
-			return nil, fmt.Errorf("%s is not a part of a split archive (it has no %s): give one tar file alone, or every part", t.path, PartFile)
-		}
-		if t.listing.Archive != first.listing.Archive {
-			return nil, fmt.Errorf("%s and %s are parts of different archives (%s, %s)", first.path, t.path, first.listing.Archive, t.listing.Archive)
-		}
-	}
-	byNumber := map[int]*tarFile{}
-	var last *tarFile
-	for _, t := range a.files {
-		n := t.listing.Number
-		if n < 1 {
-			return nil, fmt.Errorf("%s: %s: part number %d", t.path, PartFile, n)
-		}
-		if prev, ok := byNumber[n]; ok {
-			return nil, fmt.Errorf("%s and %s are both part %d", prev.path, t.path, n)
-		}
-		byNumber[n] = t
-		if t.listing.Last {
-			if last != nil {
-				return nil, fmt.Errorf("%s and %s both say they are the last part", last.path, t.path)
-			}
-			last = t
-		}
-	}
-	if last == nil {
-		return nil, fmt.Errorf("no last part (the one holding %s) among %s", ManifestFile, strings.Join(a.paths(), ", "))
-	}
-	var missing []string
-	ordered := make([]*tarFile, 0, len(a.files))
-	for n := 1; n <= last.listing.Number; n++ {
-		t, ok := byNumber[n]
-		if !ok {
-			missing = append(missing, fmt.Sprint(n))
-			continue
-		}
-		ordered = append(ordered, t)
-	}
-	if len(missing) > 0 {
-		return nil, fmt.Errorf("missing part %s of %d (have %s)", strings.Join(missing, ", "), last.listing.Number, strings.Join(a.paths(), ", "))
-	}
-	if len(ordered) != len(a.files) {
-		for _, t := range a.files {
-			if t.listing.Number > last.listing.Number {
-				return nil, fmt.Errorf("%s is part %d, after the last part %s (part %d)", t.path, t.listing.Number, last.path, last.listing.Number)
-			}
-		}
-	}
-	a.files = ordered
-	return last, nil
 }
 
 func (a *Archive) paths() []string {
@@ -348,10 +256,11 @@ func scanTarFile(p string, f *os.File) (*tarFile, error) {
 		if err == io.EOF {
 			break
 		}
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			t.cut = fmt.Sprintf("%s: truncated tar file: it ends after %d bytes, in a tar header", p, t.size)
+			break
+		}
 		if err != nil {
-			if errors.Is(err, io.ErrUnexpectedEOF) {
-				return nil, fmt.Errorf("%s: truncated tar file", p)
-			}
 			return nil, fmt.Errorf("%s: not a tar file: %w", p, err)
 		}
 		off, err := f.Seek(0, io.SeekCurrent)
@@ -367,7 +276,8 @@ func scanTarFile(p string, f *os.File) (*tarFile, error) {
 		}
 		seen[name] = true
 		if off+h.Size > t.size {
-			return nil, fmt.Errorf("%s: truncated tar file: %s ends past the end of the file", p, h.Name)
+			t.cut = fmt.Sprintf("%s: truncated tar file: it ends inside %s, after %d of its %d bytes", p, h.Name, t.size-off, h.Size)
+			break
 		}
 		end = off + padded(h.Size)
 		if h.Typeflag == tar.TypeDir {
@@ -397,10 +307,13 @@ func scanTarFile(p string, f *os.File) (*tarFile, error) {
 	// marker of two zero blocks, for a whole one.
 	if pos, err := f.Seek(0, io.SeekCurrent); err != nil {
 		return nil, err
-	} else if pos < end+2*blockSize {
-		return nil, fmt.Errorf("%s: truncated tar file: no end marker", p)
+	} else if t.cut == "" && pos < end+2*blockSize {
+		t.cut = fmt.Sprintf("%s: truncated tar file: no end marker", p)
 	}
 	if _, ok := t.meta[ocispec.ImageLayoutFile]; !ok {
+		if t.cut != "" {
+			return nil, fmt.Errorf("%s, before its %s: nothing is left to read", t.cut, ocispec.ImageLayoutFile)
+		}
 		return nil, fmt.Errorf("%s: not an OCI image layout: no %s", p, ocispec.ImageLayoutFile)
 	}
 	if b, ok := t.meta[PartFile]; ok {
@@ -458,11 +371,6 @@ func (t *tarFile) checkListing(l *PartListing) error {
 	return nil
 }
 
-// split says the archive is split in parts.
-func (a *Archive) split() bool {
-	return len(a.files) > 0 && a.files[0].listing != nil
-}
-
 // Manifest is the archive manifest, berth-mirror.json.
 func (a *Archive) Manifest() *Manifest { return a.manifest }
 
@@ -494,11 +402,12 @@ func (a *Archive) Has(d digest.Digest) bool {
 // manifest's, for a blob it lists) and digest: its Read returns an error
 // wrapping ErrCorrupt, naming the entry and digest, at the end of content
 // that does not match. A digest the archive lacks is an error wrapping
-// ErrNotInArchive.
+// ErrNotInArchive; one the manifest says the archive carries, in a part
+// missing or cut, is an error wrapping ErrCorrupt that says so.
 func (a *Archive) Open(d digest.Digest) (io.ReadCloser, error) {
 	loc, ok := a.blobs[d]
 	if !ok {
-		return nil, fmt.Errorf("%s: %w", d, ErrNotInArchive)
+		return nil, a.missing(d)
 	}
 	want := loc.size
 	if e := a.entry(d); e != nil {
@@ -516,6 +425,18 @@ func (a *Archive) Open(d digest.Digest) (io.ReadCloser, error) {
 		r = io.NewSectionReader(a.files[loc.file].f, loc.off, loc.size)
 	}
 	return &checkReader{r: io.LimitReader(r, want+1), c: c, h: sha256.New(), want: want, d: d, name: loc.name}, nil
+}
+
+// missing is the error for a blob no file of the archive holds.
+func (a *Archive) missing(d digest.Digest) error {
+	e := a.entry(d)
+	if e == nil || !e.Carried {
+		return fmt.Errorf("%s: %w", d, ErrNotInArchive)
+	}
+	if why, ok := a.lost[e.Part]; ok {
+		return fmt.Errorf("%s: %w: the archive carries it, but %s", d, ErrCorrupt, why)
+	}
+	return fmt.Errorf("%s: %w: %s says the archive carries it, but no part holds it", d, ErrCorrupt, ManifestFile)
 }
 
 // entry is the manifest's entry for d, or nil.
@@ -589,6 +510,9 @@ func (a *Archive) Close() error {
 // but the last against the manifest. progress, when not nil, is called as
 // the bytes are read. The error names the entry and digest.
 func (a *Archive) Verify(ctx context.Context, progress func(done, total int64)) error {
+	if len(a.damage) > 0 {
+		return fmt.Errorf("%w: %s", ErrCorrupt, strings.Join(a.damage, "; "))
+	}
 	for _, e := range a.manifest.Content {
 		if !e.Carried {
 			continue
@@ -600,9 +524,9 @@ func (a *Archive) Verify(ctx context.Context, progress func(done, total int64)) 
 		if loc.size != e.Size {
 			return fmt.Errorf("%s: %s: %w: %d bytes, %s says %d", loc.name, e.Digest, ErrCorrupt, loc.size, ManifestFile, e.Size)
 		}
-		if a.split() {
-			if e.Part != loc.file+1 {
-				return fmt.Errorf("%s: %s says %s is in part %d, it is in part %d", loc.name, ManifestFile, e.Digest, e.Part, loc.file+1)
+		if len(a.manifest.Parts) > 0 {
+			if n := a.files[loc.file].number; e.Part != n {
+				return fmt.Errorf("%s: %s says %s is in part %d, it is in part %d", loc.name, ManifestFile, e.Digest, e.Part, n)
 			}
 		}
 	}
@@ -630,14 +554,14 @@ func (a *Archive) Verify(ctx context.Context, progress func(done, total int64)) 
 	for _, t := range a.files {
 		p.total += t.size
 	}
-	for i, t := range a.files {
+	for _, t := range a.files {
 		sum, err := t.verify(ctx, p)
 		if err != nil {
 			return err
 		}
-		if i < len(a.files)-1 {
-			if want := a.manifest.Parts[i].Digest; sum != want {
-				return fmt.Errorf("%s: %w: part %d has digest %s, %s says %s", t.path, ErrCorrupt, i+1, sum, ManifestFile, want)
+		if t.number > 0 && t.number < len(a.manifest.Parts) {
+			if want := a.manifest.Parts[t.number-1].Digest; sum != want {
+				return fmt.Errorf("%s: %w: part %d has digest %s, %s says %s", t.path, ErrCorrupt, t.number, sum, ManifestFile, want)
 			}
 		}
 	}
@@ -710,6 +634,9 @@ func VerifyPart(path string) (*PartListing, error) {
 		return nil, err
 	}
 	defer t.f.Close()
+	if t.cut != "" {
+		return nil, fmt.Errorf("%w: %s", ErrCorrupt, t.cut)
+	}
 	if t.listing == nil {
 		return nil, fmt.Errorf("%s: %w: it has no %s", path, ErrNotPart, PartFile)
 	}

@@ -812,16 +812,133 @@ func TestArchiveTruncatedTar(t *testing.T) {
 	}
 	size := int64(len(full))
 	mid := blobOffset(t, path, descOf(blobs[1]).Digest) + 100
-	for _, n := range []int64{mid, size - 1024, size - 512, size - 1, size - 1024 - 512 - 200, 700, 0} {
-		t.Run(fmt.Sprint(n), func(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		n    int64
+		want []string // OpenArchive's error; none when the manifest is left
+	}{
+		{"inside a blob", mid, []string{"it ends inside blobs/sha256/" + descOf(blobs[1]).Digest.Encoded(), ManifestFile + " are written at the end", "copy it again"}},
+		{"inside the manifest", size - 1024 - 512 - 200, []string{"it ends inside " + ManifestFile, "lost"}},
+		{"inside the first entries", 700, []string{"truncated", ManifestFile + " are written at the end"}},
+		{"empty", 0, []string{"truncated", "no end marker"}},
+		{"no end marker", size - 1024, nil},
+		{"half the end marker", size - 512, nil},
+		{"one byte", size - 1, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			p := filepath.Join(t.TempDir(), "cut.tar")
-			if err := os.WriteFile(p, full[:n], 0o644); err != nil {
+			if err := os.WriteFile(p, full[:tc.n], 0o644); err != nil {
 				t.Fatal(err)
 			}
-			_, err := OpenArchive(p)
-			wantErr(t, err, p, "truncated")
+			a, err := OpenArchive(p)
+			if tc.want != nil {
+				wantErr(t, err, append([]string{p}, tc.want...)...)
+				return
+			}
+			// The manifest and every blob are there: each is read, and
+			// the archive says it is cut.
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			if d := a.Damage(); len(d) != 1 || !strings.Contains(d[0], p+": truncated tar file") {
+				t.Errorf("damage %q", d)
+			}
+			for _, b := range blobs {
+				if got, err := readBlob(a, descOf(b).Digest); err != nil || !bytes.Equal(got, b) {
+					t.Errorf("blob %s: %v", descOf(b).Digest, err)
+				}
+			}
+			wantErr(t, a.Verify(context.Background(), nil), p, "truncated")
 		})
 	}
+}
+
+// TestArchiveDamagedParts: a split archive with a part missing or cut
+// still opens; every blob of the parts left is read, and a blob lost is
+// an error naming the part and what happened to it.
+func TestArchiveDamagedParts(t *testing.T) {
+	blobs := testBlobs(8, 8<<10, 14)
+	dir := t.TempDir()
+	paths := splitArchive(t, filepath.Join(dir, "a.tar"), blobs)
+	m := openArchive(t, paths...).Manifest()
+	inPart := func(n int) (in, out [][]byte) {
+		for _, b := range blobs {
+			if m.Content[slices.IndexFunc(m.Content, func(e Entry) bool { return e.Digest == descOf(b).Digest })].Part == n {
+				in = append(in, b)
+			} else {
+				out = append(out, b)
+			}
+		}
+		return in, out
+	}
+	lostPart, _ := inPart(2)
+	if len(lostPart) < 2 {
+		t.Fatalf("part 2 holds %d blobs, want 2 or more", len(lostPart))
+	}
+	// Part 2 cut inside its last blob, under its own name.
+	cutDir := t.TempDir()
+	cut := filepath.Join(cutDir, filepath.Base(paths[1]))
+	full, _ := os.ReadFile(paths[1])
+	lastBlob := descOf(lostPart[len(lostPart)-1]).Digest
+	os.WriteFile(cut, full[:blobOffset(t, paths[1], lastBlob)+10], 0o644)
+	// Part 1 cut after its listing, in its end marker: nothing is lost.
+	marker := filepath.Join(cutDir, filepath.Base(paths[0]))
+	full, _ = os.ReadFile(paths[0])
+	os.WriteFile(marker, full[:len(full)-100], 0o644)
+	with := func(i int, p string) []string {
+		s := slices.Clone(paths)
+		s[i] = p
+		return s
+	}
+	for _, tc := range []struct {
+		name   string
+		paths  []string
+		damage string
+		lost   [][]byte
+		why    []string
+	}{
+		{"missing part", slices.Delete(slices.Clone(paths), 1, 2), "part 2 of", lostPart, []string{"part 2 of", filepath.Base(paths[1]) + ") is missing"}},
+		{"cut part", with(1, cut), cut + ": truncated tar file", lostPart[len(lostPart)-1:], []string{cut, "it ends inside blobs/sha256/" + lastBlob.Encoded()}},
+		{"end marker cut", with(0, marker), marker + ": truncated tar file", nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := openArchive(t, tc.paths...)
+			if d := a.Damage(); len(d) != 1 || !strings.Contains(d[0], tc.damage) {
+				t.Errorf("damage %q, want %q", d, tc.damage)
+			}
+			for _, b := range blobs {
+				d := descOf(b).Digest
+				got, err := readBlob(a, d)
+				if slices.ContainsFunc(tc.lost, func(l []byte) bool { return bytes.Equal(l, b) }) {
+					wantErr(t, err, append([]string{d.String()}, tc.why...)...)
+					if !errors.Is(err, ErrCorrupt) {
+						t.Errorf("%v is not ErrCorrupt", err)
+					}
+					continue
+				}
+				if err != nil || !bytes.Equal(got, b) {
+					t.Errorf("blob %s: %v", d, err)
+				}
+			}
+			wantErr(t, a.Verify(context.Background(), nil), tc.damage)
+		})
+	}
+	t.Run("cut part under another name", func(t *testing.T) {
+		p := filepath.Join(t.TempDir(), "other.tar")
+		b, _ := os.ReadFile(cut)
+		os.WriteFile(p, b, 0o644)
+		_, err := OpenArchive(with(1, p)...)
+		wantErr(t, err, p, "its name is not a part's")
+	})
+	t.Run("last part cut before the manifest", func(t *testing.T) {
+		last := paths[len(paths)-1]
+		p := filepath.Join(t.TempDir(), filepath.Base(last))
+		full, _ := os.ReadFile(last)
+		os.WriteFile(p, full[:len(layoutJSON)+3*blockSize+10], 0o644)
+		_, err := OpenArchive(with(len(paths)-1, p)...)
+		wantErr(t, err, p, "truncated", ManifestFile, "lost")
+	})
 }
 
 // tarEntry is an entry of a tar made by hand.
@@ -979,7 +1096,6 @@ func TestArchiveParts(t *testing.T) {
 	b := splitArchive(t, filepath.Join(dir, "b.tar"), blobs)
 	single := filepath.Join(dir, "single.tar")
 	writeArchive(t, single, ArchiveOptions{}, blobs, nil)
-	last := a[len(a)-1]
 
 	truncated := filepath.Join(dir, "truncated.tar")
 	full, _ := os.ReadFile(a[1])
@@ -1000,12 +1116,10 @@ func TestArchiveParts(t *testing.T) {
 		paths []string
 		want  []string
 	}{
-		{"missing part", slices.Delete(slices.Clone(a), 1, 2), []string{"missing part 2 of", a[0], last}},
 		{"duplicate part", append(slices.Clone(a), a[1]), []string{a[1], "both part 2"}},
 		{"part of another archive", with(1, b[1]), []string{b[1], "different archives"}},
 		{"no last part", a[:len(a)-1], []string{"no last part", a[0]}},
 		{"single tar among parts", append(slices.Clone(a), single), []string{single, "not a part"}},
-		{"truncated part", with(1, truncated), []string{truncated, "truncated"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := OpenArchive(tc.paths...)

@@ -39,7 +39,8 @@ type ImportOptions struct {
 // version its blobs and manifests by digest (skipping what the target has),
 // then cosign's tags, then, last, the version's tag, so that a version
 // half imported is never tagged. Every blob is checked against its digest
-// as it is read. A version that cannot be imported (a corrupt entry, a
+// as it is read. A version whose blobs are all in the archive is imported
+// though a part is missing or cut (Summary.Damaged says what is lost). A version that cannot be imported (a corrupt entry, a
 // refused push) is reported in Summary.Failed and left untagged; the others
 // are imported. Killed at any point, Import run again finishes the job,
 // sending only what the target still lacks.
@@ -82,7 +83,9 @@ func Import(ctx context.Context, a *Archive, opts ImportOptions) (*Summary, erro
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return t.counts.summary(start), nil
+	sum := t.counts.summary(start)
+	sum.Damaged = a.Damage()
+	return sum, nil
 }
 
 // checkManifest checks that an archive manifest (whose media type
@@ -193,9 +196,6 @@ type archiveSource struct {
 func (s archiveSource) open(_ context.Context, _ string, desc ocispec.Descriptor) (io.ReadCloser, error) {
 	if !s.entries[desc.Digest].Carried {
 		return nil, fmt.Errorf("%s: %w", desc.Digest, ErrNotInArchive)
-	}
-	if !s.a.Has(desc.Digest) {
-		return nil, fmt.Errorf("%s: %w: the archive manifest says it carries %s, but no part holds it", ManifestFile, ErrCorrupt, desc.Digest)
 	}
 	return s.a.Open(desc.Digest)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"net/http"
 	"os"
@@ -364,5 +365,68 @@ func TestImportWithTargetInventory(t *testing.T) {
 	again := importArchive(t, src.c, []string{dir}, host, nil)
 	if again.Blobs+again.Manifests != 0 || again.Versions != 0 || len(again.Failed) != 0 {
 		t.Errorf("a second import sent %+v", again)
+	}
+}
+
+// TestImportDamagedArchive: with a part of a split archive missing, the
+// versions whose content is all in the other parts are imported, and the
+// others are reported with the part they lack.
+func TestImportDamagedArchive(t *testing.T) {
+	src := newSource(t)
+	path := filepath.Join(t.TempDir(), "split.tar")
+	sum, err := mirror.Export(context.Background(), mirror.ExportOptions{Client: src.c, Source: src.host, Catalog: src,
+		Selection: &mirror.Selection{Packages: []mirror.Rule{{Namespace: "charts"}}}, Output: path, MaxSize: 16 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := mirror.OpenArchive(sum.Files...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := a.Manifest()
+	a.Close()
+	part := map[digest.Digest]int{}
+	for _, e := range m.Content {
+		part[e.Digest] = e.Part
+	}
+	// The part to lose: one, not the last, that some versions need and
+	// others do not.
+	lose, needs := 0, map[int]map[string]bool{}
+	for _, v := range m.Versions {
+		for _, d := range v.Needs {
+			if needs[part[d]] == nil {
+				needs[part[d]] = map[string]bool{}
+			}
+			needs[part[d]][v.Tag] = true
+		}
+	}
+	for n := 1; n < len(m.Parts); n++ {
+		if len(needs[n]) > 0 && len(needs[n]) < len(m.Versions) {
+			lose = n
+			break
+		}
+	}
+	if lose == 0 {
+		t.Fatalf("no part holds the content of some versions only: %v", needs)
+	}
+	files := slices.Delete(slices.Clone(sum.Files), lose-1, lose)
+	target := registrytest.New(t, nil)
+	imp := importArchive(t, src.c, files, target, nil)
+	if imp.Versions != len(m.Versions)-len(needs[lose]) || len(imp.Failed) != len(needs[lose]) {
+		t.Fatalf("import without part %d: %+v", lose, imp)
+	}
+	if len(imp.Damaged) != 1 || !strings.Contains(imp.Damaged[0], fmt.Sprintf("part %d of %d", lose, len(m.Parts))) {
+		t.Errorf("damaged: %q", imp.Damaged)
+	}
+	for _, f := range imp.Failed {
+		if !needs[lose][f.Tag] || !strings.Contains(f.Reason, "is missing") {
+			t.Errorf("failed: %+v", f)
+		}
+	}
+	tags := tagsOf(t, src.c, target)
+	for _, v := range m.Versions {
+		if _, ok := tags[v.Tag]; ok == needs[lose][v.Tag] {
+			t.Errorf("%s tagged %v, though it needs the lost part %v", v.Tag, ok, needs[lose][v.Tag])
+		}
 	}
 }

@@ -53,6 +53,9 @@ type Summary struct {
 	// Deleted are versions deleted upstream (sync): pruned in the target
 	// with Prune, else only reported.
 	Deleted []Problem `json:"deleted,omitempty"`
+	// Damaged says what of the archive is lost (import): a part missing,
+	// or a tar file cut, and where.
+	Damaged []string `json:"damaged,omitempty"`
 	// Files are the archive's files (export).
 	Files []string `json:"files,omitempty"`
 	// Seconds is how long it took.

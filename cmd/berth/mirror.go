@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/opencontainers/go-digest"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -241,7 +242,9 @@ a split archive) into TARGET, any OCI registry (berth, distribution's registry,
 zot): for each version its blobs and manifests by digest, skipping what TARGET
 has, then its signature tags, and last its own tag, so that a version half
 imported never appears. Every blob is checked against its digest as it is read;
-a version with a corrupt entry is reported and not tagged.
+a version with a corrupt entry is reported and not tagged. From a tar cut short
+or a split archive with a part missing or cut, the versions whose content is
+all there are imported and the others reported, with what was lost.
 
 With --archive-key the archive manifest's signature is checked before anything
 else. With a trust policy (--trust-policy, or --policy) a version whose
@@ -299,9 +302,19 @@ what TARGET still lacks.`,
 	return cmd
 }
 
+// inventoryResult is what `berth mirror inventory --format json` prints.
+type inventoryResult struct {
+	Registry     string        `json:"registry"`
+	Repositories int           `json:"repositories"`
+	Digests      int           `json:"digests"`
+	File         string        `json:"file"`
+	Digest       digest.Digest `json:"digest"`
+}
+
 func newMirrorInventoryCmd() *cobra.Command {
 	var (
 		remote remoteFlags
+		format outputFormat
 		output string
 	)
 	cmd := &cobra.Command{
@@ -336,24 +349,47 @@ berth mirror export --inventory: only what TARGET lacks is packed.`,
 			if err != nil {
 				return err
 			}
-			if _, err := mirror.WriteInventory(output, inv); err != nil {
+			d, err := mirror.WriteInventory(output, inv)
+			if err != nil {
 				return err
 			}
-			digests := 0
+			res := inventoryResult{Registry: args[0], Repositories: len(inv.Repositories), File: output, Digest: d}
 			for _, ds := range inv.Repositories {
-				digests += len(ds)
+				res.Digests += len(ds)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Inventory of %s: %d repositories, %d digests → %s\n", args[0], len(inv.Repositories), digests, output)
+			if format == formatJSON {
+				return writeJSON(cmd.OutOrStdout(), res)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Inventory of %s: %d repositories, %d digests → %s\n", res.Registry, res.Repositories, res.Digests, res.File)
 			return nil
 		},
 	}
 	remote.add(cmd)
+	addFormatFlag(cmd, &format)
 	cmd.Flags().StringVarP(&output, "output", "o", "", "the inventory `FILE` to write")
 	return cmd
 }
 
+// archiveCheck is what `berth mirror verify --format json` prints: for one
+// part of a split archive checked on its own, Part, Archive and Blobs; for
+// a whole archive, Versions, Source, Created and, with --archive-key,
+// SignedBy.
+type archiveCheck struct {
+	Files    []string   `json:"files"`
+	Part     int        `json:"part,omitempty"`
+	Archive  string     `json:"archive,omitempty"`
+	Blobs    int        `json:"blobs,omitempty"`
+	Versions int        `json:"versions,omitempty"`
+	Source   string     `json:"source,omitempty"`
+	Created  *time.Time `json:"created,omitempty"`
+	SignedBy string     `json:"signedBy,omitempty"`
+}
+
 func newMirrorVerifyCmd() *cobra.Command {
-	var archiveKey string
+	var (
+		archiveKey string
+		format     outputFormat
+	)
 	cmd := &cobra.Command{
 		Use:   "verify ARCHIVE...",
 		Short: "Check an archive, or one part of a split archive, on its own",
@@ -366,9 +402,14 @@ every blob its listing names is there, whole and matching its digest.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			w := cmd.OutOrStdout()
+			res := archiveCheck{Files: args}
 			if len(args) == 1 && strings.HasSuffix(args[0], ".tar") {
 				listing, err := mirror.VerifyPart(args[0])
 				if err == nil && !listing.Last {
+					if format == formatJSON {
+						res.Part, res.Archive, res.Blobs = listing.Number, listing.Archive, len(listing.Blobs)
+						return writeJSON(w, res)
+					}
 					fmt.Fprintf(w, "%s: part %d of archive %s: %d blobs, all whole\n", args[0], listing.Number, listing.Archive, len(listing.Blobs))
 					return nil
 				}
@@ -389,17 +430,25 @@ every blob its listing names is there, whole and matching its digest.`,
 				if err := a.CheckSignature(k); err != nil {
 					return err
 				}
-				fmt.Fprintf(w, "Archive manifest signed by %s\n", k.ID)
+				res.SignedBy = k.ID
 			}
 			if err := a.Verify(cmd.Context(), nil); err != nil {
 				return err
 			}
 			m := a.Manifest()
+			res.Versions, res.Source, res.Created = len(m.Versions), m.Source, &m.Created
+			if format == formatJSON {
+				return writeJSON(w, res)
+			}
+			if res.SignedBy != "" {
+				fmt.Fprintf(w, "Archive manifest signed by %s\n", res.SignedBy)
+			}
 			fmt.Fprintf(w, "Archive of %d versions from %s, made %s: every entry matches its digest\n",
 				len(m.Versions), m.Source, m.Created.Format(time.RFC3339))
 			return nil
 		},
 	}
+	addFormatFlag(cmd, &format)
 	cmd.Flags().StringVar(&archiveKey, "archive-key", "", "require the archive manifest to be signed by this cosign public key `FILE`")
 	return cmd
 }
@@ -421,8 +470,14 @@ func newMirrorSyncCmd() *cobra.Command {
 		Long: `Sync copies to DST (any OCI registry) the versions put in SRC (a berth server)
 since the last sync, each with its signatures, attestations and referrers,
 tagged last. It follows SRC's change feed (/api/v1/changes) from the cursor
-kept in the --state file; when nothing changed it costs one request.
-Versions deleted in SRC are reported, and deleted in DST with --prune.
+kept in the --state file; when nothing changed it costs one request. A
+cosign signature or attestation put in SRC later carries its version again.
+
+A version that fails is reported (exit status 1) and kept in the state file,
+and each later sync retries it; the cursor still moves past everything else.
+Versions deleted in SRC are reported once and kept in the state file until a
+sync with --prune deletes them in DST. A state file is of one selection: a
+sync with another selection and the same --state is refused.
 --follow keeps DST current, syncing every --interval.`,
 		Example: `  berth mirror sync registry.example.com mirror.example.com --state site.state.json
   berth mirror sync registry.example.com mirror.example.com --state site.state.json --namespace kudo --follow`,
@@ -543,6 +598,9 @@ func reportMirror(cmd *cobra.Command, format outputFormat, verb string, sum *mir
 			verb, sum.Versions, sum.Blobs, sum.Manifests, mebibytes(sum.Bytes), mebibytes(sum.BytesSkipped), sum.Seconds)
 		for _, f := range sum.Files {
 			fmt.Fprintln(w, "Wrote "+f)
+		}
+		for _, d := range sum.Damaged {
+			fmt.Fprintln(w, "Damaged: "+d)
 		}
 		printProblems(w, "Quarantined", sum.Quarantined)
 		printProblems(w, "Deleted upstream", sum.Deleted)

@@ -1,10 +1,16 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/berth-registry/berth/mirror"
 )
 
 // TestMirrorBadInput: every refused command line names what is wrong, and
@@ -76,5 +82,34 @@ func TestSizeFlag(t *testing.T) {
 		if err := s.Set(in); err == nil {
 			t.Errorf("Set(%q) = %d, want an error", in, s)
 		}
+	}
+}
+
+// TestMirrorVerifyJSON: berth mirror verify --format json prints one JSON
+// document saying what it checked.
+func TestMirrorVerifyJSON(t *testing.T) {
+	dir := setup(t)
+	archive := filepath.Join(dir, "site.tar")
+	w, err := mirror.CreateArchive(archive, mirror.ArchiveOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	if err := w.Finish(ocispec.Index{}, &mirror.Manifest{SchemaVersion: 1, MediaType: mirror.ManifestMediaType, Source: "berth.example:5000", Created: created}, nil); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := berth(t, "mirror", "verify", archive, "--format", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var got archiveCheck
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("%v: %s", err, stdout)
+	}
+	if got.Source != "berth.example:5000" || got.Created == nil || !got.Created.Equal(created) || len(got.Files) != 1 || got.Files[0] != archive {
+		t.Errorf("verify --format json: %s", stdout)
+	}
+	if code, stdout, _ := berth(t, "mirror", "verify", archive); code != 0 || !strings.Contains(stdout, "Archive of 0 versions from berth.example:5000") {
+		t.Errorf("verify: exit %d, %s", code, stdout)
 	}
 }

@@ -203,7 +203,19 @@ func TestMirrorAirGap(t *testing.T) {
 		cosign(t, src.kp.dir, "sign", "--key", src.kp.key, "--tlog-upload=false", "--yes", src.s.addr+"/kudo/kafka@"+d)
 	}
 	inv := filepath.Join(work, "inv.json")
-	berth(t, work, "mirror", "inventory", far.addr, "-o", inv)
+	var invSum struct {
+		Registry     string `json:"registry"`
+		Repositories int    `json:"repositories"`
+		Digests      int    `json:"digests"`
+		File         string `json:"file"`
+		Digest       string `json:"digest"`
+	}
+	if err := json.Unmarshal([]byte(berth(t, work, "mirror", "inventory", far.addr, "-o", inv, "--format", "json").stdout), &invSum); err != nil {
+		t.Fatalf("inventory --format json: %v", err)
+	}
+	if invSum.Registry != far.addr || invSum.File != inv || invSum.Repositories == 0 || invSum.Digests == 0 || !strings.HasPrefix(invSum.Digest, "sha256:") {
+		t.Errorf("inventory --format json: %+v", invSum)
+	}
 	delta := filepath.Join(work, "site-2.tar")
 	berth(t, work, "mirror", "export", "--source", src.s.addr, "--selection", mirrorSelection(t), "-o", delta, "--inventory", inv)
 	a, err := mirror.OpenArchive(delta)
@@ -379,6 +391,74 @@ func TestMirrorImportResumesAndRefusesCorruption(t *testing.T) {
 	if bad.Versions != len(m.Versions)-1 {
 		t.Errorf("imported %d versions, want every other one (%d)", bad.Versions, len(m.Versions)-1)
 	}
+
+	importWithoutAPart(t, src, work)
+}
+
+// importWithoutAPart: a split archive imported with one part missing
+// imports every version whose content is in the other parts, reports the
+// others naming the part, and exits 1; run again with every part, it
+// imports the rest.
+func importWithoutAPart(t *testing.T, src *mirrorSource, work string) {
+	t.Helper()
+	split := filepath.Join(work, "split.tar")
+	exp := summaryOf(t, berth(t, work, "mirror", "export", "--source", src.s.addr, "--namespace", "kudo", "--namespace", "community",
+		"-o", split, "--max-size", "64KiB", "--format", "json").stdout)
+	a, err := mirror.OpenArchive(exp.Files...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := a.Manifest()
+	a.Close()
+	part := map[string]int{}
+	for _, en := range m.Content {
+		part[en.Digest.String()] = en.Part
+	}
+	needs := map[int]map[string]bool{} // part → versions needing it
+	for _, v := range m.Versions {
+		for _, d := range v.Needs {
+			if needs[part[d.String()]] == nil {
+				needs[part[d.String()]] = map[string]bool{}
+			}
+			needs[part[d.String()]][v.Repository+":"+v.Tag] = true
+		}
+	}
+	lose := 0
+	for n := 1; n < len(m.Parts); n++ {
+		if len(needs[n]) > 0 && len(needs[n]) < len(m.Versions) {
+			lose = n
+			break
+		}
+	}
+	if lose == 0 {
+		t.Fatalf("no part of %d holds the content of some versions only", len(m.Parts))
+	}
+	target := startServer(t, "")
+	args := append([]string{"mirror", "import"}, slices.Delete(slices.Clone(exp.Files), lose-1, lose)...)
+	r := run(t, work, berthBin, append(args, target.addr, "--format", "json")...)
+	if r.code == 0 {
+		t.Fatalf("an import without part %d exited 0:\n%s", lose, r.stdout)
+	}
+	got := summaryOf(t, r.stdout)
+	if got.Versions != len(m.Versions)-len(needs[lose]) || len(got.Failed) != len(needs[lose]) || len(got.Damaged) != 1 {
+		t.Fatalf("import without part %d of %d: %+v", lose, len(m.Parts), got)
+	}
+	for _, f := range got.Failed {
+		if !needs[lose][f.Repository+":"+f.Tag] || !strings.Contains(f.Reason, filepath.Base(m.Parts[lose-1].File)+") is missing") {
+			t.Errorf("failed: %+v", f)
+		}
+	}
+	view := registryView(t, target)
+	for _, v := range m.Versions {
+		k := v.Repository + ":" + v.Tag
+		if _, ok := view[k]; ok == needs[lose][k] {
+			t.Errorf("%s tagged: %v; it needs the missing part: %v", k, ok, needs[lose][k])
+		}
+	}
+	rest := summaryOf(t, berth(t, work, append(append([]string{"mirror", "import"}, exp.Files...), target.addr, "--format", "json")...).stdout)
+	if rest.Versions != len(needs[lose]) || len(rest.Failed)+len(rest.Damaged) != 0 {
+		t.Errorf("the import with every part: %+v", rest)
+	}
 }
 
 // countFiles counts the files under dir.
@@ -519,6 +599,24 @@ func TestMirrorSync(t *testing.T) {
 	}
 	waitVerified(t, dst, "kudo/kafka", src.signedTag, true, nil)
 
+	// The same state file with another selection is refused.
+	other := run(t, work, berthBin, "mirror", "sync", src.s.addr, dst.addr, "--state", state, "--namespace", "community")
+	if other.code == 0 || !strings.Contains(other.stderr, `"namespace":"community"`) || !strings.Contains(other.stderr, `"namespace":"kudo"`) {
+		t.Errorf("a sync of another selection with the same state file: exit %d, %s", other.code, other.stderr)
+	}
+
+	// A signature added upstream after its version was synced follows.
+	unsigned := mirrorDigest(t, src.s, "kudo/kafka", "2.4.0_1.2.0")
+	cosign(t, src.kp.dir, "sign", "--key", src.kp.key, "--tlog-upload=false", "--yes", src.s.addr+"/kudo/kafka@"+unsigned)
+	waitVerified(t, src.s, "kudo/kafka", "2.4.0_1.2.0", true, nil)
+	sigTag := "kudo/kafka:sha256-" + strings.TrimPrefix(unsigned, "sha256:") + ".sig"
+	if signed := sync(); signed.Versions != 0 || len(signed.Failed) != 0 || len(signed.Deleted) != 0 {
+		t.Errorf("a sync after a signature upstream: %+v", signed)
+	}
+	if got, want := registryView(t, dst)[sigTag], registryView(t, src.s)[sigTag]; got != want || want == "" {
+		t.Errorf("the signature added upstream: target has %q, source %q", got, want)
+	}
+
 	noop := sync()
 	if noop.Versions != 0 || noop.Blobs != 0 || noop.Manifests != 0 || noop.Seconds > 1 {
 		t.Errorf("a sync with nothing new: %+v", noop)
@@ -549,10 +647,7 @@ func TestMirrorSync(t *testing.T) {
 	if registryView(t, dst)["kudo/kafka:2.5.0_1.3.1"] != d {
 		t.Errorf("sync without --prune deleted the version in the target")
 	}
-	// The deletion is behind the cursor now; a state file from before it applies it with --prune.
-	if err := os.Remove(state); err != nil {
-		t.Fatal(err)
-	}
+	// The deletion is behind the cursor now; the state file keeps it, and --prune applies it.
 	pruned := sync("--prune")
 	if len(pruned.Deleted) != 1 {
 		t.Errorf("with --prune: %+v", pruned.Deleted)

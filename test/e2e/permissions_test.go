@@ -11,9 +11,12 @@ import (
 )
 
 // TestPermissionGateWithTheCLI runs berth serve with a namespace that
-// refuses versions widening their predecessor's permissions, and goes
-// through what a publisher and an administrator do: the push refused with
-// the rules named, berth permissions --from, berth approve, the push again.
+// refuses versions asking for more than it admitted for their package
+// name, and goes through what a publisher and an administrator do: the
+// first version, rated critical, refused until approved; a wider version
+// refused with the rules named, berth permissions --from, berth approve,
+// the push again. Deleting the package first, or a low version and one
+// replacing it, do not get around it.
 func TestPermissionGateWithTheCLI(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "berth.yaml")
 	if err := os.WriteFile(cfg, []byte("namespaces:\n  - name: gated\n    refuseWideningPermissions: true\n"), 0o644); err != nil {
@@ -21,21 +24,14 @@ func TestPermissionGateWithTheCLI(t *testing.T) {
 	}
 	s := startServer(t, "", "--config", cfg)
 	aqua := func(v string) string { return filepath.Join(fixtures, "olm-community", "aqua", v) }
-	berth(t, "", "push", aqua("1.0.1"), s.addr+"/gated/aqua")
 	berth(t, "", "push", aqua("1.0.1"), s.addr+"/open/aqua")
 	berth(t, "", "push", aqua("5.3.0"), s.addr+"/open/aqua") // no gate there
 
-	refused := run(t, "", berthBin, "push", aqua("5.3.0"), s.addr+"/gated/aqua")
-	if refused.code == 0 {
-		t.Fatalf("a push widening the permissions was admitted:\n%s", refused.stdout)
-	}
-	for _, want := range []string{"gated/aqua:5.3.0 asks for permissions that 1.0.1", "use securitycontextconstraints.security.openshift.io/privileged (cluster)", "berth approve gated/aqua:5.3.0 --permissions sha256:"} {
-		if !strings.Contains(refused.stderr, want) {
-			t.Errorf("the refusal does not say %q:\n%s", want, refused.stderr)
-		}
-	}
-	fp := regexp.MustCompile(`sha256:[0-9a-f]{64}`).FindString(refused.stderr[strings.Index(refused.stderr, "--permissions"):])
+	first := refused(t, aqua("1.0.1"), s.addr+"/gated/aqua", "gated/aqua:1.0.1 is the first version of gated/aqua the gate of namespace gated meets, and it is rated critical, above medium", "CRITICAL: may write RBAC roles or bindings across the cluster")
+	approve(t, s, "gated/aqua:1.0.1", first)
+	berth(t, "", "push", aqua("1.0.1"), s.addr+"/gated/aqua")
 
+	fp := refused(t, aqua("5.3.0"), s.addr+"/gated/aqua", "gated/aqua:5.3.0 asks for permissions beyond those namespace gated has admitted for gated/aqua", "use securitycontextconstraints.security.openshift.io/privileged (cluster)")
 	waitUntil(t, s, "open/aqua 5.3.0 indexed", func() bool {
 		var v apiv1.Version
 		return getJSON(t, s, "/api/v1/packages/open/aqua/versions/5.3.0", &v) == 200
@@ -47,13 +43,86 @@ func TestPermissionGateWithTheCLI(t *testing.T) {
 		}
 	}
 
-	approved := berth(t, "", "approve", "gated/aqua:5.3.0", "--permissions", fp, "--server", s.addr).stdout
-	if !strings.Contains(approved, "Approved gated/aqua:5.3.0 with permissions "+fp) {
-		t.Errorf("approve said %q", approved)
+	// Delete first: what the gate admitted for the name outlives it.
+	waitUntil(t, s, "gated/aqua 1.0.1 indexed", func() bool {
+		var v apiv1.Version
+		return getJSON(t, s, "/api/v1/packages/gated/aqua/versions/1.0.1", &v) == 200
+	})
+	if code := deletePackage(s, "gated/aqua"); code != 200 {
+		t.Fatalf("DELETE gated/aqua: %d", code)
 	}
+	refused(t, aqua("6.2.0"), s.addr+"/gated/aqua", "gated/aqua:6.2.0 asks for permissions beyond those namespace gated has admitted for gated/aqua")
+
+	approve(t, s, "gated/aqua:5.3.0", fp)
 	berth(t, "", "push", aqua("5.3.0"), s.addr+"/gated/aqua")
 	waitUntil(t, s, "gated/aqua 5.3.0 indexed", func() bool {
 		var v apiv1.Version
 		return getJSON(t, s, "/api/v1/packages/gated/aqua/versions/5.3.0", &v) == 200
 	})
+
+	// The low-version detour: op 1.0.0 and 1.1.0 read configmaps; 0.0.1
+	// asking for everything, and 2.0.0 replacing it, are refused, and 1.1.0
+	// stays the head of stable.
+	dir := t.TempDir()
+	op := func(version, replaces, rules string) string {
+		csv := "apiVersion: operators.coreos.com/v1alpha1\nkind: ClusterServiceVersion\nmetadata:\n  name: op.v" + version + "\nspec:\n  version: " + version + "\n  displayName: op\n"
+		if replaces != "" {
+			csv += "  replaces: op.v" + replaces + "\n"
+		}
+		csv += "  install:\n    strategy: deployment\n    spec:\n      clusterPermissions:\n        - serviceAccountName: op\n          rules: " + rules + "\n"
+		bundle := filepath.Join(dir, version)
+		for name, body := range map[string]string{
+			"manifests/op.v" + version + ".clusterserviceversion.yaml": csv,
+			"metadata/annotations.yaml":                                "annotations:\n  operators.operatorframework.io.bundle.package.v1: op\n  operators.operatorframework.io.bundle.channels.v1: stable\n  operators.operatorframework.io.bundle.mediatype.v1: registry+v1\n",
+		} {
+			if err := os.MkdirAll(filepath.Dir(filepath.Join(bundle, name)), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(bundle, name), []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return bundle
+	}
+	const narrow, everything = `[{apiGroups: [""], resources: [configmaps], verbs: [get]}]`, `[{apiGroups: ["*"], resources: ["*"], verbs: ["*"]}]`
+	berth(t, "", "push", op("1.0.0", "", narrow), s.addr+"/gated/op") // rated medium: no approval needed
+	berth(t, "", "push", op("1.1.0", "1.0.0", narrow), s.addr+"/gated/op")
+	refused(t, op("0.0.1", "", everything), s.addr+"/gated/op", "gated/op:0.0.1 asks for permissions beyond those namespace gated has admitted for gated/op (adds * *.* (cluster); rated critical, up from medium)")
+	refused(t, op("2.0.0", "0.0.1", everything), s.addr+"/gated/op", "gated/op:2.0.0 asks for permissions beyond those namespace gated has admitted for gated/op")
+	waitUntil(t, s, "gated/op 1.1.0 indexed", func() bool {
+		var v apiv1.Version
+		return getJSON(t, s, "/api/v1/packages/gated/op/versions/1.1.0", &v) == 200
+	})
+	if up := berth(t, "", "upgrades", "gated/op", "--from", "1.0.0", "--server", s.addr).stdout; !strings.Contains(up, "Head:    1.1.0") {
+		t.Errorf("the head of gated/op's channel is not 1.1.0:\n%s", up)
+	}
+}
+
+// refused pushes dir to ref, expects the gate to refuse it saying each of
+// says and naming the command that approves it, and returns the
+// fingerprint of its rules.
+func refused(t *testing.T, dir, ref string, says ...string) string {
+	t.Helper()
+	r := run(t, "", berthBin, "push", dir, ref)
+	if r.code == 0 {
+		t.Fatalf("push of %s to %s was admitted:\n%s", dir, ref, r.stdout)
+	}
+	for _, want := range append(says, "berth approve ") {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("the refusal does not say %q:\n%s", want, r.stderr)
+		}
+	}
+	i := strings.Index(r.stderr, "--permissions")
+	if i < 0 {
+		t.Fatalf("the refusal names no permissions to approve:\n%s", r.stderr)
+	}
+	return regexp.MustCompile(`sha256:[0-9a-f]{64}`).FindString(r.stderr[i:])
+}
+
+// approve runs berth approve of ref with the rules fp.
+func approve(t *testing.T, s *server, ref, fp string) {
+	t.Helper()
+	if out := berth(t, "", "approve", ref, "--permissions", fp, "--server", s.addr).stdout; !strings.Contains(out, "Approved "+ref+" with permissions "+fp) {
+		t.Errorf("approve said %q", out)
+	}
 }

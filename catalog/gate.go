@@ -56,8 +56,9 @@ const maxNamedGrants = 10
 // package's deletion. A name the gate meets with versions stored but no
 // allowance (stored before the gate kept one) gets its allowance seeded
 // from those versions. The package is read as the indexer reads it, under
-// the same limits; one it cannot read is let through, to be recorded as
-// invalid. The error names what the version asks beyond the allowance, or
+// the same limits; one it cannot read, for whatever reason (a timeout under
+// load included), is refused, for a later read could find it valid. The
+// error names what the version asks beyond the allowance, or
 // its rating and findings, and the approval that would admit it.
 func (c *Catalog) AdmitPermissions(ctx context.Context, repo, tag, mediaType string, payload []byte) error {
 	ns, name, _ := strings.Cut(repo, "/")
@@ -73,7 +74,7 @@ func (c *Catalog) AdmitPermissions(ctx context.Context, repo, tag, mediaType str
 		return fmt.Errorf("%s:%s: cannot read the package to review its permissions: %w", repo, tag, err)
 	}
 	if e.Status != apiv1.StatusIndexed {
-		return nil
+		return fmt.Errorf("%s:%s: namespace %s admits only versions whose permissions it can review, and this one cannot be read: %s", repo, tag, ns, e.Reason)
 	}
 	rules := e.Metadata.Permissions
 	fp := permissions.Fingerprint(rules)

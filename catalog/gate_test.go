@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -295,6 +296,41 @@ func TestPermissionGateFirstVersion(t *testing.T) {
 	}
 	if err := e.admit(high, "gated", p); err != nil {
 		t.Errorf("a first version rated high, admitted up to high: %v", err)
+	}
+}
+
+// TestPermissionGateRefusesWhatItCannotRead: a package whose permissions
+// the gate cannot review is refused, not let through to be recorded as
+// invalid: a read that fails for a passing reason (a timeout under load)
+// could succeed when the catalog reads it again.
+func TestPermissionGateRefusesWhatItCannotRead(t *testing.T) {
+	critical := op{version: "1.0.0", rules: everything}.pkg(t)
+	for _, tc := range []struct {
+		what string
+		opts envOptions
+		push func(e *env) error
+		says string
+	}{
+		{"content that is not gzip", envOptions{gated: "gated"}, func(e *env) error {
+			m := e.manifestOf("gated/op", pkgformat.ArtifactType, layer{pkgformat.ConfigMediaType, []byte("{}")}, layer{pkgformat.ContentMediaType, []byte("plain text")})
+			d := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.FromBytes(m), Size: int64(len(m))}
+			return e.repo("gated/op").PushReference(e.ctx, d, bytes.NewReader(m), "1.0.0")
+		}, "cannot be read: content: archive: corrupt or truncated gzip stream"},
+		{"a read that times out", envOptions{gated: "gated", indexTimeout: time.Nanosecond}, func(e *env) error {
+			_, err := e.tryPushPackage("gated", critical)
+			return err
+		}, "cannot be read: "},
+	} {
+		t.Run(tc.what, func(t *testing.T) {
+			e := newEnv(t, tc.opts)
+			err := tc.push(e)
+			if want := "gated/op:1.0.0: namespace gated admits only versions whose permissions it can review, and this one " + tc.says; err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("push of %s: %v, want a refusal saying %q", tc.what, err, want)
+			}
+			if _, err := e.repo("gated/op").Resolve(e.ctx, "1.0.0"); err == nil {
+				t.Error("the refused version is tagged")
+			}
+		})
 	}
 }
 

@@ -67,9 +67,9 @@ type envOptions struct {
 	// elector is the catalog's Elector; with one, start does not wait for
 	// a reconciliation.
 	elector coord.Elector
-	// gated is a namespace whose versions may not widen their
-	// predecessors' permissions without an approval, kept in the
-	// registry's storage.
+	// gated is a namespace whose versions may not ask for permissions
+	// beyond those admitted for their package name without an approval;
+	// approvals and allowances are kept in the registry's storage.
 	gated string
 	// signals and queueSize are the catalog's Signals and QueueSize.
 	signals   coord.Signals

@@ -15,8 +15,8 @@ import (
 // name, and goes through what a publisher and an administrator do: the
 // first version, rated critical, refused until approved; a wider version
 // refused with the rules named, berth permissions --from, berth approve,
-// the push again. Deleting the package first, or a low version and one
-// replacing it, do not get around it.
+// the push again. Deleting the package first, a low version and one
+// replacing it, berth promote and berth mirror sync do not get around it.
 func TestPermissionGateWithTheCLI(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "berth.yaml")
 	if err := os.WriteFile(cfg, []byte("namespaces:\n  - name: gated\n    refuseWideningPermissions: true\n"), 0o644); err != nil {
@@ -95,6 +95,29 @@ func TestPermissionGateWithTheCLI(t *testing.T) {
 	})
 	if up := berth(t, "", "upgrades", "gated/op", "--from", "1.0.0", "--server", s.addr).stdout; !strings.Contains(up, "Head:    1.1.0") {
 		t.Errorf("the head of gated/op's channel is not 1.1.0:\n%s", up)
+	}
+
+	// berth promote and berth mirror sync tag through the same gate.
+	berth(t, "", "push", op("3.0.0", "1.1.0", everything), s.addr+"/open/op")
+	if r := run(t, "", berthBin, "promote", s.addr+"/open/op:3.0.0", s.addr+"/gated/op"); r.code == 0 || !strings.Contains(r.stderr, "gated/op:3.0.0 asks for permissions beyond those namespace gated has admitted for gated/op") {
+		t.Errorf("promote of a wider version: exit %d\n%s", r.code, r.stderr)
+	}
+	src := startServer(t, "")
+	berth(t, "", "push", op("1.2.0", "1.1.0", narrow), src.addr+"/gated/op")
+	berth(t, "", "push", op("4.0.0", "1.2.0", everything), src.addr+"/gated/op")
+	synced := berth(t, "", "mirror", "sync", src.addr, s.addr, "--state", filepath.Join(dir, "state.json"), "--namespace", "gated")
+	if !strings.Contains(synced.stdout, "Quarantined: gated/op:4.0.0") || !strings.Contains(synced.stdout, "gated/op:4.0.0 asks for permissions beyond those namespace gated has admitted for gated/op") {
+		t.Errorf("mirror sync of a wider version:\n%s", synced.stdout)
+	}
+	waitUntil(t, s, "gated/op 1.2.0 synced and indexed", func() bool {
+		var v apiv1.Version
+		return getJSON(t, s, "/api/v1/packages/gated/op/versions/1.2.0", &v) == 200
+	})
+	for _, tag := range []string{"3.0.0", "4.0.0"} {
+		var v apiv1.Version
+		if code := getJSON(t, s, "/api/v1/packages/gated/op/versions/"+tag, &v); code != 404 {
+			t.Errorf("gated/op:%s after promote and mirror sync: %d, want 404", tag, code)
+		}
 	}
 }
 

@@ -220,15 +220,8 @@ func TestPermissionGateEveryPath(t *testing.T) {
 	e.pushPackage("gated", op{version: "0.0.2", rules: narrow}.pkg(t)) // within the allowance, wherever it goes
 
 	tagByDigest := func(p *pkgformat.Package, ns string) error {
-		art, err := p.Artifact()
-		if err != nil {
-			t.Fatal(err)
-		}
-		repo := e.repo(ns + "/op")
-		e.blob(repo, art.ConfigDesc.MediaType, art.Config)
-		e.blob(repo, art.ContentDesc.MediaType, art.Content)
-		d := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.FromBytes(art.Manifest), Size: int64(len(art.Manifest))}
-		if err := repo.Push(e.ctx, d, bytes.NewReader(art.Manifest)); err != nil {
+		repo, d, manifest := e.uploadPackage(ns, p)
+		if err := repo.Push(e.ctx, d, bytes.NewReader(manifest)); err != nil {
 			t.Fatal(err)
 		}
 		return repo.Tag(e.ctx, d, pkgformat.Tag(p.Metadata.Version))
@@ -354,17 +347,11 @@ func (e *env) gateCatalog(maxUnapproved permissions.Rating) *catalog.Catalog {
 	return c
 }
 
-// admit pushes p's blobs to ns/op and asks c to admit its manifest by tag.
+// admit uploads p's blobs to ns and asks c to admit its manifest by tag.
 func (e *env) admit(c *catalog.Catalog, ns string, p *pkgformat.Package) error {
 	e.t.Helper()
-	art, err := p.Artifact()
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	repo := e.repo(ns + "/" + p.Metadata.Name)
-	e.blob(repo, art.ConfigDesc.MediaType, art.Config)
-	e.blob(repo, art.ContentDesc.MediaType, art.Content)
-	return c.AdmitPermissions(e.ctx, ns+"/"+p.Metadata.Name, pkgformat.Tag(p.Metadata.Version), ocispec.MediaTypeImageManifest, art.Manifest)
+	_, d, manifest := e.uploadPackage(ns, p)
+	return c.AdmitPermissions(e.ctx, ns+"/"+p.Metadata.Name, pkgformat.Tag(p.Metadata.Version), d.MediaType, manifest)
 }
 
 // wantRefusal checks that err refuses ref with the approval command of

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -8,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/berth-registry/berth/catalog/apiv1"
+	"github.com/berth-registry/berth/internal/pgtest"
 )
 
 // TestPermissionGateWithTheCLI runs berth serve with a namespace that
@@ -64,27 +66,7 @@ func TestPermissionGateWithTheCLI(t *testing.T) {
 	// asking for everything, and 2.0.0 replacing it, are refused, and 1.1.0
 	// stays the head of stable.
 	dir := t.TempDir()
-	op := func(version, replaces, rules string) string {
-		csv := "apiVersion: operators.coreos.com/v1alpha1\nkind: ClusterServiceVersion\nmetadata:\n  name: op.v" + version + "\nspec:\n  version: " + version + "\n  displayName: op\n"
-		if replaces != "" {
-			csv += "  replaces: op.v" + replaces + "\n"
-		}
-		csv += "  install:\n    strategy: deployment\n    spec:\n      clusterPermissions:\n        - serviceAccountName: op\n          rules: " + rules + "\n"
-		bundle := filepath.Join(dir, version)
-		for name, body := range map[string]string{
-			"manifests/op.v" + version + ".clusterserviceversion.yaml": csv,
-			"metadata/annotations.yaml":                                "annotations:\n  operators.operatorframework.io.bundle.package.v1: op\n  operators.operatorframework.io.bundle.channels.v1: stable\n  operators.operatorframework.io.bundle.mediatype.v1: registry+v1\n",
-		} {
-			if err := os.MkdirAll(filepath.Dir(filepath.Join(bundle, name)), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(bundle, name), []byte(body), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return bundle
-	}
-	const narrow, everything = `[{apiGroups: [""], resources: [configmaps], verbs: [get]}]`, `[{apiGroups: ["*"], resources: ["*"], verbs: ["*"]}]`
+	op := func(version, replaces, rules string) string { return opBundle(t, dir, version, replaces, rules) }
 	berth(t, "", "push", op("1.0.0", "", narrow), s.addr+"/gated/op") // rated medium: no approval needed
 	berth(t, "", "push", op("1.1.0", "1.0.0", narrow), s.addr+"/gated/op")
 	refused(t, op("0.0.1", "", everything), s.addr+"/gated/op", "gated/op:0.0.1 asks for permissions beyond those namespace gated has admitted for gated/op (adds * *.* (cluster); rated critical, up from medium)")
@@ -121,6 +103,38 @@ func TestPermissionGateWithTheCLI(t *testing.T) {
 	}
 }
 
+// Rules of op, the operator of opBundle: narrow is rated medium (reads
+// across the cluster), everything critical.
+const (
+	narrow     = `[{apiGroups: [""], resources: [configmaps], verbs: [get]}]`
+	everything = `[{apiGroups: ["*"], resources: ["*"], verbs: ["*"]}]`
+)
+
+// opBundle writes version of the OLM package op, in channel stable,
+// replacing replaces and asking for rules across the cluster, into dir,
+// and returns the bundle's folder.
+func opBundle(t *testing.T, dir, version, replaces, rules string) string {
+	t.Helper()
+	csv := "apiVersion: operators.coreos.com/v1alpha1\nkind: ClusterServiceVersion\nmetadata:\n  name: op.v" + version + "\nspec:\n  version: " + version + "\n  displayName: op\n"
+	if replaces != "" {
+		csv += "  replaces: op.v" + replaces + "\n"
+	}
+	csv += "  install:\n    strategy: deployment\n    spec:\n      clusterPermissions:\n        - serviceAccountName: op\n          rules: " + rules + "\n"
+	bundle := filepath.Join(dir, version)
+	for name, body := range map[string]string{
+		"manifests/op.v" + version + ".clusterserviceversion.yaml": csv,
+		"metadata/annotations.yaml":                                "annotations:\n  operators.operatorframework.io.bundle.package.v1: op\n  operators.operatorframework.io.bundle.channels.v1: stable\n  operators.operatorframework.io.bundle.mediatype.v1: registry+v1\n",
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(bundle, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(bundle, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return bundle
+}
+
 // refused pushes dir to ref, expects the gate to refuse it saying each of
 // says and naming the command that approves it, and returns the
 // fingerprint of its rules.
@@ -148,4 +162,39 @@ func approve(t *testing.T, s *server, ref, fp string) {
 	if out := berth(t, "", "approve", ref, "--permissions", fp, "--server", s.addr).stdout; !strings.Contains(out, "Approved "+ref+" with permissions "+fp) {
 		t.Errorf("approve said %q", out)
 	}
+}
+
+// TestPermissionGateOnTwoReplicas runs two berth serve processes on one
+// PostgreSQL database and one S3 bucket with a gated namespace: what one
+// replica admitted for a package name bounds what the other admits, also
+// after the package is deleted through the first, and an approval given
+// through one admits the push through the other.
+func TestPermissionGateOnTwoReplicas(t *testing.T) {
+	dsn := pgtest.Database(t)
+	gw := startVersitygw(t)
+	bucket := gw.bucket(t, "gate")
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "berth.yaml")
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, "%sregistry:\n  httpSecretFile: %s\ncatalog:\n  database: %s\nnamespaces:\n  - name: gated\n    refuseWideningPermissions: true\n",
+		gw.storageConfig(bucket, false), filepath.Join(dir, "http-secret"), dsn), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := startServer(t, t.TempDir(), "--config", cfg)
+	b := startServer(t, t.TempDir(), "--config", cfg)
+
+	berth(t, "", "push", opBundle(t, dir, "1.0.0", "", narrow), a.addr+"/gated/op")
+	wider := opBundle(t, dir, "2.0.0", "1.0.0", everything)
+	fp := refused(t, wider, b.addr+"/gated/op", "gated/op:2.0.0 asks for permissions beyond those namespace gated has admitted for gated/op")
+	waitUntil(t, a, "gated/op 1.0.0 indexed", func() bool {
+		var v apiv1.Version
+		return getJSON(t, a, "/api/v1/packages/gated/op/versions/1.0.0", &v) == 200
+	})
+	if code := deletePackage(a, "gated/op"); code != 200 {
+		t.Fatalf("DELETE gated/op: %d", code)
+	}
+	refused(t, opBundle(t, dir, "0.0.1", "", everything), b.addr+"/gated/op", "gated/op:0.0.1 asks for permissions beyond those namespace gated has admitted for gated/op")
+
+	approve(t, a, "gated/op:2.0.0", fp)
+	berth(t, "", "push", wider, b.addr+"/gated/op")
+	berth(t, "", "push", opBundle(t, dir, "3.0.0", "2.0.0", everything), a.addr+"/gated/op") // within what 2.0.0 brought
 }

@@ -1,14 +1,16 @@
-// Package approval keeps the approvals of widened permissions
-// (docs/permissions.md): an administrator of a namespace whose policy
-// refuses versions that widen their predecessor's permissions records that
-// one version, with exactly the permissions reviewed (their
-// permissions.Fingerprint), may be tagged after all.
+// Package approval keeps the records of the permission gate
+// (docs/permissions.md): the approvals, by which an administrator of a
+// gated namespace records that one version, with exactly the permissions
+// reviewed (their permissions.Fingerprint), may be tagged; and each
+// package name's allowance, the rule sets the gate has admitted for it.
 //
-// Approvals are decisions, not derived from packages, so they live beside
-// the registry's content in its storage (filesystem, S3, ...), where every
+// Both are decisions, not derived from packages, so they live beside the
+// registry's content in its storage (filesystem, S3, ...), where every
 // replica reads them and from which nothing can rebuild them: under
-// /berth/approvals/<namespace>/<name>/<tag>/<fingerprint hex>.json, outside
-// distribution's /docker tree, which garbage collection walks.
+// /berth/approvals/<namespace>/<name>/<tag>/<fingerprint hex>.json and
+// /berth/allowances/<namespace>/<name>/<fingerprint hex>.json, outside
+// distribution's /docker tree, which garbage collection walks and package
+// deletes remove.
 package approval
 
 import (
@@ -87,7 +89,7 @@ func (s *Store) Find(ctx context.Context, namespace, name, version, fingerprint 
 
 // Valid checks the parts that name an approval.
 func Valid(namespace, name, version, fingerprint string) error {
-	for _, err := range []error{pkgformat.ValidNamespace(namespace), pkgformat.ValidName(name), pkgformat.ValidVersion(version), permissions.ValidFingerprint(fingerprint)} {
+	for _, err := range []error{validName(namespace, name), pkgformat.ValidVersion(version), permissions.ValidFingerprint(fingerprint)} {
 		if err != nil {
 			return err
 		}

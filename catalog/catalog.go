@@ -18,6 +18,7 @@ import (
 	"github.com/berth-registry/berth/coord"
 	"github.com/berth-registry/berth/internal/keyedmutex"
 	"github.com/berth-registry/berth/olm"
+	"github.com/berth-registry/berth/permissions"
 	"github.com/berth-registry/berth/pkgformat"
 	"github.com/berth-registry/berth/signing"
 )
@@ -75,12 +76,18 @@ type Options struct {
 	QueueSize int
 	// RefuseWideningPermissions, when set, names the namespaces whose
 	// versions AdmitPermissions refuses to tag when they ask for
-	// permissions their predecessor does not have, unless Approvals holds
-	// an approval of exactly those permissions.
+	// permissions beyond what the gate has admitted for their package
+	// name, unless Approvals holds an approval of exactly those
+	// permissions.
 	RefuseWideningPermissions func(namespace string) bool
+	// MaxUnapprovedRating, when set, is the highest rating a gated
+	// namespace admits for the first version of a package name without an
+	// approval. Nil: permissions.DefaultMaxUnapproved.
+	MaxUnapprovedRating func(namespace string) permissions.Rating
 	// Approvals keep the approvals AdmitPermissions honours and Approve
-	// records. Nil: none can be recorded.
-	Approvals Approvals
+	// records, and the allowances of package names. Nil: none can be
+	// recorded.
+	Approvals GateRecords
 	// OnChange, when set, is called after a version of the package
 	// namespace/name is recorded, replaced or removed (the OLM catalog
 	// publisher follows it). It must not block.
@@ -134,8 +141,9 @@ type Catalog struct {
 	checkLocks  keyedmutex.Mutex
 	deferredAll bool
 
-	refuseWidening func(namespace string) bool
-	approvals      Approvals
+	refuseWidening      func(namespace string) bool
+	maxUnapprovedRating func(namespace string) permissions.Rating
+	gate                GateRecords
 
 	onChange func(namespace, name string)
 	elector  coord.Elector
@@ -227,8 +235,9 @@ func New(opts Options) (*Catalog, error) {
 		elector:     opts.Elector,
 		locks:       opts.Locks,
 
-		refuseWidening: opts.RefuseWideningPermissions,
-		approvals:      opts.Approvals,
+		refuseWidening:      opts.RefuseWideningPermissions,
+		maxUnapprovedRating: opts.MaxUnapprovedRating,
+		gate:                opts.Approvals,
 	}
 	size := opts.QueueSize
 	if size <= 0 {

@@ -67,9 +67,9 @@ type envOptions struct {
 	// elector is the catalog's Elector; with one, start does not wait for
 	// a reconciliation.
 	elector coord.Elector
-	// gated is a namespace whose versions may not widen their
-	// predecessors' permissions without an approval, kept in the
-	// registry's storage.
+	// gated is a namespace whose versions may not ask for permissions
+	// beyond those admitted for their package name without an approval;
+	// approvals and allowances are kept in the registry's storage.
 	gated string
 	// signals and queueSize are the catalog's Signals and QueueSize.
 	signals   coord.Signals
@@ -271,6 +271,15 @@ func (e *env) pushPackage(namespace string, p *pkgformat.Package) string {
 // registry's refusal of its tag.
 func (e *env) tryPushPackage(namespace string, p *pkgformat.Package) (string, error) {
 	e.t.Helper()
+	repo, d, manifest := e.uploadPackage(namespace, p)
+	return d.Digest.String(), repo.PushReference(e.ctx, d, bytes.NewReader(manifest), pkgformat.Tag(p.Metadata.Version))
+}
+
+// uploadPackage uploads a package's blobs to namespace/name, as berth push
+// does before its manifest, and returns the repository, and the manifest
+// and its descriptor.
+func (e *env) uploadPackage(namespace string, p *pkgformat.Package) (*remote.Repository, ocispec.Descriptor, []byte) {
+	e.t.Helper()
 	art, err := p.Artifact()
 	if err != nil {
 		e.t.Fatal(err)
@@ -278,8 +287,7 @@ func (e *env) tryPushPackage(namespace string, p *pkgformat.Package) (string, er
 	repo := e.repo(namespace + "/" + p.Metadata.Name)
 	e.blob(repo, art.ConfigDesc.MediaType, art.Config)
 	e.blob(repo, art.ContentDesc.MediaType, art.Content)
-	d := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.FromBytes(art.Manifest), Size: int64(len(art.Manifest))}
-	return d.Digest.String(), repo.PushReference(e.ctx, d, bytes.NewReader(art.Manifest), pkgformat.Tag(p.Metadata.Version))
+	return repo, ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.FromBytes(art.Manifest), Size: int64(len(art.Manifest))}, art.Manifest
 }
 
 // load reads a fixture package directory.

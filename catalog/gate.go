@@ -9,34 +9,64 @@ import (
 
 	"github.com/berth-registry/berth/approval"
 	"github.com/berth-registry/berth/catalog/apiv1"
-	"github.com/berth-registry/berth/catalog/graph"
 	"github.com/berth-registry/berth/permissions"
 	"github.com/berth-registry/berth/pkgformat"
 )
 
-// Approvals keep the approvals of versions whose permissions widen their
-// predecessor's (package approval).
+// Approvals keep the approvals of versions whose permissions exceed what
+// the gate has admitted for their package name (package approval).
 type Approvals interface {
 	Record(ctx context.Context, a apiv1.Approval) error
 	// Find returns nil, nil when there is no such approval.
 	Find(ctx context.Context, namespace, name, version, fingerprint string) (*apiv1.Approval, error)
 }
 
-// maxNamedGrants bounds the grants a refusal names.
+// Allowances keep, per package name, the rule sets the gate has admitted:
+// its allowance, which deleting the package does not remove.
+type Allowances interface {
+	// Allow adds a rule set to the allowance of its package name.
+	Allow(ctx context.Context, a approval.Allowed) error
+	// Allowance returns the rule sets admitted for namespace/name, none
+	// when the gate has kept no record of it.
+	Allowance(ctx context.Context, namespace, name string) ([]approval.Allowed, error)
+}
+
+// GateRecords are what the permission gate keeps: approvals and allowances
+// (approval.Store).
+type GateRecords interface {
+	Approvals
+	Allowances
+}
+
+var _ GateRecords = (*approval.Store)(nil)
+
+// maxNamedGrants bounds the grants, and the findings, a refusal names.
 const maxNamedGrants = 10
 
 // AdmitPermissions decides whether a package manifest pushed as repo:tag may
 // be tagged under the namespace's permission gate
-// (Options.RefuseWideningPermissions): not when the version asks for
-// permissions its predecessor in a channel does not have, unless that
-// version has been approved with exactly these permissions. The package is
-// read as the indexer reads it, under the same limits; one it cannot read
-// is let through, to be recorded as invalid. The error names the
-// predecessor, the grants added and the approval that would admit it.
+// (Options.RefuseWideningPermissions). It holds this invariant: in a gated
+// namespace no version is tagged whose grants exceed the package name's
+// allowance, the rule sets the gate has admitted for that name, unless an
+// administrator approved that version with exactly its rules. The first
+// version of a name is admitted without approval only when rated at most
+// the namespace's Options.MaxUnapprovedRating. Each version admitted
+// through an approval, or as a first version, adds its rules to the
+// allowance, which lives in the registry's storage and survives the
+// package's deletion. A name the gate meets with versions stored but no
+// allowance (stored before the gate kept one) gets its allowance seeded
+// from those versions. The package is read as the indexer reads it, under
+// the same limits; one it cannot read, for whatever reason (a timeout under
+// load included), is refused, for a later read could find it valid. The
+// error names what the version asks beyond the allowance, or
+// its rating and findings, and the approval that would admit it.
 func (c *Catalog) AdmitPermissions(ctx context.Context, repo, tag, mediaType string, payload []byte) error {
 	ns, name, _ := strings.Cut(repo, "/")
 	if c.refuseWidening == nil || !c.refuseWidening(ns) {
 		return nil
+	}
+	if c.gate == nil {
+		return fmt.Errorf("%s:%s: namespace %s refuses widening permissions, but this catalog keeps no allowances", repo, tag, ns)
 	}
 	e := &Entry{Namespace: ns, Name: name, Tag: tag, Indexed: time.Now().UTC()}
 	e, err := c.ix.readManifest(ctx, e, repo, mediaType, payload, false) // its bundle image is built when it is indexed
@@ -44,32 +74,122 @@ func (c *Catalog) AdmitPermissions(ctx context.Context, repo, tag, mediaType str
 		return fmt.Errorf("%s:%s: cannot read the package to review its permissions: %w", repo, tag, err)
 	}
 	if e.Status != apiv1.StatusIndexed {
-		return nil
+		return fmt.Errorf("%s:%s: namespace %s admits only versions whose permissions it can review, and this one cannot be read: %s", repo, tag, ns, e.Reason)
 	}
-	prev, channel, err := c.predecessor(ctx, e)
-	if err != nil || prev == nil {
-		return err
+	rules := e.Metadata.Permissions
+	fp := permissions.Fingerprint(rules)
+	allowance, err := c.allowance(ctx, ns, name)
+	if err != nil {
+		return fmt.Errorf("%s:%s: cannot read the permissions admitted for %s: %w", repo, tag, repo, err)
 	}
-	change, err := permissions.Diff(prev.Metadata.Permissions, e.Metadata.Permissions)
-	if err != nil && !errors.Is(err, permissions.ErrTooBroad) {
-		return err
-	}
-	if err == nil && !change.Widens {
-		return nil
-	}
-	fp := permissions.Fingerprint(e.Metadata.Permissions)
-	if c.approvals != nil {
-		a, err := c.approvals.Find(ctx, ns, name, tag, fp)
-		if err != nil {
-			return fmt.Errorf("%s:%s: cannot read its approvals: %w", repo, tag, err)
-		}
-		if a != nil {
-			c.log.Info("permissions widened, approved", "repository", repo, "tag", tag, "from", prev.Tag, "by", a.By, "at", a.At)
+	if len(allowance) > 0 {
+		change, err := beyond(allowance, fp, rules)
+		if err == nil && !change.Widens {
 			return nil
 		}
+		ok, aerr := c.admitApproved(ctx, e, fp)
+		if ok || aerr != nil {
+			return aerr
+		}
+		return fmt.Errorf("%s:%s asks for permissions beyond those namespace %s has admitted for %s (%s), and namespace %s refuses that without an approval; %s",
+			repo, tag, ns, repo, addedGrants(change, err), ns, approveHint(repo, tag, fp))
 	}
-	return fmt.Errorf("%s:%s asks for permissions that %s, its predecessor in channel %s, does not have (%s), and namespace %s refuses that without an approval; an administrator of %s may approve exactly these permissions with `berth approve %s:%s --permissions %s`, then push again",
-		repo, tag, prev.Tag, channel, addedGrants(change, err), ns, repo, repo, tag, fp)
+	review := permissions.Of(rules)
+	if maxRating := c.maxUnapproved(ns); review.Rating <= maxRating {
+		return c.allow(ctx, e, fp, fmt.Sprintf("first version, rated %s, at most maxUnapprovedRating %s", review.Rating, maxRating), "")
+	}
+	ok, err := c.admitApproved(ctx, e, fp)
+	if ok || err != nil {
+		return err
+	}
+	return fmt.Errorf("%s:%s is the first version of %s the gate of namespace %s meets, and it is rated %s, above %s, the most namespace %s admits without an approval (%s); %s",
+		repo, tag, repo, ns, review.Rating, c.maxUnapproved(ns), ns, namedFindings(review.Findings), approveHint(repo, tag, fp))
+}
+
+// maxUnapproved is the highest rating namespace ns admits for a first
+// version without an approval.
+func (c *Catalog) maxUnapproved(ns string) permissions.Rating {
+	if c.maxUnapprovedRating == nil {
+		return permissions.DefaultMaxUnapproved
+	}
+	return c.maxUnapprovedRating(ns)
+}
+
+// allowance returns the rule sets admitted for ns/name, seeding them from
+// the versions stored when there is no record yet.
+func (c *Catalog) allowance(ctx context.Context, ns, name string) ([]approval.Allowed, error) {
+	allowance, err := c.gate.Allowance(ctx, ns, name)
+	if err != nil || len(allowance) > 0 {
+		return allowance, err
+	}
+	entries, err := c.store.Entries(ctx, ns, name)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return nil, err
+	}
+	for _, old := range entries {
+		if old.Status != apiv1.StatusIndexed {
+			continue
+		}
+		a := approval.Allowed{Namespace: ns, Name: name, Permissions: permissions.Fingerprint(old.Metadata.Permissions), Rules: old.Metadata.Permissions,
+			Version: old.Metadata.Version, Reason: "stored before the gate kept a record of the package", At: time.Now().UTC()}
+		if err := c.gate.Allow(ctx, a); err != nil {
+			return nil, err
+		}
+		allowance = append(allowance, a)
+	}
+	return allowance, nil
+}
+
+// beyond returns what rules, whose fingerprint is fp, grant beyond the
+// union of the allowance. It returns an error wrapping
+// permissions.ErrTooBroad when that cannot be compared.
+func beyond(allowance []approval.Allowed, fp string, rules *pkgformat.Permissions) (*permissions.Change, error) {
+	union := &pkgformat.Permissions{}
+	for _, a := range allowance {
+		if a.Permissions == fp {
+			return &permissions.Change{}, nil
+		}
+		if a.Rules != nil {
+			union.Namespaced = append(union.Namespaced, a.Rules.Namespaced...)
+			union.Cluster = append(union.Cluster, a.Rules.Cluster...)
+		}
+	}
+	change, err := permissions.Diff(union, rules)
+	if err != nil {
+		return nil, fmt.Errorf("cannot compare with what was admitted: %w", err)
+	}
+	return change, nil
+}
+
+// admitApproved reports whether e, with rules whose fingerprint is fp, is
+// approved, and if so adds its rules to the allowance.
+func (c *Catalog) admitApproved(ctx context.Context, e *Entry, fp string) (bool, error) {
+	repo := e.Namespace + "/" + e.Name
+	a, err := c.gate.Find(ctx, e.Namespace, e.Name, e.Tag, fp)
+	if err != nil {
+		return false, fmt.Errorf("%s:%s: cannot read its approvals: %w", repo, e.Tag, err)
+	}
+	if a == nil {
+		return false, nil
+	}
+	c.log.Info("permissions admitted by an approval", "repository", repo, "tag", e.Tag, "by", a.By, "at", a.At)
+	return true, c.allow(ctx, e, fp, "approved", a.By)
+}
+
+// allow adds e's rules to the allowance of its package name.
+func (c *Catalog) allow(ctx context.Context, e *Entry, fp, reason, by string) error {
+	a := approval.Allowed{Namespace: e.Namespace, Name: e.Name, Permissions: fp, Rules: e.Metadata.Permissions,
+		Version: e.Metadata.Version, Reason: reason, By: by, At: time.Now().UTC()}
+	if err := c.gate.Allow(ctx, a); err != nil {
+		return fmt.Errorf("%s/%s:%s: cannot record its permissions as admitted: %w", e.Namespace, e.Name, e.Tag, err)
+	}
+	return nil
+}
+
+// approveHint says how an administrator admits repo:tag with the rules
+// whose fingerprint is fp.
+func approveHint(repo, tag, fp string) string {
+	return fmt.Sprintf("an administrator of %s may approve exactly these permissions with `berth approve %s:%s --permissions %s`, then push again", repo, repo, tag, fp)
 }
 
 // addedGrants names the grants change adds, at most maxNamedGrants of
@@ -92,67 +212,31 @@ func addedGrants(change *permissions.Change, err error) string {
 	return s
 }
 
-// predecessor returns the version e follows in a channel: in the upgrade
-// graph with e among the package's versions, the newest version with an
-// edge to e, in the channels in turn (the default first). A version that
-// no edge reaches follows the newest older version, if any. It returns nil
-// for the package's first version.
-func (c *Catalog) predecessor(ctx context.Context, e *Entry) (*Entry, string, error) {
-	entries, err := c.store.Entries(ctx, e.Namespace, e.Name)
-	if err != nil && !errors.Is(err, ErrNotFound) {
-		return nil, "", err
+// namedFindings names the findings, worst first, at most maxNamedGrants of
+// them.
+func namedFindings(findings []permissions.Finding) string {
+	names := make([]string, 0, maxNamedGrants)
+	for _, f := range findings[:min(len(findings), maxNamedGrants)] {
+		names = append(names, strings.ToUpper(f.Rating.String())+": "+f.Text)
 	}
-	byTag := map[string]*Entry{}
-	vs := []graph.Version{{Version: e.Tag, Digest: e.Digest, Metadata: e.Metadata}}
-	for _, old := range entries {
-		if old.Status != apiv1.StatusIndexed || old.Tag == e.Tag {
-			continue
-		}
-		byTag[old.Tag] = old
-		vs = append(vs, graph.Version{Version: old.Tag, Digest: old.Digest, Metadata: old.Metadata})
+	s := strings.Join(names, "; ")
+	if n := len(findings) - len(names); n > 0 {
+		s += fmt.Sprintf("; and %d more", n)
 	}
-	if len(byTag) == 0 {
-		return nil, "", nil
-	}
-	g := graph.Build(vs)
-	for _, ch := range g.Channels() {
-		cg, err := g.Channel(ch.Name)
-		if err != nil {
-			return nil, "", err
-		}
-		var best *Entry
-		for _, edge := range cg.Edges {
-			if from := byTag[edge.From]; edge.To == e.Tag && from != nil && (best == nil || VersionKey(from.Tag) > VersionKey(best.Tag)) {
-				best = from
-			}
-		}
-		if best != nil {
-			return best, ch.Name, nil
-		}
-	}
-	var best *Entry
-	for tag, old := range byTag {
-		if VersionKey(tag) < VersionKey(e.Tag) && (best == nil || VersionKey(tag) > VersionKey(best.Tag)) {
-			best = old
-		}
-	}
-	if best == nil {
-		return nil, "", nil
-	}
-	return best, "(none: the newest older version)", nil
+	return s
 }
 
 // Approve records that version of namespace/name may be tagged with the
 // permissions whose fingerprint is fingerprint, approved by by.
 func (c *Catalog) Approve(ctx context.Context, namespace, name, version, fingerprint, by string) (*apiv1.Approval, error) {
-	if c.approvals == nil {
+	if c.gate == nil {
 		return nil, errorf(ErrNotImplemented, "approvals are not kept here: the catalog runs without the registry's storage (split mode)")
 	}
 	if err := approval.Valid(namespace, name, version, fingerprint); err != nil {
 		return nil, errorf(ErrInvalid, "approval of %s/%s:%s: %v", namespace, name, version, err)
 	}
 	a := apiv1.Approval{Namespace: namespace, Name: name, Version: pkgformat.Tag(version), Permissions: fingerprint, By: by, At: time.Now().UTC()}
-	if err := c.approvals.Record(ctx, a); err != nil {
+	if err := c.gate.Record(ctx, a); err != nil {
 		return nil, err
 	}
 	c.log.Info("permissions approved", "repository", namespace+"/"+name, "tag", a.Version, "permissions", fingerprint, "by", by)

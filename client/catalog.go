@@ -324,8 +324,8 @@ func (c *Catalog) Permissions(ctx context.Context, namespace, name, version, fro
 	return &res, nil
 }
 
-// Approve records, for a namespace that refuses versions widening their
-// predecessor's permissions, that version may be tagged with exactly the
+// Approve records, for a namespace that refuses versions asking for more
+// than was admitted for their package, that version may be tagged with exactly the
 // permissions whose fingerprint (sha256:…) the refused push named. The
 // caller must administer the package.
 func (c *Catalog) Approve(ctx context.Context, namespace, name, version, fingerprint string) (*apiv1.Approval, error) {

@@ -16,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/berth-registry/berth/internal/forwarded"
+	"github.com/berth-registry/berth/permissions"
 	"github.com/berth-registry/berth/storage"
 )
 
@@ -138,10 +139,26 @@ type Namespace struct {
 	// collection deletes them, when longer than gc.grace.
 	UntaggedOlderThan time.Duration `yaml:"untaggedOlderThan"`
 	// RefuseWideningPermissions refuses to tag a version whose RBAC
-	// permissions widen its predecessor's in its channel, unless an
-	// administrator of the namespace approved exactly those permissions
-	// (berth approve; docs/permissions.md).
+	// permissions go beyond those admitted for its package name before,
+	// unless an administrator of the package approved exactly those
+	// permissions (berth approve; docs/permissions.md).
 	RefuseWideningPermissions bool `yaml:"refuseWideningPermissions"`
+	// MaxUnapprovedRating is the highest permissions rating (none, low,
+	// medium, high, critical) at which the first version of a package is
+	// admitted without an approval when RefuseWideningPermissions is on.
+	// Default: medium (permissions.DefaultMaxUnapproved).
+	MaxUnapprovedRating string `yaml:"maxUnapprovedRating"`
+}
+
+// MaxUnapproved is MaxUnapprovedRating, or its default when unset. It
+// returns an error when it names no rating.
+func (n Namespace) MaxUnapproved() (permissions.Rating, error) {
+	if n.MaxUnapprovedRating == "" {
+		return permissions.DefaultMaxUnapproved, nil
+	}
+	var r permissions.Rating
+	err := r.UnmarshalText([]byte(n.MaxUnapprovedRating))
+	return r, err
 }
 
 // GC configures online garbage collection (docs/gc.md).
@@ -292,6 +309,9 @@ func (c *Config) Validate() error {
 		}
 		if ns.UntaggedOlderThan < 0 {
 			return fmt.Errorf("namespaces[%d].untaggedOlderThan: must not be negative (got %s)", i, ns.UntaggedOlderThan)
+		}
+		if _, err := ns.MaxUnapproved(); err != nil {
+			return fmt.Errorf("namespaces[%d].maxUnapprovedRating: %w", i, err)
 		}
 	}
 	if c.GC.Interval < 0 {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/berth-registry/berth/permissions"
 )
 
 func writeFile(t *testing.T, body string) string {
@@ -158,6 +160,9 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"namespace with slash", func(c *Config) { c.Namespaces = []Namespace{{Name: "a/b"}} }, `namespaces[0].name: a namespace has no '/'`},
 		{"negative keepLast", func(c *Config) { c.Namespaces = []Namespace{{Name: "a", KeepLast: -1}} }, "namespaces[0].keepLast: must not be negative"},
 		{"negative untaggedOlderThan", func(c *Config) { c.Namespaces = []Namespace{{Name: "a", UntaggedOlderThan: -time.Hour}} }, "namespaces[0].untaggedOlderThan: must not be negative"},
+		{"unknown maxUnapprovedRating", func(c *Config) { c.Namespaces = []Namespace{{Name: "a"}, {Name: "b", MaxUnapprovedRating: "severe"}} }, `namespaces[1].maxUnapprovedRating: unknown permissions rating "severe": want one of none, low, medium, high, critical`},
+		{"maxUnapprovedRating in capitals", func(c *Config) { c.Namespaces = []Namespace{{Name: "a", MaxUnapprovedRating: "High"}} }, `namespaces[0].maxUnapprovedRating: unknown permissions rating "High"`},
+		{"maxUnapprovedRating blank", func(c *Config) { c.Namespaces = []Namespace{{Name: "a", MaxUnapprovedRating: " "}} }, `namespaces[0].maxUnapprovedRating: unknown permissions rating " "`},
 		{"negative gc interval", func(c *Config) { c.GC.Interval = -time.Second }, "gc.interval: must not be negative"},
 		{"trusted proxy not a CIDR", func(c *Config) { c.TrustedProxies = []string{"10.0.0.0/8", "ingress.local"} },
 			`trustedProxies[1]: "ingress.local" is not a CIDR`},
@@ -217,6 +222,17 @@ func TestCatalogPostgres(t *testing.T) {
 		cfg.Catalog.Database = db
 		if err := cfg.Validate(); err != nil {
 			t.Errorf("Validate(catalog.database %q) = %v", db, err)
+		}
+	}
+}
+
+func TestMaxUnapproved(t *testing.T) {
+	for _, tc := range []struct {
+		set  string
+		want permissions.Rating
+	}{{"", permissions.DefaultMaxUnapproved}, {"none", permissions.None}, {"critical", permissions.Critical}} {
+		if got, err := (Namespace{Name: "a", MaxUnapprovedRating: tc.set}).MaxUnapproved(); got != tc.want || err != nil {
+			t.Errorf("MaxUnapproved of %q = %s, %v; want %s", tc.set, got, err, tc.want)
 		}
 	}
 }

@@ -41,6 +41,12 @@ const (
 	Critical
 )
 
+// DefaultMaxUnapproved is the highest rating a namespace that refuses
+// widening permissions admits, by default, for the first version of a
+// package without an approval: what an operator confined to its own
+// namespace, or reading across the cluster, asks for (docs/permissions.md).
+const DefaultMaxUnapproved = Medium
+
 var ratingNames = [...]string{"none", "low", "medium", "high", "critical"}
 
 func (r Rating) String() string { return ratingNames[r] }

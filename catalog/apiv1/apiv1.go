@@ -257,8 +257,8 @@ type Upgrades struct {
 }
 
 // Approval records that a version may be tagged although its permissions
-// widen its predecessor's, in a namespace whose policy refuses that
-// (docs/permissions.md). It approves exactly the permissions reviewed: a
+// go beyond those admitted for its package name, in a namespace whose
+// policy refuses that (docs/permissions.md). It approves exactly the permissions reviewed: a
 // version pushed again with other rules needs another approval. It is the
 // body and the answer of POST
 // /api/v1/packages/{ns}/{name}/versions/{version}/approval.

@@ -15,13 +15,15 @@ func newApproveCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "approve NS/NAME:VERSION --permissions sha256:…",
-		Short: "Approve a version whose permissions widen its predecessor's, so that it may be pushed",
+		Short: "Approve a version whose permissions the namespace's gate refused, so that it may be pushed",
 		Long: `In a namespace with refuseWideningPermissions, a push of a version that asks
-for RBAC permissions its predecessor in the channel does not have is refused
-with DENIED, naming the permissions added and their fingerprint. An
+for RBAC permissions beyond those admitted for its package name before, or of
+a package's first version rated above the namespace's maxUnapprovedRating, is
+refused with DENIED, naming the permissions and their fingerprint. An
 administrator of the package who accepts them records an approval of exactly
-those permissions with this command; the push then succeeds. A version pushed
-again with other permissions needs another approval (docs/permissions.md).`,
+those permissions with this command; the push then succeeds, and later
+versions asking for no more need no approval. A version pushed again with
+other permissions needs another approval (docs/permissions.md).`,
 		Example: `  berth approve operators/etcd:0.9.4 --permissions sha256:56a7c7e63990db99b6066b910c5c76c0f7682ad34d8fd03716fe0d78ff629a6f`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -22,6 +22,7 @@ import (
 	"github.com/berth-registry/berth/coord"
 	"github.com/berth-registry/berth/internal/forwarded"
 	"github.com/berth-registry/berth/olm"
+	"github.com/berth-registry/berth/permissions"
 	"github.com/berth-registry/berth/registry"
 	"github.com/berth-registry/berth/server"
 	"github.com/berth-registry/berth/signing"
@@ -291,7 +292,7 @@ func serveSplitCatalog(cmd *cobra.Command, cfg *config.Config) error {
 // whose versions change (on a shared store, also those other replicas
 // change). With approvals (berth's own registry), the namespaces' permission
 // gates apply. stop ends the catalog's work and closes the store.
-func startCatalog(ctx context.Context, cfg *config.Config, cl *cluster, source catalog.Source, policy *signing.Policy, approvals catalog.Approvals, log *slog.Logger, onChange func(namespace, name string)) (*catalog.Catalog, func(), error) {
+func startCatalog(ctx context.Context, cfg *config.Config, cl *cluster, source catalog.Source, policy *signing.Policy, approvals catalog.GateRecords, log *slog.Logger, onChange func(namespace, name string)) (*catalog.Catalog, func(), error) {
 	var storeChanges, catalogChanges func(namespace, name string)
 	if cl.elector != nil {
 		storeChanges = onChange
@@ -323,6 +324,10 @@ func startCatalog(ctx context.Context, cfg *config.Config, cl *cluster, source c
 	if approvals != nil {
 		opts.Approvals = approvals
 		opts.RefuseWideningPermissions = func(ns string) bool { return cfg.NamespacePolicy(ns).RefuseWideningPermissions }
+		opts.MaxUnapprovedRating = func(ns string) permissions.Rating {
+			r, _ := cfg.NamespacePolicy(ns).MaxUnapproved() // Validate checked it
+			return r
+		}
 	}
 	cat, err := catalog.New(opts)
 	if err != nil {

@@ -24,7 +24,9 @@ func newUpgradesCmd() *cobra.Command {
 channel (--channel, default: the package's default channel): the head of the
 channel, the versions it upgrades to directly, and the shortest upgrade path to
 the head. The upgrade graph comes from the catalog: OLM's replaces, skips and
-skipRange, semver order for the other formats.`,
+skipRange, semver order for the other formats. Each upgrade that widens the
+permissions is marked: "(widens permissions)" in text, "widensPermissions" in
+the steps of --format json.`,
 		Example: `  berth upgrades operators/etcd --from 0.9.0
   berth upgrades operators/etcd --from 0.9.0 --channel alpha --format json`,
 		Args: cobra.ExactArgs(1),
@@ -41,12 +43,12 @@ skipRange, semver order for the other formats.`,
 			if err != nil {
 				return err
 			}
-			if format == formatJSON {
-				return writeJSON(cmd.OutOrStdout(), up)
-			}
 			g, err := c.Graph(cmd.Context(), ns, name, up.Channel)
 			if err != nil {
 				return err
+			}
+			if format == formatJSON {
+				return writeJSON(cmd.OutOrStdout(), markUpgrades(up, wideningEdges(g)))
 			}
 			return writeUpgrades(cmd.OutOrStdout(), ns+"/"+name, up, wideningEdges(g))
 		},
@@ -61,6 +63,39 @@ skipRange, semver order for the other formats.`,
 
 // edge is an upgrade from one version to another.
 type edge struct{ from, to string }
+
+// upgradeStep is one upgrade in the --format json output of berth upgrades.
+type upgradeStep struct {
+	From              string `json:"from"`
+	To                string `json:"to"`
+	WidensPermissions bool   `json:"widensPermissions"`
+}
+
+// upgradesResult is the --format json output of berth upgrades: the
+// catalog's answer, and its upgrades as steps, each marked when it widens
+// permissions as the text output marks it.
+type upgradesResult struct {
+	*apiv1.Upgrades
+	// NextSteps are the upgrades from From to each of Next; PathSteps
+	// those of Path, in order.
+	NextSteps []upgradeStep `json:"nextSteps"`
+	PathSteps []upgradeStep `json:"pathSteps"`
+}
+
+// markUpgrades returns up with its upgrades as steps, marking those in
+// widens.
+func markUpgrades(up *apiv1.Upgrades, widens map[edge]bool) upgradesResult {
+	r := upgradesResult{Upgrades: up, NextSteps: []upgradeStep{}, PathSteps: []upgradeStep{}}
+	for _, n := range up.Next {
+		r.NextSteps = append(r.NextSteps, upgradeStep{From: up.From, To: n, WidensPermissions: widens[edge{up.From, n}]})
+	}
+	prev := up.From
+	for _, v := range up.Path {
+		r.PathSteps = append(r.PathSteps, upgradeStep{From: prev, To: v, WidensPermissions: widens[edge{prev, v}]})
+		prev = v
+	}
+	return r
+}
 
 // wideningEdges returns the edges of g that widen permissions.
 func wideningEdges(g *apiv1.Graph) map[edge]bool {

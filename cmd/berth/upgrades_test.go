@@ -76,6 +76,20 @@ Path:    already at the head
 	if !reflect.DeepEqual(up, answers["0.9.0"]) {
 		t.Errorf("upgrades --format json = %+v, want %+v", up, answers["0.9.0"])
 	}
+	// The JSON marks the upgrades that widen permissions as the text does.
+	var steps struct {
+		NextSteps, PathSteps []upgradeStep
+	}
+	decode(t, mustBerth(t, "upgrades", "operators/etcd", "--from", "0.9.0", "--server", f.host, "--format", "json"), &steps)
+	if want := []upgradeStep{{"0.9.0", "0.9.2", false}, {"0.9.0", "0.9.1", true}}; !reflect.DeepEqual(steps.NextSteps, want) {
+		t.Errorf("upgrades --format json nextSteps = %+v, want %+v", steps.NextSteps, want)
+	}
+	if want := []upgradeStep{{"0.9.0", "0.9.2", false}, {"0.9.2", "0.9.4", true}}; !reflect.DeepEqual(steps.PathSteps, want) {
+		t.Errorf("upgrades --format json pathSteps = %+v, want %+v", steps.PathSteps, want)
+	}
+	if out := mustBerth(t, "upgrades", "operators/etcd", "--from", "0.9.4", "--server", f.host, "--format", "json"); !strings.Contains(out, `"nextSteps": [],`) || !strings.Contains(out, `"pathSteps": []`) {
+		t.Errorf("upgrades --format json at the head:\n%s", out)
+	}
 
 	code, stdout, stderr := berth(t, "upgrades", "operators/etcd", "--from", "0.1.0", "--server", f.host)
 	if want := "Error: operators/etcd: not found: operators/etcd has no version 0.1.0\n"; code != 1 || stdout != "" || stderr != want {

@@ -132,15 +132,29 @@ func (a *Authn) Issue(id Identity, grants []Grant) (string, time.Time, error) {
 }
 
 func (a *Authn) issue(id Identity, grants []Grant, now time.Time) (string, time.Time, error) {
-	exp := now.Add(a.cfg.TokenTTL)
-	tok, err := a.key.sign(a.cfg.Service, tokenSubject(id), useAccess, grants, now, exp)
-	return tok, exp, err
+	return a.mint(id, useAccess, grants, now, a.cfg.TokenTTL)
 }
 
 // issueRefresh signs a refresh token for id.
-func (a *Authn) issueRefresh(id Identity) (string, error) {
-	now := a.now()
-	return a.key.sign(a.cfg.Service, tokenSubject(id), useRefresh, nil, now, now.Add(refreshTTL))
+func (a *Authn) issueRefresh(id Identity, now time.Time) (string, error) {
+	tok, _, err := a.mint(id, useRefresh, nil, now, refreshTTL)
+	return tok, err
+}
+
+// mint signs a token of use for id that lives ttl from now, but never past
+// id.Expires: a credential berth derives from another (an OIDC token, a
+// robot) does not outlive it. It returns the token and its expiry; an id
+// whose credential has expired gets an error wrapping ErrBadCredentials.
+func (a *Authn) mint(id Identity, use string, grants []Grant, now time.Time, ttl time.Duration) (string, time.Time, error) {
+	exp := now.Add(ttl)
+	if !id.Expires.IsZero() && id.Expires.Before(exp) {
+		exp = id.Expires
+	}
+	if !exp.After(now) {
+		return "", time.Time{}, fmt.Errorf("%w: the credential logged in with has expired", ErrBadCredentials)
+	}
+	tok, err := a.key.sign(a.cfg.Service, id, use, grants, now, exp)
+	return tok, exp, err
 }
 
 func tokenSubject(id Identity) string {
@@ -210,7 +224,7 @@ func (a *Authn) tokenIdentity(r *http.Request, raw string, now time.Time) (Ident
 	if err != nil {
 		return Identity{}, a.failed(r, "", reasonBadToken, err)
 	}
-	id, err := a.resolve(r.Context(), c.Subject, now)
+	id, err := a.resolve(r.Context(), c, now)
 	if err != nil {
 		return Identity{}, a.failed(r, c.Subject, reasonOf(err), err)
 	}
@@ -303,7 +317,7 @@ func (a *Authn) activeRobot(ctx context.Context, robot *Robot, now time.Time) (I
 		return Identity{}, fmt.Errorf("%w: %w", ErrBadCredentials, err)
 	}
 	a.touch(ctx, robot, now)
-	return Identity{Subject: robot.Subject(), Robot: robot}, nil
+	return Identity{Subject: robot.Subject(), Robot: robot, Expires: robot.ExpiresAt}, nil
 }
 
 // touch records the robot's use, at most once per robotTouchInterval.
@@ -327,10 +341,14 @@ func (a *Authn) touch(ctx context.Context, robot *Robot, now time.Time) {
 	}
 }
 
-// resolve is the identity of a token's subject as it is now: a user still
-// in the htpasswd file with the groups the config gives now, a robot still
-// active, an OIDC subject still mapped.
-func (a *Authn) resolve(ctx context.Context, sub string, now time.Time) (Identity, error) {
+// resolve is the identity of the subject of a token berth issued, as it is
+// now: a user still in the htpasswd file with the groups the config gives
+// now, a robot still active, an OIDC subject still mapped by the issuer
+// that vouched for it, which the config must still trust. An OIDC
+// subject's identity expires with the token (whose expiry is no later than
+// the OIDC token's), so that nothing minted from it lasts longer.
+func (a *Authn) resolve(ctx context.Context, c *tokenClaims, now time.Time) (Identity, error) {
+	sub := c.Subject
 	kind, name, _ := strings.Cut(sub, ":")
 	switch kind {
 	case Anonymous:
@@ -352,11 +370,13 @@ func (a *Authn) resolve(ctx context.Context, sub string, now time.Time) (Identit
 		}
 		return a.activeRobot(ctx, robot, now)
 	case "oidc":
-		for _, o := range a.cfg.OIDC {
-			for _, s := range o.Subjects {
-				if s.Name == name {
-					return Identity{Subject: sub, Groups: s.Groups}, nil
-				}
+		o, ok := a.issuers[c.OIDCIssuer]
+		if !ok {
+			return Identity{}, fmt.Errorf("%w: the token's OIDC issuer is no longer trusted", ErrBadCredentials)
+		}
+		for _, s := range o.cfg.Subjects {
+			if s.Name == name {
+				return Identity{Subject: sub, Groups: s.Groups, Issuer: o.cfg.Issuer, Expires: c.Expiry.Time()}, nil
 			}
 		}
 	}

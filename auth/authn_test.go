@@ -377,10 +377,10 @@ func TestBerthTokens(t *testing.T) {
 
 	other := newFixture(t)
 	foreign, _, _ := other.Issue(other.userIdentity("alice"), grants)
-	refresh, _ := f.issueRefresh(f.userIdentity("alice"))
+	refresh, _ := f.issueRefresh(f.userIdentity("alice"), f.clock.Now())
 	now := f.clock.Now()
 	sign := func(service, sub string, from, to time.Duration) string {
-		tok, err := f.key.sign(service, sub, useAccess, grants, now.Add(from), now.Add(to))
+		tok, err := f.key.sign(service, Identity{Subject: sub}, useAccess, grants, now.Add(from), now.Add(to))
 		if err != nil {
 			t.Fatal(err)
 		}

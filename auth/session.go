@@ -49,9 +49,7 @@ func (s *Sessions) Login(w http.ResponseWriter, r *http.Request, user, password 
 	if err != nil {
 		return Identity{}, err
 	}
-	now := s.authn.now()
-	exp := now.Add(s.ttl)
-	tok, err := s.authn.key.sign(s.authn.cfg.Service, tokenSubject(id), useSession, nil, now, exp)
+	tok, exp, err := s.authn.mint(id, useSession, nil, s.authn.now(), s.ttl)
 	if err != nil {
 		return Identity{}, err
 	}
@@ -95,7 +93,7 @@ func (s *Sessions) identity(r *http.Request, raw string) (Identity, error) {
 	if err != nil {
 		return Identity{}, err
 	}
-	return s.authn.resolve(r.Context(), c.Subject, now)
+	return s.authn.resolve(r.Context(), c, now)
 }
 
 // cookie is the session cookie holding value until exp: HttpOnly,

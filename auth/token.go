@@ -45,6 +45,9 @@ type tokenClaims struct {
 	Access []Grant `json:"access,omitzero"`
 	// Use is useAccess, useRefresh or useSession.
 	Use string `json:"berth_use"`
+	// OIDCIssuer is the OIDC issuer that vouched for an oidc subject
+	// (Identity.Issuer).
+	OIDCIssuer string `json:"berth_oidc_iss,omitempty"`
 }
 
 // signingKey is the key berth signs its tokens with.
@@ -166,9 +169,9 @@ func newSigningKey(key *ecdsa.PrivateKey) (*signingKey, error) {
 	return &signingKey{private: key, kid: pub.KeyID, signer: signer, jwks: jwks}, nil
 }
 
-// sign issues a token of use for subject, from now until exp, with an access
+// sign issues a token of use for id, from now until exp, with an access
 // claim for access tokens.
-func (k *signingKey) sign(service, subject, use string, grants []Grant, now, exp time.Time) (string, error) {
+func (k *signingKey) sign(service string, id Identity, use string, grants []Grant, now, exp time.Time) (string, error) {
 	jti := make([]byte, 16)
 	if _, err := rand.Read(jti); err != nil {
 		return "", err
@@ -177,13 +180,14 @@ func (k *signingKey) sign(service, subject, use string, grants []Grant, now, exp
 		Claims: jwt.Claims{
 			Issuer:    service,
 			Audience:  jwt.Audience{service},
-			Subject:   subject,
+			Subject:   tokenSubject(id),
 			Expiry:    jwt.NewNumericDate(exp),
 			NotBefore: jwt.NewNumericDate(now),
 			IssuedAt:  jwt.NewNumericDate(now),
 			ID:        hex.EncodeToString(jti),
 		},
-		Use: use,
+		Use:        use,
+		OIDCIssuer: id.Issuer,
 	}
 	if use == useAccess {
 		c.Access = grants

@@ -187,7 +187,7 @@ func TestVerifiedTokensAreCachedNotTrustedForever(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	raw, err := k.sign("berth", "user:alice", useAccess, nil, now, now.Add(time.Minute))
+	raw, err := k.sign("berth", Identity{Subject: "user:alice"}, useAccess, nil, now, now.Add(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -113,7 +113,7 @@ func (a *Authn) redeem(r *http.Request, raw string) (Identity, error) {
 	if err != nil {
 		return Identity{}, a.failed(r, "", reasonBadToken, err)
 	}
-	id, err := a.resolve(r.Context(), c.Subject, now)
+	id, err := a.resolve(r.Context(), c, now)
 	if err != nil && errors.Is(err, ErrBadCredentials) {
 		return Identity{}, a.failed(r, c.Subject, reasonOf(err), err)
 	}
@@ -125,7 +125,7 @@ func (a *Authn) redeem(r *http.Request, raw string) (Identity, error) {
 // holding a token themselves).
 func (a *Authn) respond(w http.ResponseWriter, id Identity, scopes []scope, offline bool) {
 	now := a.now()
-	tok, _, err := a.issue(id, a.grant(id, scopes), now)
+	tok, exp, err := a.issue(id, a.grant(id, scopes), now)
 	if err != nil {
 		writeTokenError(w, err)
 		return
@@ -133,11 +133,11 @@ func (a *Authn) respond(w http.ResponseWriter, id Identity, scopes []scope, offl
 	resp := tokenResponse{
 		Token:       tok,
 		AccessToken: tok,
-		ExpiresIn:   int(a.cfg.TokenTTL.Seconds()),
+		ExpiresIn:   int(exp.Sub(now).Seconds()),
 		IssuedAt:    now.UTC().Format(time.RFC3339),
 	}
 	if offline && !id.IsAnonymous() && !id.Limited {
-		if resp.RefreshToken, err = a.issueRefresh(id); err != nil {
+		if resp.RefreshToken, err = a.issueRefresh(id, now); err != nil {
 			writeTokenError(w, err)
 			return
 		}

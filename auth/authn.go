@@ -40,6 +40,10 @@ type AuthnOptions struct {
 	Policy *Policy
 	// Robots keeps robot accounts; nil refuses every robot login.
 	Robots RobotStore
+	// Revocations keep the revoked sessions and refresh tokens every
+	// replica refuses; nil keeps none, so that signing out only clears the
+	// browser's cookie (tests).
+	Revocations Revocations
 	// Audit records failed logins; nil records nothing.
 	Audit *Auditor
 	// Metrics counts decisions and failed logins; nil counts nothing.
@@ -54,12 +58,13 @@ type AuthnOptions struct {
 // Authn authenticates requests (htpasswd users, robot accounts, OIDC
 // issuers' JWTs and the tokens it issues) and serves the token endpoint.
 type Authn struct {
-	cfg     *config.Auth
-	policy  *Policy
-	robots  RobotStore
-	audit   *Auditor
-	metrics *Metrics
-	now     func() time.Time
+	cfg         *config.Auth
+	policy      *Policy
+	robots      RobotStore
+	revocations Revocations
+	audit       *Auditor
+	metrics     *Metrics
+	now         func() time.Time
 
 	key     *signingKey
 	users   *htpasswd
@@ -77,16 +82,17 @@ type Authn struct {
 // defaults.
 func NewAuthn(cfg *config.Auth, opts AuthnOptions) (*Authn, error) {
 	a := &Authn{
-		cfg:     cfg,
-		policy:  opts.Policy,
-		robots:  opts.Robots,
-		audit:   opts.Audit,
-		metrics: opts.Metrics,
-		now:     opts.Now,
-		groups:  map[string][]string{},
-		issuers: map[string]*oidcIssuer{},
-		limiter: newLoginLimiter(cfg.Login.MaxFailures, cfg.Login.Window),
-		touched: map[string]time.Time{},
+		cfg:         cfg,
+		policy:      opts.Policy,
+		robots:      opts.Robots,
+		revocations: opts.Revocations,
+		audit:       opts.Audit,
+		metrics:     opts.Metrics,
+		now:         opts.Now,
+		groups:      map[string][]string{},
+		issuers:     map[string]*oidcIssuer{},
+		limiter:     newLoginLimiter(cfg.Login.MaxFailures, cfg.Login.Window),
+		touched:     map[string]time.Time{},
 	}
 	if a.now == nil {
 		a.now = time.Now

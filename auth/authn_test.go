@@ -104,6 +104,7 @@ type fixture struct {
 	cfg      *config.Auth
 	clock    *testClock
 	robots   *fakeRobots
+	revoked  *fakeRevocations
 	bcrypts  atomic.Int64
 	auditLog *bytes.Buffer
 }
@@ -157,6 +158,13 @@ func newFixture(t testing.TB, edit ...func(*config.Auth)) *fixture {
 
 func newFixtureFrom(t testing.TB, cfg *config.Auth) *fixture {
 	t.Helper()
+	return newReplica(t, cfg, &fakeRevocations{})
+}
+
+// newReplica is a fixture of cfg whose revocations are revoked: fixtures of
+// one cfg and one store are replicas of one registry.
+func newReplica(t testing.TB, cfg *config.Auth, revoked *fakeRevocations) *fixture {
+	t.Helper()
 	policy, err := NewPolicy(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -165,9 +173,10 @@ func newFixtureFrom(t testing.TB, cfg *config.Auth) *fixture {
 		cfg:      cfg,
 		clock:    &testClock{t: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)},
 		robots:   &fakeRobots{robots: map[string]*Robot{}},
+		revoked:  revoked,
 		auditLog: &bytes.Buffer{},
 	}
-	f.Authn, err = NewAuthn(cfg, AuthnOptions{Policy: policy, Robots: f.robots, Audit: NewAuditor(f.auditLog), Now: f.clock.Now})
+	f.Authn, err = NewAuthn(cfg, AuthnOptions{Policy: policy, Robots: f.robots, Revocations: revoked, Audit: NewAuditor(f.auditLog), Now: f.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -133,8 +133,11 @@ func getToken(query, user, password string) *http.Request {
 	return r
 }
 
-func postToken(form url.Values) *http.Request {
-	r := httptest.NewRequest(http.MethodPost, "/auth/token", strings.NewReader(form.Encode()))
+func postToken(form url.Values) *http.Request { return postTo("/auth/token", form) }
+
+// postTo posts form to path.
+func postTo(path string, form url.Values) *http.Request {
+	r := httptest.NewRequest(http.MethodPost, path, strings.NewReader(form.Encode()))
 	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	return r
 }

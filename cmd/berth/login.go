@@ -160,7 +160,12 @@ func newLogoutCmd() *cobra.Command {
 		Use:   "logout HOST",
 		Short: "Remove the credentials kept for a registry",
 		Long: `Remove the credentials berth login (or docker login, oras login) kept for HOST
-from the Docker config file (--registry-config) or its credential helper.`,
+from the Docker config file (--registry-config) or its credential helper.
+
+When they are an identity token (a refresh token, as docker login keeps), it
+is revoked at the registry first, so that no copy of it works any more; when
+the registry cannot be reached or refuses, the credentials stay stored and
+the error says why.`,
 		Example: `  berth logout localhost:5000`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -288,11 +288,19 @@ func (a *Authn) checkPassword(ctx context.Context, user, password string, now ti
 	if !a.users.check(user, password, now) {
 		return Identity{}, errWrongPassword
 	}
-	return a.userIdentity(user), nil
+	id, _ := a.userIdentity(user, now)
+	return id, nil
 }
 
-func (a *Authn) userIdentity(user string) Identity {
-	return Identity{Subject: "user:" + user, Groups: a.groups[user]}
+// userIdentity is the identity of an htpasswd user, with the groups the
+// config gives it and the fingerprint of its password hash as the file
+// holds it now; ok is false when the user is not in the file.
+func (a *Authn) userIdentity(user string, now time.Time) (Identity, bool) {
+	hash, ok := a.users.hashOf(user, now)
+	if !ok {
+		return Identity{}, false
+	}
+	return Identity{Subject: "user:" + user, Groups: a.groups[user], password: a.key.fingerprint(hash)}, true
 }
 
 // robotLogin checks a robot's secret, then that it is active.
@@ -348,8 +356,9 @@ func (a *Authn) touch(ctx context.Context, robot *Robot, now time.Time) {
 }
 
 // resolve is the identity of the subject of a token berth issued, as it is
-// now: a user still in the htpasswd file with the groups the config gives
-// now, a robot still active, an OIDC subject still mapped by the issuer
+// now: a user still in the htpasswd file with the password it had when the
+// token was issued and the groups the config gives now, a robot still
+// active, an OIDC subject still mapped by the issuer
 // that vouched for it, which the config must still trust. An OIDC
 // subject's identity expires with the token (whose expiry is no later than
 // the OIDC token's), so that nothing minted from it lasts longer.
@@ -360,9 +369,14 @@ func (a *Authn) resolve(ctx context.Context, c *tokenClaims, now time.Time) (Ide
 	case Anonymous:
 		return AnonymousIdentity(), nil
 	case "user":
-		if a.users.has(name, now) {
-			return a.userIdentity(name), nil
+		id, ok := a.userIdentity(name, now)
+		if !ok {
+			break
 		}
+		if id.password != c.Password {
+			return Identity{}, fmt.Errorf("%w: the user's password changed after the token was issued", ErrBadCredentials)
+		}
+		return id, nil
 	case "robot":
 		ns, n, ok := strings.Cut(name, "+")
 		if !ok || a.robots == nil {

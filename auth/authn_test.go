@@ -187,6 +187,16 @@ func newReplica(t testing.TB, cfg *config.Auth, revoked *fakeRevocations) *fixtu
 	return f
 }
 
+// user is the identity of the htpasswd user name, as a login establishes it.
+func (f *fixture) user(t testing.TB, name string) Identity {
+	t.Helper()
+	id, ok := f.userIdentity(name, f.clock.Now())
+	if !ok {
+		t.Fatalf("no user %s", name)
+	}
+	return id
+}
+
 // addRobot stores a robot of namespace a with secret secret, pulling (and
 // pushing when push) a/*, expiring in a day.
 func (f *fixture) addRobot(t testing.TB, name, secret string, push bool) *Robot {
@@ -372,7 +382,7 @@ func TestInactiveRobotsFailAtTheNextRequest(t *testing.T) {
 func TestBerthTokens(t *testing.T) {
 	f := newFixture(t)
 	grants := []Grant{{Type: "repository", Name: "a/x", Actions: []string{"pull"}}}
-	tok, _, err := f.Issue(f.userIdentity("alice"), grants)
+	tok, _, err := f.Issue(f.user(t, "alice"), grants)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -385,11 +395,15 @@ func TestBerthTokens(t *testing.T) {
 	}
 
 	other := newFixture(t)
-	foreign, _, _ := other.Issue(other.userIdentity("alice"), grants)
-	refresh, _ := f.issueRefresh(f.userIdentity("alice"), f.clock.Now())
+	foreign, _, _ := other.Issue(other.user(t, "alice"), grants)
+	refresh, _ := f.issueRefresh(f.user(t, "alice"), f.clock.Now())
 	now := f.clock.Now()
 	sign := func(service, sub string, from, to time.Duration) string {
-		tok, err := f.key.sign(service, Identity{Subject: sub}, useAccess, grants, now.Add(from), now.Add(to))
+		id := Identity{Subject: sub}
+		if sub == "user:alice" {
+			id = f.user(t, "alice")
+		}
+		tok, err := f.key.sign(service, id, useAccess, grants, now.Add(from), now.Add(to))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -119,3 +119,45 @@ func TestOIDCDerivedCredentialsEndWithTheIssuersTrust(t *testing.T) {
 		})
 	}
 }
+
+// TestUserCredentialsEndWithThePassword: the tokens and sessions a user's
+// password bought stop working when the htpasswd file gives the user
+// another password; the new password logs in.
+func TestUserCredentialsEndWithThePassword(t *testing.T) {
+	f := newFixture(t)
+	s := NewSessions(f.Authn, SessionOptions{})
+	rep := f.serve(t, postToken(url.Values{"grant_type": {"password"}, "username": {"alice"}, "password": {"alice-pw"},
+		"access_type": {"offline"}, "scope": {"repository:a/x:pull"}}))
+	if rep.status != http.StatusOK {
+		t.Fatalf("password grant: %d %s", rep.status, rep.errText)
+	}
+	cookies, err := sessionLogin(s, loginRequest(), "alice", "alice-pw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, _ := whoami(s, cookies[0]); id.Subject != "user:alice" {
+		t.Fatalf("the session before the change is %+v", id)
+	}
+
+	writeHtpasswd(t, f.cfg.Htpasswd, map[string]string{"alice": "new-pw"})
+	f.users.statEvery = 0
+	f.users.nextStat.Store(0)
+	f.clock.Advance(time.Second)
+
+	if rep := f.serve(t, postToken(url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rep.body.RefreshToken}})); rep.status != http.StatusUnauthorized || !strings.Contains(rep.errText, "password changed") {
+		t.Errorf("the refresh token after the password changed: %d %s, want 401 saying the password changed", rep.status, rep.errText)
+	}
+	if _, err := f.Authenticate(bearerRequest(rep.body.AccessToken)); err == nil || !strings.Contains(err.Error(), "password changed") {
+		t.Errorf("the access token after the password changed: %v, want refused", err)
+	}
+	if id, _ := whoami(s, cookies[0]); !id.IsAnonymous() {
+		t.Errorf("the session after the password changed is %+v, want anonymous", id)
+	}
+	cookies, err = sessionLogin(s, loginRequest(), "alice", "new-pw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, _ := whoami(s, cookies[0]); id.Subject != "user:alice" {
+		t.Errorf("a session with the new password is %+v", id)
+	}
+}

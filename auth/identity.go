@@ -34,6 +34,10 @@ type Identity struct {
 	// being valid (an OIDC token's exp, a robot's expiry); zero when it
 	// does not expire. Nothing berth mints for the identity outlives it.
 	Expires time.Time
+	// password is the fingerprint of an htpasswd user's password hash
+	// (Authn.passwordFingerprint): the tokens minted for the user carry it,
+	// and stop working when the password changes.
+	password string
 }
 
 // Grant is one entry of a token's access claim, as the token spec has it.

@@ -4,6 +4,7 @@ import (
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/x509"
@@ -48,6 +49,9 @@ type tokenClaims struct {
 	// OIDCIssuer is the OIDC issuer that vouched for an oidc subject
 	// (Identity.Issuer).
 	OIDCIssuer string `json:"berth_oidc_iss,omitempty"`
+	// Password is the fingerprint of an htpasswd user's password
+	// (Identity.password).
+	Password string `json:"berth_pw,omitempty"`
 }
 
 // signingKey is the key berth signs its tokens with.
@@ -188,6 +192,7 @@ func (k *signingKey) sign(service string, id Identity, use string, grants []Gran
 		},
 		Use:        use,
 		OIDCIssuer: id.Issuer,
+		Password:   id.password,
 	}
 	if use == useAccess {
 		c.Access = grants
@@ -196,6 +201,16 @@ func (k *signingKey) sign(service string, id Identity, use string, grants []Gran
 		}
 	}
 	return jwt.Signed(k.signer).Claims(c).Serialize()
+}
+
+// fingerprint is a short keyed digest of data that tokens may carry in the
+// clear: an HMAC-SHA256 under a key derived from the signing key, so that
+// every replica computes the same, and no one without the key can.
+func (k *signingKey) fingerprint(data []byte) string {
+	key := sha256.Sum256(append([]byte("berth token fingerprint\x00"), k.private.D.Bytes()...))
+	mac := hmac.New(sha256.New, key[:])
+	mac.Write(data)
+	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil)[:16])
 }
 
 // verify checks that raw is a token of use that k signed for service, valid

@@ -61,6 +61,8 @@ type signingKey struct {
 	signer  jose.Signer
 	// jwks is the JSON Web Key Set of the public key, as served.
 	jwks []byte
+	// fingerprintKey keys fingerprint; derived from the private key.
+	fingerprintKey []byte
 	// verified holds the claims of tokens whose signature was checked, by
 	// the token's SHA-256, so that a client's requests with one token cost
 	// one ECDSA verification, not one each. Bounded by maxVerified.
@@ -170,7 +172,12 @@ func newSigningKey(key *ecdsa.PrivateKey) (*signingKey, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &signingKey{private: key, kid: pub.KeyID, signer: signer, jwks: jwks}, nil
+	scalar, err := key.Bytes()
+	if err != nil {
+		return nil, err
+	}
+	fp := sha256.Sum256(append([]byte("berth token fingerprint\x00"), scalar...))
+	return &signingKey{private: key, kid: pub.KeyID, signer: signer, jwks: jwks, fingerprintKey: fp[:]}, nil
 }
 
 // sign issues a token of use for id, from now until exp, with an access
@@ -207,8 +214,7 @@ func (k *signingKey) sign(service string, id Identity, use string, grants []Gran
 // clear: an HMAC-SHA256 under a key derived from the signing key, so that
 // every replica computes the same, and no one without the key can.
 func (k *signingKey) fingerprint(data []byte) string {
-	key := sha256.Sum256(append([]byte("berth token fingerprint\x00"), k.private.D.Bytes()...))
-	mac := hmac.New(sha256.New, key[:])
+	mac := hmac.New(sha256.New, k.fingerprintKey)
 	mac.Write(data)
 	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil)[:16])
 }

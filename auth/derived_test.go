@@ -161,3 +161,25 @@ func TestUserCredentialsEndWithThePassword(t *testing.T) {
 		t.Errorf("a session with the new password is %+v", id)
 	}
 }
+
+// TestRobotDerivedCredentialsEndWithTheRobot: a robot expiring in a minute
+// gets tokens and a session that expire with it, as the expiry claims show
+// to anyone verifying them with /auth/jwks.json.
+func TestRobotDerivedCredentialsEndWithTheRobot(t *testing.T) {
+	f := newFixture(t)
+	robot := f.addRobot(t, "ci", "s3cret", true)
+	robot.ExpiresAt = f.clock.Now().Add(time.Minute)
+	rep := f.serve(t, postToken(url.Values{"grant_type": {"password"}, "username": {"robot+a+ci"}, "password": {"s3cret"},
+		"access_type": {"offline"}, "scope": {"repository:a/x:push"}}))
+	if rep.status != http.StatusOK || rep.body.ExpiresIn > 60 {
+		t.Fatalf("password grant: %d %s, expires_in %d; want at most 60s", rep.status, rep.errText, rep.body.ExpiresIn)
+	}
+	c, err := f.key.verify(rep.body.RefreshToken, "berth", useRefresh, f.clock.Now())
+	if err != nil || c.Expiry.Time().After(robot.ExpiresAt) {
+		t.Errorf("the refresh token expires at %v (%v), after the robot (%v)", c.Expiry.Time(), err, robot.ExpiresAt)
+	}
+	cookies, err := sessionLogin(NewSessions(f.Authn, SessionOptions{}), loginRequest(), "robot+a+ci", "s3cret")
+	if err != nil || cookies[0].MaxAge > 60 {
+		t.Errorf("the session: %v, lives %ds; want at most 60s", err, cookies[0].MaxAge)
+	}
+}

@@ -40,6 +40,10 @@ type AuthnOptions struct {
 	Policy *Policy
 	// Robots keeps robot accounts; nil refuses every robot login.
 	Robots RobotStore
+	// Revocations keep the revoked sessions and refresh tokens every
+	// replica refuses; nil keeps none, so that signing out only clears the
+	// browser's cookie (tests).
+	Revocations Revocations
 	// Audit records failed logins; nil records nothing.
 	Audit *Auditor
 	// Metrics counts decisions and failed logins; nil counts nothing.
@@ -54,12 +58,13 @@ type AuthnOptions struct {
 // Authn authenticates requests (htpasswd users, robot accounts, OIDC
 // issuers' JWTs and the tokens it issues) and serves the token endpoint.
 type Authn struct {
-	cfg     *config.Auth
-	policy  *Policy
-	robots  RobotStore
-	audit   *Auditor
-	metrics *Metrics
-	now     func() time.Time
+	cfg         *config.Auth
+	policy      *Policy
+	robots      RobotStore
+	revocations Revocations
+	audit       *Auditor
+	metrics     *Metrics
+	now         func() time.Time
 
 	key     *signingKey
 	users   *htpasswd
@@ -77,16 +82,17 @@ type Authn struct {
 // defaults.
 func NewAuthn(cfg *config.Auth, opts AuthnOptions) (*Authn, error) {
 	a := &Authn{
-		cfg:     cfg,
-		policy:  opts.Policy,
-		robots:  opts.Robots,
-		audit:   opts.Audit,
-		metrics: opts.Metrics,
-		now:     opts.Now,
-		groups:  map[string][]string{},
-		issuers: map[string]*oidcIssuer{},
-		limiter: newLoginLimiter(cfg.Login.MaxFailures, cfg.Login.Window),
-		touched: map[string]time.Time{},
+		cfg:         cfg,
+		policy:      opts.Policy,
+		robots:      opts.Robots,
+		revocations: opts.Revocations,
+		audit:       opts.Audit,
+		metrics:     opts.Metrics,
+		now:         opts.Now,
+		groups:      map[string][]string{},
+		issuers:     map[string]*oidcIssuer{},
+		limiter:     newLoginLimiter(cfg.Login.MaxFailures, cfg.Login.Window),
+		touched:     map[string]time.Time{},
 	}
 	if a.now == nil {
 		a.now = time.Now
@@ -132,15 +138,29 @@ func (a *Authn) Issue(id Identity, grants []Grant) (string, time.Time, error) {
 }
 
 func (a *Authn) issue(id Identity, grants []Grant, now time.Time) (string, time.Time, error) {
-	exp := now.Add(a.cfg.TokenTTL)
-	tok, err := a.key.sign(a.cfg.Service, tokenSubject(id), useAccess, grants, now, exp)
-	return tok, exp, err
+	return a.mint(id, useAccess, grants, now, a.cfg.TokenTTL)
 }
 
 // issueRefresh signs a refresh token for id.
-func (a *Authn) issueRefresh(id Identity) (string, error) {
-	now := a.now()
-	return a.key.sign(a.cfg.Service, tokenSubject(id), useRefresh, nil, now, now.Add(refreshTTL))
+func (a *Authn) issueRefresh(id Identity, now time.Time) (string, error) {
+	tok, _, err := a.mint(id, useRefresh, nil, now, refreshTTL)
+	return tok, err
+}
+
+// mint signs a token of use for id that lives ttl from now, but never past
+// id.Expires: a credential berth derives from another (an OIDC token, a
+// robot) does not outlive it. It returns the token and its expiry; an id
+// whose credential has expired gets an error wrapping ErrBadCredentials.
+func (a *Authn) mint(id Identity, use string, grants []Grant, now time.Time, ttl time.Duration) (string, time.Time, error) {
+	exp := now.Add(ttl)
+	if !id.Expires.IsZero() && id.Expires.Before(exp) {
+		exp = id.Expires
+	}
+	if !exp.After(now) {
+		return "", time.Time{}, fmt.Errorf("%w: the credential logged in with has expired", ErrBadCredentials)
+	}
+	tok, err := a.key.sign(a.cfg.Service, id, use, grants, now, exp)
+	return tok, exp, err
 }
 
 func tokenSubject(id Identity) string {
@@ -210,7 +230,7 @@ func (a *Authn) tokenIdentity(r *http.Request, raw string, now time.Time) (Ident
 	if err != nil {
 		return Identity{}, a.failed(r, "", reasonBadToken, err)
 	}
-	id, err := a.resolve(r.Context(), c.Subject, now)
+	id, err := a.resolve(r.Context(), c, now)
 	if err != nil {
 		return Identity{}, a.failed(r, c.Subject, reasonOf(err), err)
 	}
@@ -268,11 +288,19 @@ func (a *Authn) checkPassword(ctx context.Context, user, password string, now ti
 	if !a.users.check(user, password, now) {
 		return Identity{}, errWrongPassword
 	}
-	return a.userIdentity(user), nil
+	id, _ := a.userIdentity(user, now)
+	return id, nil
 }
 
-func (a *Authn) userIdentity(user string) Identity {
-	return Identity{Subject: "user:" + user, Groups: a.groups[user]}
+// userIdentity is the identity of an htpasswd user, with the groups the
+// config gives it and the fingerprint of its password hash as the file
+// holds it now; ok is false when the user is not in the file.
+func (a *Authn) userIdentity(user string, now time.Time) (Identity, bool) {
+	hash, ok := a.users.hashOf(user, now)
+	if !ok {
+		return Identity{}, false
+	}
+	return Identity{Subject: "user:" + user, Groups: a.groups[user], password: a.key.fingerprint(hash)}, true
 }
 
 // robotLogin checks a robot's secret, then that it is active.
@@ -303,7 +331,7 @@ func (a *Authn) activeRobot(ctx context.Context, robot *Robot, now time.Time) (I
 		return Identity{}, fmt.Errorf("%w: %w", ErrBadCredentials, err)
 	}
 	a.touch(ctx, robot, now)
-	return Identity{Subject: robot.Subject(), Robot: robot}, nil
+	return Identity{Subject: robot.Subject(), Robot: robot, Expires: robot.ExpiresAt}, nil
 }
 
 // touch records the robot's use, at most once per robotTouchInterval.
@@ -327,18 +355,28 @@ func (a *Authn) touch(ctx context.Context, robot *Robot, now time.Time) {
 	}
 }
 
-// resolve is the identity of a token's subject as it is now: a user still
-// in the htpasswd file with the groups the config gives now, a robot still
-// active, an OIDC subject still mapped.
-func (a *Authn) resolve(ctx context.Context, sub string, now time.Time) (Identity, error) {
+// resolve is the identity of the subject of a token berth issued, as it is
+// now: a user still in the htpasswd file with the password it had when the
+// token was issued and the groups the config gives now, a robot still
+// active, an OIDC subject still mapped by the issuer
+// that vouched for it, which the config must still trust. An OIDC
+// subject's identity expires with the token (whose expiry is no later than
+// the OIDC token's), so that nothing minted from it lasts longer.
+func (a *Authn) resolve(ctx context.Context, c *tokenClaims, now time.Time) (Identity, error) {
+	sub := c.Subject
 	kind, name, _ := strings.Cut(sub, ":")
 	switch kind {
 	case Anonymous:
 		return AnonymousIdentity(), nil
 	case "user":
-		if a.users.has(name, now) {
-			return a.userIdentity(name), nil
+		id, ok := a.userIdentity(name, now)
+		if !ok {
+			break
 		}
+		if id.password != c.Password {
+			return Identity{}, fmt.Errorf("%w: the user's password changed after the token was issued", ErrBadCredentials)
+		}
+		return id, nil
 	case "robot":
 		ns, n, ok := strings.Cut(name, "+")
 		if !ok || a.robots == nil {
@@ -352,11 +390,13 @@ func (a *Authn) resolve(ctx context.Context, sub string, now time.Time) (Identit
 		}
 		return a.activeRobot(ctx, robot, now)
 	case "oidc":
-		for _, o := range a.cfg.OIDC {
-			for _, s := range o.Subjects {
-				if s.Name == name {
-					return Identity{Subject: sub, Groups: s.Groups}, nil
-				}
+		o, ok := a.issuers[c.OIDCIssuer]
+		if !ok {
+			return Identity{}, fmt.Errorf("%w: the token's OIDC issuer is no longer trusted", ErrBadCredentials)
+		}
+		for _, s := range o.cfg.Subjects {
+			if s.Name == name {
+				return Identity{Subject: sub, Groups: s.Groups, Issuer: o.cfg.Issuer, Expires: c.Expiry.Time()}, nil
 			}
 		}
 	}

@@ -104,6 +104,7 @@ type fixture struct {
 	cfg      *config.Auth
 	clock    *testClock
 	robots   *fakeRobots
+	revoked  *fakeRevocations
 	bcrypts  atomic.Int64
 	auditLog *bytes.Buffer
 }
@@ -157,6 +158,13 @@ func newFixture(t testing.TB, edit ...func(*config.Auth)) *fixture {
 
 func newFixtureFrom(t testing.TB, cfg *config.Auth) *fixture {
 	t.Helper()
+	return newReplica(t, cfg, &fakeRevocations{})
+}
+
+// newReplica is a fixture of cfg whose revocations are revoked: fixtures of
+// one cfg and one store are replicas of one registry.
+func newReplica(t testing.TB, cfg *config.Auth, revoked *fakeRevocations) *fixture {
+	t.Helper()
 	policy, err := NewPolicy(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -165,9 +173,10 @@ func newFixtureFrom(t testing.TB, cfg *config.Auth) *fixture {
 		cfg:      cfg,
 		clock:    &testClock{t: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)},
 		robots:   &fakeRobots{robots: map[string]*Robot{}},
+		revoked:  revoked,
 		auditLog: &bytes.Buffer{},
 	}
-	f.Authn, err = NewAuthn(cfg, AuthnOptions{Policy: policy, Robots: f.robots, Audit: NewAuditor(f.auditLog), Now: f.clock.Now})
+	f.Authn, err = NewAuthn(cfg, AuthnOptions{Policy: policy, Robots: f.robots, Revocations: revoked, Audit: NewAuditor(f.auditLog), Now: f.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,6 +185,16 @@ func newFixtureFrom(t testing.TB, cfg *config.Auth) *fixture {
 		return bcrypt.CompareHashAndPassword(hash, pw)
 	}
 	return f
+}
+
+// user is the identity of the htpasswd user name, as a login establishes it.
+func (f *fixture) user(t testing.TB, name string) Identity {
+	t.Helper()
+	id, ok := f.userIdentity(name, f.clock.Now())
+	if !ok {
+		t.Fatalf("no user %s", name)
+	}
+	return id
 }
 
 // addRobot stores a robot of namespace a with secret secret, pulling (and
@@ -363,7 +382,7 @@ func TestInactiveRobotsFailAtTheNextRequest(t *testing.T) {
 func TestBerthTokens(t *testing.T) {
 	f := newFixture(t)
 	grants := []Grant{{Type: "repository", Name: "a/x", Actions: []string{"pull"}}}
-	tok, _, err := f.Issue(f.userIdentity("alice"), grants)
+	tok, _, err := f.Issue(f.user(t, "alice"), grants)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -376,11 +395,15 @@ func TestBerthTokens(t *testing.T) {
 	}
 
 	other := newFixture(t)
-	foreign, _, _ := other.Issue(other.userIdentity("alice"), grants)
-	refresh, _ := f.issueRefresh(f.userIdentity("alice"))
+	foreign, _, _ := other.Issue(other.user(t, "alice"), grants)
+	refresh, _ := f.issueRefresh(f.user(t, "alice"), f.clock.Now())
 	now := f.clock.Now()
 	sign := func(service, sub string, from, to time.Duration) string {
-		tok, err := f.key.sign(service, sub, useAccess, grants, now.Add(from), now.Add(to))
+		id := Identity{Subject: sub}
+		if sub == "user:alice" {
+			id = f.user(t, "alice")
+		}
+		tok, err := f.key.sign(service, id, useAccess, grants, now.Add(from), now.Add(to))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -204,13 +204,14 @@ func (h *htpasswd) remember(key [sha256.Size]byte, c cachedCheck, now time.Time)
 	h.cache[key] = c
 }
 
-// has reports whether user is in the file.
-func (h *htpasswd) has(user string, now time.Time) bool {
+// hashOf returns the user's password hash as the file holds it now; ok is
+// false when the user is not in the file.
+func (h *htpasswd) hashOf(user string, now time.Time) (hash []byte, ok bool) {
 	h.reloadIfChanged(now)
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	_, ok := h.users[user]
-	return ok
+	hash, ok = h.users[user]
+	return hash, ok
 }
 
 // reloadIfChanged reads the file again when its modification time or size

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Anonymous is the subject of a caller who did not log in.
@@ -25,6 +26,18 @@ type Identity struct {
 	Limited bool
 	// Grants are the token's grants, when Limited.
 	Grants []Grant
+	// Issuer is the OIDC issuer that vouched for an oidc subject: the
+	// credentials berth mints for it stop working when the issuer is no
+	// longer trusted.
+	Issuer string
+	// Expires is when the credential the identity was proven with stops
+	// being valid (an OIDC token's exp, a robot's expiry); zero when it
+	// does not expire. Nothing berth mints for the identity outlives it.
+	Expires time.Time
+	// password is the fingerprint of an htpasswd user's password hash
+	// (Authn.passwordFingerprint): the tokens minted for the user carry it,
+	// and stop working when the password changes.
+	password string
 }
 
 // Grant is one entry of a token's access claim, as the token spec has it.

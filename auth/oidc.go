@@ -200,7 +200,7 @@ func (o *oidcIssuer) authenticate(ctx context.Context, tok *jwt.JSONWebToken, no
 	}
 	for _, s := range o.cfg.Subjects {
 		if claimsMatch(s.Claims, all) {
-			return Identity{Subject: "oidc:" + s.Name, Groups: s.Groups}, nil
+			return Identity{Subject: "oidc:" + s.Name, Groups: s.Groups, Issuer: o.cfg.Issuer, Expires: std.Expiry.Time()}, nil
 		}
 	}
 	return Identity{}, fmt.Errorf("%w: no subject mapping of the token's issuer matched the token", ErrBadCredentials)

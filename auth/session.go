@@ -26,7 +26,8 @@ type SessionOptions struct {
 // Basic credentials are (rate limiter, audit and failed-login metrics
 // included) buy a cookie holding a token of its own kind, signed with the
 // token key. Access and refresh tokens are never accepted as a session, nor
-// a session as either. Only the UI's routes honour the cookie (Middleware):
+// a session as either. Signing out (Logout) revokes the session on every
+// replica. Only the UI's routes honour the cookie (Middleware):
 // the APIs read the Authorization header alone, so that another site cannot
 // make a browser call them with the user's rights.
 type Sessions struct {
@@ -50,9 +51,7 @@ func (s *Sessions) Login(w http.ResponseWriter, r *http.Request, user, password 
 	if err != nil {
 		return Identity{}, err
 	}
-	now := s.authn.now()
-	exp := now.Add(s.ttl)
-	tok, err := s.authn.key.sign(s.authn.cfg.Service, tokenSubject(id), useSession, nil, now, exp)
+	tok, exp, err := s.authn.mint(id, useSession, nil, s.authn.now(), s.ttl)
 	if err != nil {
 		return Identity{}, err
 	}
@@ -60,8 +59,26 @@ func (s *Sessions) Login(w http.ResponseWriter, r *http.Request, user, password 
 	return id, nil
 }
 
-// Logout clears the session cookie.
-func (s *Sessions) Logout(w http.ResponseWriter, r *http.Request) {
+// Logout ends the session of r's cookie: it revokes the session's token in
+// the store every replica reads, so that a copy of the cookie is refused
+// everywhere, and clears the cookie. A missing, invalid or expired cookie
+// has nothing to revoke. Its error is the store's: the cookie is cleared
+// but the session may still be valid elsewhere.
+func (s *Sessions) Logout(w http.ResponseWriter, r *http.Request) error {
+	s.clear(w, r)
+	c, err := r.Cookie(SessionCookie)
+	if err != nil {
+		return nil
+	}
+	claims, err := s.authn.key.verify(c.Value, s.authn.cfg.Service, useSession, s.authn.now())
+	if err != nil {
+		return nil
+	}
+	return s.authn.revoke(r.Context(), claims)
+}
+
+// clear clears the session cookie.
+func (s *Sessions) clear(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, s.cookie(r, "", time.Unix(0, 0)))
 }
 
@@ -78,7 +95,7 @@ func (s *Sessions) Middleware(next http.Handler) http.Handler {
 			case err == nil:
 				id = got
 			case errors.Is(err, ErrBadCredentials):
-				s.Logout(w, r)
+				s.clear(w, r)
 			default:
 				http.Error(w, "internal error: authentication failed", http.StatusInternalServerError)
 				return
@@ -88,15 +105,19 @@ func (s *Sessions) Middleware(next http.Handler) http.Handler {
 	})
 }
 
-// identity is the identity of a session token. Its errors wrap
-// ErrBadCredentials, but for a robot store that cannot be read.
+// identity is the identity of a session token not revoked. Its errors wrap
+// ErrBadCredentials, but for a robot or revocation store that cannot be
+// read.
 func (s *Sessions) identity(r *http.Request, raw string) (Identity, error) {
 	now := s.authn.now()
 	c, err := s.authn.key.verify(raw, s.authn.cfg.Service, useSession, now)
 	if err != nil {
 		return Identity{}, err
 	}
-	return s.authn.resolve(r.Context(), c.Subject, now)
+	if err := s.authn.checkRevoked(r.Context(), c); err != nil {
+		return Identity{}, err
+	}
+	return s.authn.resolve(r.Context(), c, now)
 }
 
 // cookie is the session cookie holding value until exp: HttpOnly,

@@ -140,7 +140,7 @@ func TestSessionRefusesOtherTokens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	refresh, err := f.issueRefresh(Identity{Subject: "user:alice"})
+	refresh, err := f.issueRefresh(Identity{Subject: "user:alice"}, f.clock.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/x509"
@@ -45,6 +46,12 @@ type tokenClaims struct {
 	Access []Grant `json:"access,omitzero"`
 	// Use is useAccess, useRefresh or useSession.
 	Use string `json:"berth_use"`
+	// OIDCIssuer is the OIDC issuer that vouched for an oidc subject
+	// (Identity.Issuer).
+	OIDCIssuer string `json:"berth_oidc_iss,omitempty"`
+	// Password is the fingerprint of an htpasswd user's password
+	// (Identity.password).
+	Password string `json:"berth_pw,omitempty"`
 }
 
 // signingKey is the key berth signs its tokens with.
@@ -54,6 +61,8 @@ type signingKey struct {
 	signer  jose.Signer
 	// jwks is the JSON Web Key Set of the public key, as served.
 	jwks []byte
+	// fingerprintKey keys fingerprint; derived from the private key.
+	fingerprintKey []byte
 	// verified holds the claims of tokens whose signature was checked, by
 	// the token's SHA-256, so that a client's requests with one token cost
 	// one ECDSA verification, not one each. Bounded by maxVerified.
@@ -163,12 +172,17 @@ func newSigningKey(key *ecdsa.PrivateKey) (*signingKey, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &signingKey{private: key, kid: pub.KeyID, signer: signer, jwks: jwks}, nil
+	scalar, err := key.Bytes()
+	if err != nil {
+		return nil, err
+	}
+	fp := sha256.Sum256(append([]byte("berth token fingerprint\x00"), scalar...))
+	return &signingKey{private: key, kid: pub.KeyID, signer: signer, jwks: jwks, fingerprintKey: fp[:]}, nil
 }
 
-// sign issues a token of use for subject, from now until exp, with an access
+// sign issues a token of use for id, from now until exp, with an access
 // claim for access tokens.
-func (k *signingKey) sign(service, subject, use string, grants []Grant, now, exp time.Time) (string, error) {
+func (k *signingKey) sign(service string, id Identity, use string, grants []Grant, now, exp time.Time) (string, error) {
 	jti := make([]byte, 16)
 	if _, err := rand.Read(jti); err != nil {
 		return "", err
@@ -177,13 +191,15 @@ func (k *signingKey) sign(service, subject, use string, grants []Grant, now, exp
 		Claims: jwt.Claims{
 			Issuer:    service,
 			Audience:  jwt.Audience{service},
-			Subject:   subject,
+			Subject:   tokenSubject(id),
 			Expiry:    jwt.NewNumericDate(exp),
 			NotBefore: jwt.NewNumericDate(now),
 			IssuedAt:  jwt.NewNumericDate(now),
 			ID:        hex.EncodeToString(jti),
 		},
-		Use: use,
+		Use:        use,
+		OIDCIssuer: id.Issuer,
+		Password:   id.password,
 	}
 	if use == useAccess {
 		c.Access = grants
@@ -192,6 +208,15 @@ func (k *signingKey) sign(service, subject, use string, grants []Grant, now, exp
 		}
 	}
 	return jwt.Signed(k.signer).Claims(c).Serialize()
+}
+
+// fingerprint is a short keyed digest of data that tokens may carry in the
+// clear: an HMAC-SHA256 under a key derived from the signing key, so that
+// every replica computes the same, and no one without the key can.
+func (k *signingKey) fingerprint(data []byte) string {
+	mac := hmac.New(sha256.New, k.fingerprintKey)
+	mac.Write(data)
+	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil)[:16])
 }
 
 // verify checks that raw is a token of use that k signed for service, valid

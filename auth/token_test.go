@@ -34,7 +34,7 @@ func TestSigningKeyIsCreatedPrivateAndReloaded(t *testing.T) {
 	if again.key.kid != f.key.kid {
 		t.Errorf("a restart made a new key: kid %s, was %s", again.key.kid, f.key.kid)
 	}
-	tok, _, err := f.Issue(f.userIdentity("alice"), nil)
+	tok, _, err := f.Issue(f.user(t, "alice"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestHtpasswdIsReloadedWhenItChanges(t *testing.T) {
 	if _, err := f.Authenticate(basicRequest("alice", "alice-pw")); err != nil {
 		t.Fatal(err)
 	}
-	tok, _, _ := f.Issue(f.userIdentity("alice"), nil)
+	tok, _, _ := f.Issue(f.user(t, "alice"), nil)
 	writeHtpasswd(t, f.cfg.Htpasswd, map[string]string{"carol": "carol-pw"})
 	f.clock.Advance(1)
 	if _, err := f.Authenticate(basicRequest("carol", "carol-pw")); err != nil {
@@ -187,7 +187,7 @@ func TestVerifiedTokensAreCachedNotTrustedForever(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	raw, err := k.sign("berth", "user:alice", useAccess, nil, now, now.Add(time.Minute))
+	raw, err := k.sign("berth", Identity{Subject: "user:alice"}, useAccess, nil, now, now.Add(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}

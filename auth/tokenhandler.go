@@ -7,6 +7,7 @@ import (
 	"math"
 	"mime"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 )
@@ -26,12 +27,14 @@ type tokenResponse struct {
 }
 
 // Handler serves the token endpoint of the token spec, GET and POST
-// /auth/token, and the public key tokens are signed with, as a JSON Web
-// Key Set at /auth/jwks.json.
+// /auth/token, the revocation of refresh tokens, POST /auth/revoke, and the
+// public key tokens are signed with, as a JSON Web Key Set at
+// /auth/jwks.json.
 func (a *Authn) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /auth/token", a.getToken)
 	mux.HandleFunc("POST /auth/token", a.postToken)
+	mux.HandleFunc("POST /auth/revoke", a.revokeToken)
 	mux.HandleFunc("GET /auth/jwks.json", a.jwks)
 	return mux
 }
@@ -57,16 +60,11 @@ func (a *Authn) getToken(w http.ResponseWriter, r *http.Request) {
 // password, or grant_type=refresh_token with refresh_token; service, scope
 // (space-separated), client_id and access_type=offline for a refresh token.
 func (a *Authn) postToken(w http.ResponseWriter, r *http.Request) {
-	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/x-www-form-urlencoded" {
-		writeTokenError(w, badRequest("want a body of type application/x-www-form-urlencoded"))
+	f, err := readTokenForm(w, r)
+	if err != nil {
+		writeTokenError(w, err)
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, maxTokenForm)
-	if err := r.ParseForm(); err != nil {
-		writeTokenError(w, badRequest("cannot read the form: %v", err))
-		return
-	}
-	f := r.PostForm
 	scopes, err := a.tokenRequest(f.Get("service"), f["scope"])
 	if err != nil {
 		writeTokenError(w, err)
@@ -94,6 +92,53 @@ func (a *Authn) postToken(w http.ResponseWriter, r *http.Request) {
 	a.respond(w, id, scopes, offline)
 }
 
+// readTokenForm reads the form of a POST to the token endpoints.
+func readTokenForm(w http.ResponseWriter, r *http.Request) (url.Values, error) {
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/x-www-form-urlencoded" {
+		return nil, badRequest("want a body of type application/x-www-form-urlencoded")
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxTokenForm)
+	if err := r.ParseForm(); err != nil {
+		return nil, badRequest("cannot read the form: %v", err)
+	}
+	return r.PostForm, nil
+}
+
+// revokeToken answers POST /auth/revoke with token=<a refresh token or a UI
+// session's token>, as RFC 7009 has it: from then on every replica refuses
+// the token. Holding a token is the right to revoke it. A token that is not
+// valid (expired, malformed, not berth's) has nothing to revoke and gets 200
+// too; an access token gets 400, as it cannot be revoked: it expires within
+// auth.tokenTTL.
+func (a *Authn) revokeToken(w http.ResponseWriter, r *http.Request) {
+	f, err := readTokenForm(w, r)
+	if err != nil {
+		writeTokenError(w, err)
+		return
+	}
+	raw := f.Get("token")
+	if raw == "" {
+		writeTokenError(w, badRequest("token is required: the refresh token to revoke"))
+		return
+	}
+	now := a.now()
+	if c, err := a.key.signed(raw, now); err == nil {
+		if c.Use == useAccess {
+			writeTokenError(w, badRequest("an access token cannot be revoked: it expires within %s (auth.tokenTTL)", a.cfg.TokenTTL))
+			return
+		}
+		if c, err := a.key.verify(raw, a.cfg.Service, c.Use, now); err == nil {
+			if err := a.revoke(r.Context(), c); err != nil {
+				writeTokenError(w, err)
+				return
+			}
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write([]byte("{}\n"))
+}
+
 // tokenRequest checks the service a token is asked for and parses the
 // scopes asked.
 func (a *Authn) tokenRequest(service string, scopeValues []string) ([]scope, error) {
@@ -113,7 +158,13 @@ func (a *Authn) redeem(r *http.Request, raw string) (Identity, error) {
 	if err != nil {
 		return Identity{}, a.failed(r, "", reasonBadToken, err)
 	}
-	id, err := a.resolve(r.Context(), c.Subject, now)
+	if err := a.checkRevoked(r.Context(), c); err != nil {
+		if errors.Is(err, ErrBadCredentials) {
+			return Identity{}, a.failed(r, c.Subject, reasonBadToken, err)
+		}
+		return Identity{}, err
+	}
+	id, err := a.resolve(r.Context(), c, now)
 	if err != nil && errors.Is(err, ErrBadCredentials) {
 		return Identity{}, a.failed(r, c.Subject, reasonOf(err), err)
 	}
@@ -125,7 +176,7 @@ func (a *Authn) redeem(r *http.Request, raw string) (Identity, error) {
 // holding a token themselves).
 func (a *Authn) respond(w http.ResponseWriter, id Identity, scopes []scope, offline bool) {
 	now := a.now()
-	tok, _, err := a.issue(id, a.grant(id, scopes), now)
+	tok, exp, err := a.issue(id, a.grant(id, scopes), now)
 	if err != nil {
 		writeTokenError(w, err)
 		return
@@ -133,11 +184,11 @@ func (a *Authn) respond(w http.ResponseWriter, id Identity, scopes []scope, offl
 	resp := tokenResponse{
 		Token:       tok,
 		AccessToken: tok,
-		ExpiresIn:   int(a.cfg.TokenTTL.Seconds()),
+		ExpiresIn:   int(exp.Sub(now).Seconds()),
 		IssuedAt:    now.UTC().Format(time.RFC3339),
 	}
 	if offline && !id.IsAnonymous() && !id.Limited {
-		if resp.RefreshToken, err = a.issueRefresh(id); err != nil {
+		if resp.RefreshToken, err = a.issueRefresh(id, now); err != nil {
 			writeTokenError(w, err)
 			return
 		}

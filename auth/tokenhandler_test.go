@@ -62,31 +62,31 @@ func TestGrant(t *testing.T) {
 		scopes []string
 		want   []Grant
 	}{
-		{"owner", f.userIdentity("alice"), []string{"repository:a/x:pull,push"},
+		{"owner", f.user(t, "alice"), []string{"repository:a/x:pull,push"},
 			[]Grant{{"repository", "a/x", []string{"pull", "push"}}}},
-		{"owner, every action", f.userIdentity("alice"), []string{"repository:a/x:*"},
+		{"owner, every action", f.user(t, "alice"), []string{"repository:a/x:*"},
 			[]Grant{{"repository", "a/x", []string{"pull", "push", "delete"}}}},
-		{"push covers sign", f.userIdentity("alice"), []string{"repository:a/x:sign,push"},
+		{"push covers sign", f.user(t, "alice"), []string{"repository:a/x:sign,push"},
 			[]Grant{{"repository", "a/x", []string{"push"}}}},
-		{"another's namespace", f.userIdentity("alice"), []string{"repository:b/x:pull,push"}, nil},
-		{"signer asking push gets sign", f.userIdentity("sam"), []string{"repository:a/x:pull,push"},
+		{"another's namespace", f.user(t, "alice"), []string{"repository:b/x:pull,push"}, nil},
+		{"signer asking push gets sign", f.user(t, "sam"), []string{"repository:a/x:pull,push"},
 			[]Grant{{"repository", "a/x", []string{"pull", "sign"}}}},
-		{"signer asking push and sign", f.userIdentity("sam"), []string{"repository:a/x:push,sign"},
+		{"signer asking push and sign", f.user(t, "sam"), []string{"repository:a/x:push,sign"},
 			[]Grant{{"repository", "a/x", []string{"sign"}}}},
 		{"anonymous on a public namespace", AnonymousIdentity(), []string{"repository:pub/x:pull,push"},
 			[]Grant{{"repository", "pub/x", []string{"pull"}}}},
 		{"anonymous elsewhere", AnonymousIdentity(), []string{"repository:a/x:pull"}, nil},
-		{"host:port names are not stripped", f.userIdentity("alice"), []string{"repository:localhost:5000/a/x:pull"}, nil},
-		{"OLM catalog: pull, never a write", f.userIdentity("alice"), []string{"repository:a/olm/catalog:pull,push,delete"},
+		{"host:port names are not stripped", f.user(t, "alice"), []string{"repository:localhost:5000/a/x:pull"}, nil},
+		{"OLM catalog: pull, never a write", f.user(t, "alice"), []string{"repository:a/olm/catalog:pull,push,delete"},
 			[]Grant{{"repository", "a/olm/catalog", []string{"pull"}}}},
-		{"OLM catalog: a signer gets no sign", f.userIdentity("sam"), []string{"repository:a/olm/catalog:pull,push"},
+		{"OLM catalog: a signer gets no sign", f.user(t, "sam"), []string{"repository:a/olm/catalog:pull,push"},
 			[]Grant{{"repository", "a/olm/catalog", []string{"pull"}}}},
-		{"OLM catalog of another's namespace", f.userIdentity("alice"), []string{"repository:b/olm/catalog:pull"}, nil},
+		{"OLM catalog of another's namespace", f.user(t, "alice"), []string{"repository:b/olm/catalog:pull"}, nil},
 		{"OLM catalog of a public namespace", AnonymousIdentity(), []string{"repository:pub/olm/catalog:pull,push"},
 			[]Grant{{"repository", "pub/olm/catalog", []string{"pull"}}}},
 		{"catalog", AnonymousIdentity(), []string{"registry:catalog:*"},
 			[]Grant{{"registry", "catalog", []string{"*"}}}},
-		{"deduplicated, in asked order", f.userIdentity("alice"),
+		{"deduplicated, in asked order", f.user(t, "alice"),
 			[]string{"repository:a/y:pull repository:a/x:push", "repository:a/y:pull,delete", "registry:catalog:*", "registry:catalog:*"},
 			[]Grant{{"repository", "a/y", []string{"pull", "delete"}}, {"repository", "a/x", []string{"push"}}, {"registry", "catalog", []string{"*"}}}},
 	} {
@@ -133,8 +133,11 @@ func getToken(query, user, password string) *http.Request {
 	return r
 }
 
-func postToken(form url.Values) *http.Request {
-	r := httptest.NewRequest(http.MethodPost, "/auth/token", strings.NewReader(form.Encode()))
+func postToken(form url.Values) *http.Request { return postTo("/auth/token", form) }
+
+// postTo posts form to path.
+func postTo(path string, form url.Values) *http.Request {
+	r := httptest.NewRequest(http.MethodPost, path, strings.NewReader(form.Encode()))
 	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	return r
 }

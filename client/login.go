@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -72,7 +74,11 @@ func (c *Client) Login(ctx context.Context, host string, cred auth.Credential) e
 
 // Logout removes the credentials stored for host from the client's
 // credential store (or its credential helper), as oras logout does. It
-// reports whether any were stored.
+// reports whether any were stored. When they are an identity token (a
+// refresh token, which docker login keeps from berth), Logout first revokes
+// it at the registry (revokeIdentityToken), so that no copy of it works any
+// more; when that fails, the credentials stay stored and the error says
+// why, so that logout can be run again.
 func (c *Client) Logout(ctx context.Context, host string) (bool, error) {
 	if err := checkLoginHost(host); err != nil {
 		return false, fmt.Errorf("logout from %s: %w: %v", host, ErrInvalid, err)
@@ -84,10 +90,63 @@ func (c *Client) Logout(ctx context.Context, host string) (bool, error) {
 	if cred == auth.EmptyCredential {
 		return false, nil
 	}
+	if cred.RefreshToken != "" {
+		if err := c.revokeIdentityToken(ctx, host, cred.RefreshToken); err != nil {
+			return false, fmt.Errorf("logout from %s: the stored identity token could not be revoked, so the credentials are still stored: %w", host, err)
+		}
+	}
 	if err := credentials.Logout(ctx, c.store, host); err != nil {
 		return false, fmt.Errorf("logout from %s: %w", host, err)
 	}
 	return true, nil
+}
+
+// bearerRealm is the realm of a Bearer challenge; "" for any other.
+var bearerRealm = regexp.MustCompile(`(?i)^Bearer\s.*\brealm="([^"]+)"`)
+
+// revokeIdentityToken revokes token at the revocation endpoint beside the
+// token service that host's /v2/ challenge names: for a realm .../token,
+// .../revoke, with the form token=TOKEN (RFC 7009), as berth serves
+// /auth/token and /auth/revoke. A registry whose challenge names no such
+// realm, or that answers 404 or 405 there, cannot revoke tokens: nothing is
+// done then.
+func (c *Client) revokeIdentityToken(ctx context.Context, host, token string) error {
+	scheme := "https"
+	if c.PlainHTTP(host) {
+		scheme = "http"
+	}
+	ping, err := http.NewRequestWithContext(ctx, http.MethodGet, scheme+"://"+host+"/v2/", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.auth.Client.Do(ping)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	m := bearerRealm.FindStringSubmatch(resp.Header.Get("WWW-Authenticate"))
+	if m == nil {
+		return nil
+	}
+	base, ok := strings.CutSuffix(m[1], "/token")
+	if !ok {
+		return nil
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/revoke", strings.NewReader(url.Values{"token": {token}}.Encode()))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err = c.auth.Client.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusOK, http.StatusNotFound, http.StatusMethodNotAllowed:
+		return nil
+	}
+	return fmt.Errorf("POST %s/revoke: %s", base, resp.Status)
 }
 
 // checkLoginHost checks the host of Login and Logout: host[:port], which is

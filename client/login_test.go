@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -31,6 +32,10 @@ type tokenService struct {
 	failures int
 	tokens   []string // "GET alice", "POST refresh_token", "POST password alice" per token request
 	apiAuth  []string // the Authorization header of each /api/v1 request
+	// revoked are the tokens posted to /auth/revoke, which answers
+	// revokeStatus (default 200).
+	revoked      []string
+	revokeStatus int
 }
 
 const (
@@ -44,6 +49,13 @@ func (s *tokenService) wrap(next http.Handler) http.Handler {
 		switch {
 		case r.URL.Path == "/auth/token":
 			s.token(w, r)
+		case r.URL.Path == "/auth/revoke" && r.Method == http.MethodPost:
+			r.ParseForm()
+			s.mu.Lock()
+			s.revoked = append(s.revoked, r.PostForm.Get("token"))
+			status := cmp.Or(s.revokeStatus, http.StatusOK)
+			s.mu.Unlock()
+			w.WriteHeader(status)
 		case strings.HasPrefix(r.URL.Path, "/api/v1/"):
 			s.mu.Lock()
 			s.apiAuth = append(s.apiAuth, r.Header.Get("Authorization"))
@@ -245,6 +257,50 @@ func TestLoginLogout(t *testing.T) {
 	err = c.Login(ctx, host, auth.Credential{Username: "alice", Password: "secret"})
 	if want := "login to " + host + " failed: too many failed logins, retry in 30s"; !errors.Is(err, ErrRateLimited) || err.Error() != want {
 		t.Fatalf("Login after failures: %v, want %s", err, want)
+	}
+}
+
+// TestLogoutRevokesIdentityToken: an identity token is revoked at the
+// registry before it is removed; when the registry fails to revoke it, it
+// stays stored; a registry without a revocation endpoint only loses it
+// from the store.
+func TestLogoutRevokesIdentityToken(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name         string
+		status       int
+		removed      bool
+		wantErr      string
+		wantRevoked  bool
+		storeKeepsIt bool
+	}{
+		{"revoked", http.StatusOK, true, "", true, false},
+		{"no revocation endpoint", http.StatusNotFound, true, "", true, false},
+		{"revocation refused", http.StatusBadRequest, false, "could not be revoked, so the credentials are still stored", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			svc := &tokenService{revokeStatus: tc.status}
+			host := registrytest.New(t, svc.wrap)
+			store := memoryStore(t, host, auth.Credential{RefreshToken: identityToken})
+			c := newTestClient(t, Options{Credentials: store})
+			removed, err := c.Logout(ctx, host)
+			if removed != tc.removed || (err == nil) != (tc.wantErr == "") || err != nil && !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("Logout: %v, %v; want %v and an error saying %q", removed, err, tc.removed, tc.wantErr)
+			}
+			if err != nil && strings.Contains(err.Error(), identityToken) {
+				t.Errorf("the error quotes the token: %v", err)
+			}
+			svc.mu.Lock()
+			revoked := slices.Equal(svc.revoked, []string{identityToken})
+			svc.mu.Unlock()
+			if revoked != tc.wantRevoked {
+				t.Errorf("revocations posted: %v, want the identity token revoked: %v", svc.revoked, tc.wantRevoked)
+			}
+			cred, _ := store.Get(ctx, host)
+			if kept := cred.RefreshToken != ""; kept != tc.storeKeepsIt {
+				t.Errorf("the store keeps the token: %v, want %v", kept, tc.storeKeepsIt)
+			}
+		})
 	}
 }
 

@@ -43,6 +43,7 @@ func TestAuthRoutes(t *testing.T) {
 	}{
 		{"GET", "/auth/token", "auth", "", 200},
 		{"POST", "/auth/token", "auth", "", 200},
+		{"POST", "/auth/revoke", "auth", "", 200},
 		{"GET", "/auth/jwks.json", "auth", "", 200},
 		{"POST", "/api/v1/robots", "robots", "yes", 200},
 		{"GET", "/api/v1/robots", "robots", "yes", 200},

@@ -40,7 +40,8 @@ type Options struct {
 	// /{namespace}/index.yaml and /events.
 	Catalog http.Handler
 	// Auth is the token service of the Docker token spec, mounted at
-	// /auth/token and /auth/jwks.json. It authenticates its own requests.
+	// /auth/token, /auth/revoke and /auth/jwks.json. It authenticates its
+	// own requests.
 	Auth http.Handler
 	// Robots serves the robots API at /api/v1/robots and /api/v1/robots/*.
 	Robots http.Handler
@@ -110,6 +111,7 @@ func New(opts Options) *Server {
 	}
 	if opts.Auth != nil {
 		r.Handle("/auth/token", opts.Auth)
+		r.Handle("/auth/revoke", opts.Auth)
 		r.Handle("/auth/jwks.json", opts.Auth)
 	}
 	if opts.Catalog != nil {

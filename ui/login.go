@@ -71,13 +71,16 @@ func (h *handler) login(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// logout serves POST /ui/logout: it clears the session cookie.
+// logout serves POST /ui/logout: it ends the session (auth.Sessions.Logout
+// revokes it on every replica) and clears the session cookie.
 func (h *handler) logout(w http.ResponseWriter, r *http.Request) error {
 	if err := sameOrigin(r); err != nil {
 		return err
 	}
 	if h.sessions != nil {
-		h.sessions.Logout(w, r)
+		if err := h.sessions.Logout(w, r); err != nil {
+			return err
+		}
 	}
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 	return nil

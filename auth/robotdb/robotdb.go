@@ -1,7 +1,8 @@
-// Package robotdb keeps berth's robot accounts in a SQLite file of their own
-// (auth.robots.database, default <data>/auth.db), on the pure-Go driver the
-// catalog uses (modernc.org/sqlite), in WAL mode. It implements
-// auth.RobotStore. A robot's secret is never stored: only its SHA-256
+// Package robotdb keeps berth's robot accounts, and the revocations of the
+// tokens it issued, in a SQLite file of their own (auth.robots.database,
+// default <data>/auth.db), on the pure-Go driver the catalog uses
+// (modernc.org/sqlite), in WAL mode. It implements auth.RobotStore and
+// auth.Revocations. A robot's secret is never stored: only its SHA-256
 // (auth.Robot.SecretHash).
 //
 // The schema is versioned with PRAGMA user_version: Open applies the steps
@@ -29,7 +30,10 @@ type Store struct {
 	writer, reader *sql.DB
 }
 
-var _ auth.RobotStore = (*Store)(nil)
+var (
+	_ auth.RobotStore  = (*Store)(nil)
+	_ auth.Revocations = (*Store)(nil)
+)
 
 // migrations are the schema's steps: step i takes the file from user_version
 // i to i+1. Steps are only ever appended.
@@ -46,6 +50,10 @@ var migrations = []string{
 		last_used   INTEGER NOT NULL, -- 0 until first used
 		secret_hash BLOB NOT NULL,    -- SHA-256 of the secret
 		PRIMARY KEY (namespace, name)
+	) WITHOUT ROWID`,
+	`CREATE TABLE revocations (
+		id    TEXT NOT NULL PRIMARY KEY, -- the token's jti
+		until INTEGER NOT NULL           -- Unix nanoseconds, UTC: kept until then
 	) WITHOUT ROWID`,
 }
 
@@ -150,6 +158,37 @@ func (s *Store) Touch(ctx context.Context, namespace, name string, at time.Time)
 	return s.update(ctx, "touch", namespace, name,
 		`UPDATE robots SET last_used = max(last_used, ?) WHERE namespace = ? AND name = ?`,
 		sqlitedb.EncodeTime(at), namespace, name)
+}
+
+// RevokeToken records that the token id is revoked until until, dropping
+// the records whose time has passed, so that the table holds only tokens
+// that have not expired.
+func (s *Store) RevokeToken(ctx context.Context, id string, until time.Time) error {
+	tx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("revocations: revoke: %w", err)
+	}
+	defer tx.Rollback() // sql.ErrTxDone after Commit
+	if _, err := tx.ExecContext(ctx, `DELETE FROM revocations WHERE until < ?`, sqlitedb.EncodeTime(time.Now())); err != nil {
+		return fmt.Errorf("revocations: revoke: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO revocations (id, until) VALUES (?, ?)
+	ON CONFLICT (id) DO UPDATE SET until = max(until, excluded.until)`, id, sqlitedb.EncodeTime(until)); err != nil {
+		return fmt.Errorf("revocations: revoke: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("revocations: revoke: %w", err)
+	}
+	return nil
+}
+
+// TokenRevoked reports whether the token id was revoked.
+func (s *Store) TokenRevoked(ctx context.Context, id string) (bool, error) {
+	var n int
+	if err := s.reader.QueryRowContext(ctx, `SELECT count(*) FROM revocations WHERE id = ?`, id).Scan(&n); err != nil {
+		return false, fmt.Errorf("revocations: read: %w", err)
+	}
+	return n > 0, nil
 }
 
 // update runs an UPDATE of one robot.

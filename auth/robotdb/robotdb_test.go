@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/berth-registry/berth/auth"
+	"github.com/berth-registry/berth/auth/revoketest"
 	"github.com/berth-registry/berth/auth/robotdb"
 )
 
@@ -121,4 +122,14 @@ func TestOpenRefuses(t *testing.T) {
 	if _, err := robotdb.Open(context.Background(), notDB); err == nil {
 		t.Error("opened a file that is not a database")
 	}
+}
+
+// TestRevocations: the revocations of one file, through two handles as two
+// processes would hold them.
+func TestRevocations(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "auth.db")
+	a, b := open(t, file), open(t, file)
+	defer a.Close()
+	defer b.Close()
+	revoketest.Run(t, a, b)
 }

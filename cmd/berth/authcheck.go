@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -30,6 +31,7 @@ func newAuthCheckCmd() *cobra.Command {
 	var (
 		flags  serveFlags
 		groups []string
+		format outputFormat
 	)
 	cmd := &cobra.Command{
 		Use:   "check SUBJECT REPOSITORY ACTION",
@@ -82,33 +84,69 @@ ACTION is pull, push, delete, sign or admin.`,
 					return err
 				}
 			}
-			if id.Robot != nil {
-				if err := id.Robot.Active(time.Now()); err != nil {
-					fmt.Fprintf(out, "denied: %v\n", err)
-					return exitError{code: 1}
-				}
+			res := authCheckResult{Subject: subject, Repository: repo, Action: string(action)}
+			if err := activeRobot(id); err != nil {
+				res.Reason = err.Error()
+			} else {
+				d := policy.Decide(id, repo, action)
+				res.Allowed, res.Reason, res.Rule = d.Allowed, d.Reason, d.Rule
 			}
-			d := policy.Decide(id, repo, action)
-			verdict := "denied"
-			if d.Allowed {
-				verdict = "allowed"
+			if format == formatJSON {
+				err = writeJSON(out, res)
+			} else {
+				err = res.writeText(out)
 			}
-			fmt.Fprintf(out, "%s: %s\n", verdict, d.Reason)
-			if d.Rule != "" {
-				fmt.Fprintf(out, "rule: %s\n", d.Rule)
+			if err != nil {
+				return err
 			}
-			if !d.Allowed {
+			if !res.Allowed {
 				return exitError{code: 1}
 			}
 			return nil
 		},
 	}
 	flags.register(cmd)
+	addFormatFlag(cmd, &format)
 	if err := cmd.Flags().MarkHidden("addr"); err != nil {
 		panic(err)
 	}
 	cmd.Flags().StringArrayVar(&groups, "group", nil, "a `GROUP` the oidc subject is in (repeatable)")
 	return cmd
+}
+
+// authCheckResult is the decision berth auth check prints.
+type authCheckResult struct {
+	Subject    string `json:"subject"`
+	Repository string `json:"repository"`
+	Action     string `json:"action"`
+	Allowed    bool   `json:"allowed"`
+	// Reason says why, in words.
+	Reason string `json:"reason"`
+	// Rule is the rule that decided; empty when none did.
+	Rule string `json:"rule,omitempty"`
+}
+
+// writeText writes the decision as lines: "allowed: REASON" or "denied:
+// REASON", then "rule: RULE" when a rule decided.
+func (r authCheckResult) writeText(w io.Writer) error {
+	verdict := "denied"
+	if r.Allowed {
+		verdict = "allowed"
+	}
+	if _, err := fmt.Fprintf(w, "%s: %s\n", verdict, r.Reason); err != nil || r.Rule == "" {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "rule: %s\n", r.Rule)
+	return err
+}
+
+// activeRobot returns why the robot of id may not authenticate now, nil
+// when it may or id is no robot.
+func activeRobot(id auth.Identity) error {
+	if id.Robot == nil {
+		return nil
+	}
+	return id.Robot.Active(time.Now())
 }
 
 // checkRequestSubject checks the SUBJECT of auth check: a subject a request

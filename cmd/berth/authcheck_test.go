@@ -97,6 +97,25 @@ func TestAuthCheckCmd(t *testing.T) {
 	}
 }
 
+// TestAuthCheckCmdJSON: --format json prints the decision as one JSON
+// document, with the exit status of the text form.
+func TestAuthCheckCmdJSON(t *testing.T) {
+	cfg := writeAuthConfig(t, true)
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"user:alice", "a/kafka", "push"}, 0, `{"subject":"user:alice","repository":"a/kafka","action":"push","allowed":true,"reason":"auth.rules[0] allows user:alice (groups team-a) push on a/kafka","rule":"auth.rules[0]"}`},
+		{[]string{"user:bob", "a/kafka", "pull"}, 1, `{"subject":"user:bob","repository":"a/kafka","action":"pull","allowed":false,"reason":"no rule allows user:bob pull on a/kafka"}`},
+	} {
+		code, stdout, stderr := berth(t, append([]string{"auth", "check", "--config", cfg, "--format", "json"}, tc.args...)...)
+		if code != tc.code || stderr != "" || compactJSON(t, stdout) != tc.want {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit %d and %s", tc.args, code, stdout, stderr, tc.code, tc.want)
+		}
+	}
+}
+
 func TestAuthCheckCmdOff(t *testing.T) {
 	cfg := writeAuthConfig(t, false)
 	out := mustBerth(t, "auth", "check", "--config", cfg, "anonymous", "a/kafka", "delete")

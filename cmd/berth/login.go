@@ -41,6 +41,7 @@ func newLoginCmd() *cobra.Command {
 		user          string
 		password      string
 		passwordStdin bool
+		format        outputFormat
 	)
 	cmd := &cobra.Command{
 		Use:   "login HOST",
@@ -87,17 +88,34 @@ with its user name, robot+NAMESPACE+NAME, and its secret.`,
 			if err := c.Login(cmd.Context(), host, auth.Credential{Username: user, Password: password}); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Logged in to %s as %s\n", host, user)
-			return nil
+			if format == formatJSON {
+				return writeJSON(cmd.OutOrStdout(), loginResult{Host: host, Username: user})
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "Logged in to %s as %s\n", clean(host), clean(user))
+			return err
 		},
 	}
 	remote.add(cmd)
+	addFormatFlag(cmd, &format)
 	f := cmd.Flags()
 	f.StringVarP(&user, "username", "u", "", "user `NAME` (a robot's is robot+NAMESPACE+NAME)")
 	f.StringVarP(&password, "password", "p", "", "`PASSWORD`, or a robot's secret (visible to other users of this machine: prefer --password-stdin)")
 	f.BoolVar(&passwordStdin, "password-stdin", false, "read the password from stdin")
 	cmd.MarkFlagsMutuallyExclusive("password", "password-stdin")
 	return cmd
+}
+
+// loginResult is what berth login --format json prints: never the password.
+type loginResult struct {
+	Host     string `json:"host"`
+	Username string `json:"username"`
+}
+
+// logoutResult is what berth logout --format json prints.
+type logoutResult struct {
+	Host string `json:"host"`
+	// Removed is false when no credentials were kept for Host.
+	Removed bool `json:"removed"`
 }
 
 // readSecret reads a password from r: everything up to the end, without the
@@ -137,11 +155,17 @@ func prompt(cmd *cobra.Command, user string) (string, string, error) {
 
 // newLogoutCmd returns `berth logout HOST`.
 func newLogoutCmd() *cobra.Command {
-	return &cobra.Command{
+	var format outputFormat
+	cmd := &cobra.Command{
 		Use:   "logout HOST",
 		Short: "Remove the credentials kept for a registry",
 		Long: `Remove the credentials berth login (or docker login, oras login) kept for HOST
-from the Docker config file (--registry-config) or its credential helper.`,
+from the Docker config file (--registry-config) or its credential helper.
+
+When they are an identity token (a refresh token, as docker login keeps), it
+is revoked at the registry first, so that no copy of it works any more; when
+the registry cannot be reached or refuses, the credentials stay stored and
+the error says why.`,
 		Example: `  berth logout localhost:5000`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -157,12 +181,18 @@ from the Docker config file (--registry-config) or its credential helper.`,
 			if err != nil {
 				return err
 			}
-			if !removed {
-				fmt.Fprintf(cmd.OutOrStdout(), "Not logged in to %s\n", args[0])
-				return nil
+			out := cmd.OutOrStdout()
+			switch {
+			case format == formatJSON:
+				err = writeJSON(out, logoutResult{Host: args[0], Removed: removed})
+			case removed:
+				_, err = fmt.Fprintf(out, "Removed the credentials for %s\n", clean(args[0]))
+			default:
+				_, err = fmt.Fprintf(out, "Not logged in to %s\n", clean(args[0]))
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Removed the credentials for %s\n", args[0])
-			return nil
+			return err
 		},
 	}
+	addFormatFlag(cmd, &format)
+	return cmd
 }

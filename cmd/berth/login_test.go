@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -114,4 +115,44 @@ func TestLoginCmdErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLoginLogoutCmdJSON: with --format json, login and logout print one
+// JSON document, never the password.
+func TestLoginLogoutCmdJSON(t *testing.T) {
+	setup(t)
+	t.Setenv("PATH", t.TempDir()) // no docker-credential-* helper
+	host := serveTokenAuth(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"login", host, "-u", "alice", "-p", "secret", "--format", "json"}, `{"host":"` + host + `","username":"alice"}`},
+		{[]string{"logout", host, "--format", "json"}, `{"host":"` + host + `","removed":true}`},
+		{[]string{"logout", host, "--format", "json"}, `{"host":"` + host + `","removed":false}`},
+	} {
+		out := mustBerth(t, tc.args...)
+		if got := compactJSON(t, out); got != tc.want || strings.Contains(out, "secret") {
+			t.Errorf("berth %s: %q, want one JSON document %s", strings.Join(tc.args, " "), out, tc.want)
+		}
+	}
+}
+
+// compactJSON is the one JSON document of out, compacted; it fails the test
+// when out is not exactly one document.
+func compactJSON(t *testing.T, out string) string {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(out))
+	var doc json.RawMessage
+	if err := dec.Decode(&doc); err != nil {
+		t.Fatalf("not JSON: %q: %v", out, err)
+	}
+	if dec.More() {
+		t.Fatalf("more than one JSON document: %q", out)
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, doc); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
 }

@@ -132,7 +132,10 @@ func newRobotListCmd() *cobra.Command {
 }
 
 func newRobotRevokeCmd() *cobra.Command {
-	var flags catalogFlags
+	var (
+		flags  catalogFlags
+		format outputFormat
+	)
 	cmd := &cobra.Command{
 		Use:   "revoke NAMESPACE/NAME",
 		Short: "Revoke a robot account: its next request fails",
@@ -149,12 +152,23 @@ func newRobotRevokeCmd() *cobra.Command {
 			if err := c.RevokeRobot(cmd.Context(), namespace, name); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Revoked robot %s/%s\n", namespace, name)
-			return nil
+			if format == formatJSON {
+				return writeJSON(cmd.OutOrStdout(), robotRevoked{Namespace: namespace, Name: name, Revoked: true})
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "Revoked robot %s/%s\n", namespace, name)
+			return err
 		},
 	}
 	flags.add(cmd)
+	addFormatFlag(cmd, &format)
 	return cmd
+}
+
+// robotRevoked is what berth robot revoke --format json prints.
+type robotRevoked struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Revoked   bool   `json:"revoked"`
 }
 
 // parseRobotName splits NAMESPACE/NAME.

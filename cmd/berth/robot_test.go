@@ -78,6 +78,9 @@ a/old   a/*:pull,push   revoked   2999-03-31T12:00:00Z   -           CI pushes
 	if want := []string{"/api/v1/robots", "/api/v1/robots", "/api/v1/robots?namespace=a", "/api/v1/robots/a/ci"}; strings.Join(reqs, " ") != strings.Join(want, " ") {
 		t.Errorf("requests %q, want %q", reqs, want)
 	}
+	if out := mustBerth(t, "robot", "revoke", "a/ci", "--server", f.host, "--format", "json"); compactJSON(t, out) != `{"namespace":"a","name":"ci","revoked":true}` {
+		t.Errorf("revoke --format json output %q", out)
+	}
 }
 
 func TestRobotCmdErrors(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/berth-registry/berth/auth"
+	"github.com/berth-registry/berth/auth/revokepg"
 	"github.com/berth-registry/berth/auth/robotdb"
 	"github.com/berth-registry/berth/catalog"
 	"github.com/berth-registry/berth/config"
@@ -58,8 +59,24 @@ func startAuth(ctx context.Context, cfg *config.Config, log *slog.Logger) (*auth
 			log.Error("auth: close the audit log", "err", err)
 		}
 	}
+	// Revoked sessions and refresh tokens live where every replica reads
+	// them: the catalog's PostgreSQL for replicas, auth.db for one process.
+	var revocations auth.Revocations = robots
+	if cfg.Catalog.Postgres() {
+		pg, err := revokepg.Open(ctx, cfg.Catalog.Database)
+		if err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("catalog.database: %w", err)
+		}
+		revocations = pg
+		closeRobots := closeAll
+		closeAll = func() {
+			pg.Close()
+			closeRobots()
+		}
+	}
 	metrics := auth.NewMetrics(prometheus.DefaultRegisterer)
-	authn, err := auth.NewAuthn(cfg.Auth, auth.AuthnOptions{Policy: policy, Robots: robots, Audit: audit, Metrics: metrics})
+	authn, err := auth.NewAuthn(cfg.Auth, auth.AuthnOptions{Policy: policy, Robots: robots, Revocations: revocations, Audit: audit, Metrics: metrics})
 	if err != nil {
 		closeAll()
 		return nil, nil, err

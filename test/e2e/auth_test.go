@@ -278,52 +278,16 @@ func TestAuthRobots(t *testing.T) {
 // subject, past their expiry or signed by another key are refused.
 func TestAuthOIDCFederation(t *testing.T) {
 	requireOras(t)
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
+	issuer := startOIDCIssuer(t)
+	key, mint := issuer.key, issuer.mint
 	other, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys := jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: "e2e", Algorithm: string(jose.RS256), Use: "sig"}}}
-	issuer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/jwks.json" {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(keys)
-	}))
-	defer issuer.Close()
 	const sub = "system:serviceaccount:ci:builder"
-	mint := func(k *rsa.PrivateKey, aud, sub string, ttl time.Duration) string {
-		t.Helper()
-		signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: jose.JSONWebKey{Key: k, KeyID: "e2e"}},
-			(&jose.SignerOptions{}).WithType("JWT"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		now := time.Now()
-		tok, err := jwt.Signed(signer).Claims(jwt.Claims{
-			Issuer: issuer.URL, Subject: sub, Audience: jwt.Audience{aud},
-			IssuedAt: jwt.NewNumericDate(now.Add(-time.Minute)), NotBefore: jwt.NewNumericDate(now.Add(-time.Minute)),
-			Expiry: jwt.NewNumericDate(now.Add(ttl)),
-		}).Serialize()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tok
-	}
-	s := startAuthServer(t, authOptions{oidc: fmt.Sprintf(`    - issuer: %q
-      jwksURL: %q
-      audience: berth
-      subjects:
-        - claims: {sub: %q}
-          name: ci
-`, issuer.URL, issuer.URL+"/jwks.json", sub)})
+	s := startAuthServer(t, authOptions{oidc: issuer.config(sub)})
 
-	ci := s.account(t, "oidc", mint(key, "berth", sub, 10*time.Minute))
+	ci := s.account(t, "oidc", mint(t, key, "berth", sub, 10*time.Minute))
 	ci.login(t, orasBin, "login", "--plain-http")
 	file := packageTarball(t, ci.home, "cowsay", "0.2.0")
 	ci.must(t, orasBin, orasPush(s.addr+"/a/cowsay:0.2.0", file)...)
@@ -331,20 +295,78 @@ func TestAuthOIDCFederation(t *testing.T) {
 	ci.refused(t, orasBin, orasPush(s.addr+"/b/cowsay:0.2.0", file)...)
 
 	for what, jwt := range map[string]string{
-		"another audience":   mint(key, "someone-else", sub, 10*time.Minute),
-		"an unmapped sub":    mint(key, "berth", "system:serviceaccount:ci:intruder", 10*time.Minute),
-		"an expired token":   mint(key, "berth", sub, -time.Minute),
-		"another key's sign": mint(other, "berth", sub, 10*time.Minute),
+		"another audience":   mint(t, key, "someone-else", sub, 10*time.Minute),
+		"an unmapped sub":    mint(t, key, "berth", "system:serviceaccount:ci:intruder", 10*time.Minute),
+		"an expired token":   mint(t, key, "berth", sub, -time.Minute),
+		"another key's sign": mint(t, other, "berth", sub, 10*time.Minute),
 	} {
 		if e, tok := s.token(t, creds{"oidc", jwt}, "", "", "repository:a/cowsay:pull"); e.status != http.StatusUnauthorized || tok != "" {
 			t.Errorf("token endpoint with %s: %s, want 401", what, e)
 		}
 	}
-	wrong := s.account(t, "oidc", mint(key, "someone-else", sub, 10*time.Minute))
+	wrong := s.account(t, "oidc", mint(t, key, "someone-else", sub, 10*time.Minute))
 	if r := runWith(t, command{dir: wrong.home, env: wrong.env(), stdin: wrong.password}, orasBin,
 		"login", "--plain-http", "-u", "oidc", "--password-stdin", s.addr); r.code == 0 {
 		t.Errorf("oras login with a token for another audience succeeded:\n%s", r.stdout)
 	}
+}
+
+// oidcIssuer is an OIDC issuer on loopback serving its key set at
+// /jwks.json.
+type oidcIssuer struct {
+	url string
+	key *rsa.PrivateKey
+}
+
+func startOIDCIssuer(t *testing.T) *oidcIssuer {
+	t.Helper()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: "e2e", Algorithm: string(jose.RS256), Use: "sig"}}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/jwks.json" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(keys)
+	}))
+	t.Cleanup(srv.Close)
+	return &oidcIssuer{url: srv.URL, key: key}
+}
+
+// config is the YAML of auth.oidc's list trusting the issuer and mapping
+// the tokens of sub to oidc:ci.
+func (o *oidcIssuer) config(sub string) string {
+	return fmt.Sprintf(`    - issuer: %q
+      jwksURL: %q
+      audience: berth
+      subjects:
+        - claims: {sub: %q}
+          name: ci
+`, o.url, o.url+"/jwks.json", sub)
+}
+
+// mint signs with k a JWT of the issuer for aud and sub, expiring in ttl.
+func (o *oidcIssuer) mint(t *testing.T, k *rsa.PrivateKey, aud, sub string, ttl time.Duration) string {
+	t.Helper()
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: jose.JSONWebKey{Key: k, KeyID: "e2e"}},
+		(&jose.SignerOptions{}).WithType("JWT"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	tok, err := jwt.Signed(signer).Claims(jwt.Claims{
+		Issuer: o.url, Subject: sub, Audience: jwt.Audience{aud},
+		IssuedAt: jwt.NewNumericDate(now.Add(-time.Minute)), NotBefore: jwt.NewNumericDate(now.Add(-time.Minute)),
+		Expiry: jwt.NewNumericDate(now.Add(ttl)),
+	}).Serialize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
 }
 
 // TestAuthFailedLoginsAreRateLimited: after auth.login.maxFailures wrong

@@ -64,6 +64,8 @@ type authOptions struct {
 	maxFailures int
 	// oidc is the YAML of auth.oidc's list, indented for it.
 	oidc string
+	// auth is more YAML for the auth section, indented for it.
+	auth string
 	// extra is more YAML for the top level of the configuration.
 	extra string
 }
@@ -71,7 +73,9 @@ type authOptions struct {
 // authServer is a berth serve with auth on, and its users.
 type authServer struct {
 	*server
-	users map[string]*account
+	// config is the configuration file, for replicas (replica).
+	config string
+	users  map[string]*account
 	// audit is the audit log file.
 	audit string
 }
@@ -81,7 +85,9 @@ type authServer struct {
 func startAuthServer(t *testing.T, o authOptions) *authServer {
 	t.Helper()
 	cfg, audit := writeAuthConfig(t, o)
-	return newAuthServer(t, startServer(t, "", "--config", cfg), audit)
+	a := newAuthServer(t, startServer(t, "", "--config", cfg), audit)
+	a.config = cfg
+	return a
 }
 
 // newAuthServer is the auth tests' server s, or a proxy in front of such
@@ -121,12 +127,20 @@ func writeAuthConfig(t *testing.T, o authOptions) (cfg, audit string) {
 	if o.oidc != "" {
 		doc += "  oidc:\n" + o.oidc
 	}
+	doc += o.auth
 	doc += o.extra
 	cfg = filepath.Join(dir, "berth.yaml")
 	if err := os.WriteFile(cfg, []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return cfg, audit
+}
+
+// replica starts another berth serve with the server's configuration and a
+// data directory of its own.
+func (s *authServer) replica(t *testing.T) *server {
+	t.Helper()
+	return startServer(t, "", "--config", s.config)
 }
 
 // account is one caller of the CLIs: a user name and password (none for

@@ -11,10 +11,12 @@ import (
 
 // The reserved reference of a namespace's catalog image. Package
 // repositories are exactly <namespace>/<name> (pkgformat.ValidRepository),
-// so a repository of three components can never be a package's.
+// so a repository of three components can never be a package's; no package
+// may be pushed under the name of its second component
+// (pkgformat.ReservedName), whose repository would hold it in its path.
 const (
 	// catalogRepositorySuffix follows the namespace in CatalogRepository.
-	catalogRepositorySuffix = "/olm/catalog"
+	catalogRepositorySuffix = "/" + pkgformat.ReservedName + "/catalog"
 	// CatalogTag is the tag of the current catalog image.
 	CatalogTag = "latest"
 )

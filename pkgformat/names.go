@@ -22,6 +22,26 @@ func ValidName(name string) error {
 	return validComponent("package name", name)
 }
 
+// ReservedName is the one valid name no package may be pushed under: the
+// repository <namespace>/olm/catalog holds the namespace's OLM catalog
+// image (docs/olm.md), and a package <namespace>/olm would hold it in its
+// repository's path.
+const ReservedName = "olm"
+
+// ErrReservedName says why no package may be pushed under ReservedName.
+var ErrReservedName = fmt.Errorf("package name %q is reserved: <namespace>/%s/catalog is the namespace's OLM catalog image (docs/olm.md); push the package under another name", ReservedName, ReservedName)
+
+// NotReserved reports whether a package may be pushed under name: the error
+// wraps ErrReservedName and ErrInvalid for ReservedName. A package of that
+// name stored before it was reserved can still be read and deleted, so
+// readers check ValidName alone.
+func NotReserved(name string) error {
+	if name == ReservedName {
+		return fmt.Errorf("%w: %w", ErrReservedName, ErrInvalid)
+	}
+	return nil
+}
+
 // ValidNamespace reports whether ns can be a namespace: the rule of
 // ValidName, with errors that name it a namespace.
 func ValidNamespace(ns string) error {

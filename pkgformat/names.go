@@ -113,3 +113,28 @@ func ValidRepository(repository string) error {
 func ContentTitle(name, version string) string {
 	return name + "-" + version + ".tgz"
 }
+
+// maxChannelLength is the longest channel name ValidChannel accepts, as
+// OLM v1 bounds a ClusterExtension's channel.
+const maxChannelLength = 253
+
+// channelRE is the grammar of a channel name.
+var channelRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$`)
+
+// ValidChannel reports whether name can be a channel name: 1 to 253
+// letters, digits, '.', '_' and '-', starting and ending with a letter or
+// digit. That is OLM v1's channel grammar (a DNS-1123 subdomain), widened
+// to capitals and '_', which community catalogs use (original_40). Every
+// reader of channels (OLM bundle annotations, package manifests) checks
+// it. The error names the channel and the rule, and wraps ErrInvalid.
+func ValidChannel(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("channel name is empty: %w", ErrInvalid)
+	case len(name) > maxChannelLength:
+		return fmt.Errorf("channel name %q is longer than %d bytes: %w", name, maxChannelLength, ErrInvalid)
+	case !channelRE.MatchString(name):
+		return fmt.Errorf("channel name %q must be letters, digits, '.', '_' and '-', starting and ending with a letter or digit: %w", name, ErrInvalid)
+	}
+	return nil
+}

@@ -34,6 +34,11 @@ func CatalogNamespace(repo string) (string, bool) {
 	return ns, true
 }
 
+// OpmImage is the opm image that serves a namespace's catalog image to OLM
+// v0 (docs/olm.md): the opm release berth's catalog images are tested with
+// (tools/opm).
+const OpmImage = "quay.io/operator-framework/opm:v1.69.0"
+
 // Labels and media types of the images berth generates.
 const (
 	// LabelConfigs marks a catalog image and names its FBC directory.

@@ -16,7 +16,10 @@ import (
 // maxRelease is the longest olm.package release opm accepts.
 const maxRelease = 20
 
-// dns1123Label is the grammar opm requires of a package name, at most 63 bytes.
+// maxLabel is the longest package name opm accepts, a DNS-1123 label.
+const maxLabel = 63
+
+// dns1123Label is the grammar opm requires of a package name.
 var dns1123Label = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
 // ValidateBundle reports whether the olm.bundle and olm.channel entries of
@@ -26,9 +29,9 @@ var dns1123Label = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 // the bundle has a name and exactly one olm.package property naming the
 // package, whose version is semver and whose release opm's grammar; every
 // property value decodes as opm decodes its type; every related image but
-// an empty one is an image reference as containers/image parses it; every channel name is
-// valid (pkgformat.ValidChannel), no skip is empty and the skipRange parses
-// as blang/semver reads it. The indexer leaves a version that fails out of
+// an empty one is an image reference as containers/image parses it; every
+// channel name is valid (pkgformat.ValidChannel), no skip is empty and the
+// skipRange parses as blang/semver reads it. The indexer leaves a version that fails out of
 // the catalog, invalid with the error as its reason, which names the field
 // and the rule; the error wraps pkgformat.ErrInvalid.
 func ValidateBundle(md *pkgformat.Metadata, rec *BundleRecord) error {
@@ -39,8 +42,9 @@ func ValidateBundle(md *pkgformat.Metadata, rec *BundleRecord) error {
 	return nil
 }
 
+// validateBundle is ValidateBundle's check, its error unprefixed.
 func validateBundle(md *pkgformat.Metadata, rec *BundleRecord) error {
-	if len(md.Name) > 63 || !dns1123Label.MatchString(md.Name) {
+	if len(md.Name) > maxLabel || !dns1123Label.MatchString(md.Name) {
 		return fmt.Errorf("package name %q is not a DNS-1123 label (at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit)", md.Name)
 	}
 	if rec.Name == "" {

@@ -73,6 +73,11 @@ func TestOLMCatalogLeavesOutBundlesOpmRefuses(t *testing.T) {
 	editCSV(t, badVersion, opmInvalidBundles[0].edit)
 
 	s := startServer(t, "")
+	// The name olm is reserved: its repository would hold the catalog.
+	named := makeBundle(t, src, bundleSpec{pkg: "olm", csv: "olm.v1.0.0", version: "1.0.0", channels: []string{"stable"}})
+	if r := run(t, "", berthBin, "push", named, s.addr+"/"+ns+"/olm"); r.code == 0 || !strings.Contains(r.stderr, `package name "olm" is reserved`) {
+		t.Errorf("berth push of a package named olm: exit %d %s, want refused as reserved", r.code, r.stderr)
+	}
 	berth(t, "", "push", good, s.addr+"/"+ns+"/good-op")
 	for _, tc := range opmInvalidBundles {
 		berth(t, "", "push", dirs[tc.pkg], s.addr+"/"+ns+"/"+tc.pkg)

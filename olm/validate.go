@@ -70,7 +70,7 @@ func validateBundle(md *pkgformat.Metadata, rec *BundleRecord) error {
 		if ri.Image == "" {
 			continue // opm checks none
 		}
-		if err := ValidImageReference(ri.Image); err != nil {
+		if err := validImageReference(ri.Image); err != nil {
 			return fmt.Errorf("relatedImages[%d] (%s): %w", i, ri.Name, err)
 		}
 	}
@@ -161,14 +161,14 @@ func decodeProperty(p Property) (any, error) {
 	return v, nil
 }
 
-// ValidImageReference reports whether image is an image reference as opm
+// validImageReference reports whether image is an image reference as opm
 // reads one (containers/image's docker/reference ParseNormalizedNamed): a
 // repository of lowercase path components, optionally after a registry
 // host, with a tag, a digest or both. distribution/reference, which berth
 // uses, has the same grammar but for three points, checked here apart: it
 // reads a first component with capitals as a host, accepts an IPv6 host,
 // and bounds the path alone to 255 bytes rather than host and path.
-func ValidImageReference(image string) error {
+func validImageReference(image string) error {
 	named, err := reference.ParseNormalizedNamed(image)
 	if err == nil {
 		first, _, ok := strings.Cut(image, "/")

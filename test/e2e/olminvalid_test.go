@@ -90,6 +90,17 @@ func TestOLMCatalogLeavesOutBundlesOpmRefuses(t *testing.T) {
 	waitUntilSlow(t, s, "good-op in the catalog", func() bool { return len(ofSchema(olmAll(t, s, ns), "olm.bundle")) == 1 })
 	docs := opm.render(t, catalogRef(s, ns, steadyCatalog(t, s, ns)))
 	validate(t, opm, docs)
+	var fbc bytes.Buffer
+	for _, d := range docs {
+		fbc.WriteString(canonical(d, false) + "\n")
+	}
+	configs := t.TempDir()
+	if err := os.WriteFile(filepath.Join(configs, "catalog.json"), fbc.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := runWith(t, command{env: opm.env}, opm.bin, "serve", configs, "--cache-only", "--pprof-addr=", "--termination-log="+filepath.Join(t.TempDir(), "log")); r.code != 0 {
+		t.Errorf("opm serve of the catalog: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 	for _, d := range docs {
 		if p := d.str("package"); d.str("schema") == "olm.bundle" && (p != "good-op" || d.str("name") != "good-op.v1.0.0") {
 			t.Errorf("the catalog holds bundle %s of %s, which opm refuses", d.str("name"), p)

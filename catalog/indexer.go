@@ -102,7 +102,8 @@ func repositoryProblem(repo string) string {
 // config blob claims is not read (docs/package-format.md, "What the catalog
 // trusts"). With withBundle, an OLM version also gets its bundle image
 // (olm.BuildBundle), whose subject is the version's manifest; one that cannot
-// have one is still a version, without it (e.bundleErr says why). Its errors
+// have one is still a version, without it (e.bundleErr says why), and one
+// whose bundle opm would refuse (olm.ValidateBundle) is invalid. Its errors
 // describe what is wrong with the package; errors of the registry wrap
 // ErrUnavailable.
 func (ix *indexer) readPackage(ctx context.Context, e *Entry, repo string, layer, subject ocispec.Descriptor, withBundle bool) error {
@@ -131,9 +132,17 @@ func (ix *indexer) readPackage(ctx context.Context, e *Entry, repo string, layer
 	e.Files = located
 	e.Content = apiv1.Content{Digest: layer.Digest.String(), Size: layer.Size, MediaType: layer.MediaType}
 	if withBundle && p.Metadata.Format == pkgformat.OLM {
-		if e.bundle, e.bundleErr = olm.BuildBundle(p, layer, content, subject); e.bundleErr == nil {
-			e.OLM = e.bundle.Record
+		bundle, err := olm.BuildBundle(p, layer, content, subject)
+		if err != nil {
+			e.bundleErr = err
+			return nil
 		}
+		// A bundle opm would refuse makes the namespace's whole catalog
+		// invalid: the version is invalid, with opm's rule as its reason.
+		if err := olm.ValidateBundle(&p.Metadata, bundle.Record); err != nil {
+			return err
+		}
+		e.bundle, e.OLM = bundle, bundle.Record
 	}
 	return nil
 }

@@ -114,6 +114,9 @@ func TestBuildBundleFixtures(t *testing.T) {
 				b := v.mustBuild(t)
 				checkImage(t, v, b, true)
 				checkRecord(t, p, b.Record)
+				if err := ValidateBundle(&p.Metadata, b.Record); err != nil {
+					t.Errorf("a real bundle is refused: %v", err)
+				}
 
 				inFolder := make([]pkgformat.File, len(p.Files))
 				for i, f := range p.Files {

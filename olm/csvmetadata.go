@@ -19,6 +19,8 @@ const (
 	propGVKRequired     = "olm.gvk.required"
 	propPackageRequired = "olm.package.required"
 	propCSVMetadata     = "olm.csv.metadata"
+	propBundleObject    = "olm.bundle.object"
+	propChannel         = "olm.channel"
 	// csvPropertiesAnnotation is the CSV annotation that declares more
 	// properties, a JSON list.
 	csvPropertiesAnnotation = "olm.properties"

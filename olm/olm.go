@@ -11,10 +11,12 @@ import (
 
 // The reserved reference of a namespace's catalog image. Package
 // repositories are exactly <namespace>/<name> (pkgformat.ValidRepository),
-// so a repository of three components can never be a package's.
+// so a repository of three components can never be a package's; no package
+// may be pushed under the name of its second component
+// (pkgformat.ReservedName), whose repository would hold it in its path.
 const (
 	// catalogRepositorySuffix follows the namespace in CatalogRepository.
-	catalogRepositorySuffix = "/olm/catalog"
+	catalogRepositorySuffix = "/" + pkgformat.ReservedName + "/catalog"
 	// CatalogTag is the tag of the current catalog image.
 	CatalogTag = "latest"
 )
@@ -31,6 +33,11 @@ func CatalogNamespace(repo string) (string, bool) {
 	}
 	return ns, true
 }
+
+// OpmImage is the opm image that serves a namespace's catalog image to OLM
+// v0 (docs/olm.md): the opm release berth's catalog images are tested with
+// (tools/opm).
+const OpmImage = "quay.io/operator-framework/opm:v1.69.0"
 
 // Labels and media types of the images berth generates.
 const (

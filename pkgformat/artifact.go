@@ -28,11 +28,14 @@ type Artifact struct {
 // (ContentMediaType, titled ContentTitle), and org.opencontainers.image.*
 // and dev.berth.package.format annotations. Nothing comes from the clock or
 // the host, so the same package always gives the same manifest digest.
-// Errors wrap ErrInvalid for an invalid name or version or an unsafe file list.
+// Errors wrap ErrInvalid for an invalid name or version, a reserved name
+// (NotReserved) or an unsafe file list.
 func (p *Package) Artifact() (*Artifact, error) {
 	md := &p.Metadata
-	if err := ValidName(md.Name); err != nil {
-		return nil, err
+	for _, err := range []error{ValidName(md.Name), NotReserved(md.Name)} {
+		if err != nil {
+			return nil, err
+		}
 	}
 	if err := ValidVersion(md.Version); err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -337,6 +338,13 @@ func TestArtifactRefusesInvalidPackage(t *testing.T) {
 		if _, err := p.Artifact(); !errors.Is(err, ErrInvalid) {
 			t.Errorf("%+v: %v", p.Metadata, err)
 		}
+	}
+	// The repository <ns>/olm would hold <ns>/olm/catalog, the namespace's
+	// OLM catalog image, in its path.
+	reserved := &Package{Metadata: Metadata{Name: ReservedName, Version: "1.0.0"}}
+	if _, err := reserved.Artifact(); !errors.Is(err, ErrInvalid) || !errors.Is(err, ErrReservedName) ||
+		!strings.Contains(err.Error(), `package name "olm" is reserved`) {
+		t.Errorf("a package named %s: %v, want refused as reserved", ReservedName, err)
 	}
 }
 

@@ -22,6 +22,26 @@ func ValidName(name string) error {
 	return validComponent("package name", name)
 }
 
+// ReservedName is the one valid name no package may be pushed under: the
+// repository <namespace>/olm/catalog holds the namespace's OLM catalog
+// image (docs/olm.md), and a package <namespace>/olm would hold it in its
+// repository's path.
+const ReservedName = "olm"
+
+// ErrReservedName says why no package may be pushed under ReservedName.
+var ErrReservedName = fmt.Errorf("package name %q is reserved: <namespace>/%s/catalog is the namespace's OLM catalog image (docs/olm.md); push the package under another name", ReservedName, ReservedName)
+
+// NotReserved reports whether a package may be pushed under name: the error
+// wraps ErrReservedName and ErrInvalid for ReservedName. A package of that
+// name stored before it was reserved can still be read and deleted, so
+// readers check ValidName alone.
+func NotReserved(name string) error {
+	if name == ReservedName {
+		return fmt.Errorf("%w: %w", ErrReservedName, ErrInvalid)
+	}
+	return nil
+}
+
 // ValidNamespace reports whether ns can be a namespace: the rule of
 // ValidName, with errors that name it a namespace.
 func ValidNamespace(ns string) error {
@@ -92,4 +112,29 @@ func ValidRepository(repository string) error {
 // org.opencontainers.image.title so that `oras pull` writes a file of that name.
 func ContentTitle(name, version string) string {
 	return name + "-" + version + ".tgz"
+}
+
+// maxChannelLength is the longest channel name ValidChannel accepts, as
+// OLM v1 bounds a ClusterExtension's channel.
+const maxChannelLength = 253
+
+// channelRE is the grammar of a channel name.
+var channelRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$`)
+
+// ValidChannel reports whether name can be a channel name: 1 to 253
+// letters, digits, '.', '_' and '-', starting and ending with a letter or
+// digit. That is OLM v1's channel grammar (a DNS-1123 subdomain), widened
+// to capitals and '_', which community catalogs use (original_40). Every
+// reader of channels (OLM bundle annotations, package manifests) checks
+// it. The error names the channel and the rule, and wraps ErrInvalid.
+func ValidChannel(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("channel name is empty: %w", ErrInvalid)
+	case len(name) > maxChannelLength:
+		return fmt.Errorf("channel name %q is longer than %d bytes: %w", name, maxChannelLength, ErrInvalid)
+	case !channelRE.MatchString(name):
+		return fmt.Errorf("channel name %q must be letters, digits, '.', '_' and '-', starting and ending with a letter or digit: %w", name, ErrInvalid)
+	}
+	return nil
 }

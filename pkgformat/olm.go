@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"fmt"
 	"path"
 	"strings"
 
@@ -151,10 +152,18 @@ func readBundle(pf *pkgFiles) (*parsed, error) {
 	r.md.Name, r.nameFile = name, bundleAnnotations
 	for _, ch := range strings.Split(ann.Annotations[annotationChannels], ",") {
 		if ch = strings.TrimSpace(ch); ch != "" {
+			if err := ValidChannel(ch); err != nil {
+				return nil, fmt.Errorf("%s: annotation %s: %w", displayPath(bundleAnnotations), annotationChannels, err)
+			}
 			r.md.Channels = append(r.md.Channels, r.edges.channel(ch))
 		}
 	}
 	r.md.DefaultChannel = strings.TrimSpace(ann.Annotations[annotationDefaultChannel])
+	if r.md.DefaultChannel != "" {
+		if err := ValidChannel(r.md.DefaultChannel); err != nil {
+			return nil, fmt.Errorf("%s: annotation %s: %w", displayPath(bundleAnnotations), annotationDefaultChannel, err)
+		}
+	}
 	if r.md.DefaultChannel == "" && len(r.md.Channels) == 1 {
 		r.md.DefaultChannel = r.md.Channels[0].Name
 	}

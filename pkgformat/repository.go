@@ -198,6 +198,16 @@ func readPackageManifest(dir, name string, opts Options) (*packageManifest, erro
 	if opts.Name != "" && opts.Name != pm.PackageName {
 		return nil, invalid(name, "package name %q does not match the expected name %q", pm.PackageName, opts.Name)
 	}
+	for i, ch := range pm.Channels {
+		if err := ValidChannel(ch.Name); err != nil {
+			return nil, fmt.Errorf("%s: channels[%d]: %w", displayPath(name), i, err)
+		}
+	}
+	if def := strings.TrimSpace(pm.DefaultChannel); def != "" {
+		if err := ValidChannel(def); err != nil {
+			return nil, fmt.Errorf("%s: defaultChannel: %w", displayPath(name), err)
+		}
+	}
 	return &pm, nil
 }
 

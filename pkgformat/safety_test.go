@@ -311,3 +311,52 @@ func TestControlCharactersInPaths(t *testing.T) {
 		})
 	}
 }
+
+// TestChannelNames refuses, with the channel and the rule, a bundle whose
+// channels annotation or default channel breaks the channel grammar, and
+// a package manifest whose channels or default channel do; a multi-line
+// annotation is one bad channel, never split into odd ones.
+func TestChannelNames(t *testing.T) {
+	bundle := func(channels, def string) []File {
+		ann := "annotations:\n  operators.operatorframework.io.bundle.package.v1: demo\n  operators.operatorframework.io.bundle.channels.v1: " + channels + "\n"
+		if def != "" {
+			ann += "  operators.operatorframework.io.bundle.channel.default.v1: " + def + "\n"
+		}
+		return []File{file(bundleAnnotations, ann), file("manifests/demo"+csvSuffix, goodCSV)}
+	}
+	for _, tc := range []struct {
+		name, channels, def, rule string
+	}{
+		{"HTML", `"<b>stable</b>"`, "", `channel name "<b>stable</b>" must be letters, digits`},
+		{"a multi-line annotation", "|\n    stable\n    fast", "", `channel name "stable\nfast"`},
+		{"a YAML comment lookalike", `"x: y #"`, "", `channel name "x: y #"`},
+		{"a space", `"two words"`, "", `"two words"`},
+		{"a leading dash", `"-stable"`, "", `"-stable"`},
+		{"too long", strings.Repeat("a", 254), "", "longer than 253 bytes"},
+		{"a bad default channel", "stable", `"<i>"`, `annotation operators.operatorframework.io.bundle.channel.default.v1: channel name "<i>"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(bundle(tc.channels, tc.def), Options{})
+			assertError(t, err, ErrInvalid, bundleAnnotations, tc.rule)
+		})
+	}
+	for _, ok := range []string{"stable", "original_40", "2.x-stable", "maintenance-1.5", "Stable.V1", "alpha, 1.x"} {
+		if _, err := New(bundle(ok, ""), Options{}); err != nil {
+			t.Errorf("channels %q: %v", ok, err)
+		}
+	}
+
+	for _, tc := range []struct {
+		name, pkgFile, rule string
+	}{
+		{"a bad channel", "packageName: demo\nchannels:\n- name: \"a\\nb\"\n  currentCSV: demo.v0.1.0\n", `channels[0]: channel name "a\nb"`},
+		{"a bad default channel", "packageName: demo\ndefaultChannel: \"<x>\"\nchannels:\n- name: alpha\n  currentCSV: demo.v0.1.0\n", `defaultChannel: channel name "<x>"`},
+	} {
+		t.Run("package manifest with "+tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			must(t, WriteFiles(dir, []File{file("demo.package.yaml", tc.pkgFile), file("0.1.0/demo.v0.1.0"+csvSuffix, goodCSV)}))
+			_, err := LoadRepository(dir, Options{})
+			assertError(t, err, ErrInvalid, "demo.package.yaml", tc.rule)
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"strings"
 
 	"github.com/distribution/distribution/v3"
@@ -33,11 +34,12 @@ const untagConcurrency = 16
 // repository's directory: manifests, layer links and referrers index. A
 // crash in the middle leaves fewer tags, each naming a manifest still there,
 // and untagged manifests; never a dangling tag.
+//
+// It removes that repository alone (removeOwn): distribution's removal
+// deletes the repository's directory with every repository nested in it,
+// so that deleting a package team-b/olm deleted team-b/olm/catalog, the
+// namespace's OLM catalog image.
 func (n *guardedNamespace) Remove(ctx context.Context, name reference.Named) error {
-	remover, ok := n.Namespace.(distribution.RepositoryRemover)
-	if !ok {
-		return distribution.ErrUnsupported
-	}
 	repo, err := n.Repository(ctx, name)
 	if err != nil {
 		return err
@@ -61,7 +63,39 @@ func (n *guardedNamespace) Remove(ctx context.Context, name reference.Named) err
 			return fmt.Errorf("registry: remove %s: %w", name.Name(), err)
 		}
 	}
-	return remover.Remove(ctx, name)
+	return n.removeOwn(ctx, name.Name())
+}
+
+// removeOwn deletes what the storage keeps of repository repo: the entries
+// of its directory whose names start with "_" (distribution's _manifests,
+// _layers and _uploads, berth's _referrers; no repository path component
+// starts with "_"), then the directory itself unless another repository is
+// nested in it. An error of the storage driver is returned as it is; a
+// repository that is not there is its PathNotFoundError, as distribution's
+// removal answers.
+func (n *guardedNamespace) removeOwn(ctx context.Context, repo string) error {
+	dir := path.Join(repositoriesRoot, repo)
+	entries, err := n.guard.driver.List(ctx, dir)
+	if err != nil {
+		return err
+	}
+	nested := false
+	for _, e := range entries {
+		if !strings.HasPrefix(path.Base(e), "_") {
+			nested = true
+			continue
+		}
+		if err := n.guard.driver.Delete(ctx, e); err != nil && !isGone(err) {
+			return fmt.Errorf("registry: remove %s: %w", repo, err)
+		}
+	}
+	if nested {
+		return nil
+	}
+	if err := n.guard.driver.Delete(ctx, dir); err != nil && !isGone(err) {
+		return fmt.Errorf("registry: remove %s: %w", repo, err)
+	}
+	return nil
 }
 
 // untagAll removes tags; a tag already gone is no error.

@@ -10,7 +10,10 @@ import (
 
 	"github.com/distribution/distribution/v3"
 	"github.com/distribution/reference"
+	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/berth-registry/berth/olm"
 )
 
 // repository is the registry's repository repo, as in-process readers and
@@ -166,4 +169,63 @@ func TestRemoveUntagsFirst(t *testing.T) {
 	if _, err := reg.driver.Stat(context.Background(), path.Join(repositoriesRoot, repo)); !isGone(err) {
 		t.Errorf("the repository is still there: %v", err)
 	}
+}
+
+// TestRemoveKeepsNestedRepositories: the deletes of a package named olm,
+// stored before the name was reserved, reach its own repository alone: a
+// version's DELETE over /v2/, retention's untag, the removal of the whole
+// repository (DELETE /api/v1/packages/{ns}/{name}) and garbage collection. The namespace's OLM catalog, team-b/olm/catalog, lies in its path
+// and keeps its tag, its manifest and its blobs, through a garbage
+// collection too.
+func TestRemoveKeepsNestedRepositories(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	reg := newRegistry(t, Options{Storage: onDisk(dir), CollectsGarbage: true})
+	const pkg = "team-b/olm"
+	catalog := olm.CatalogRepository("team-b")
+	old, _ := putInProcess(t, reg, pkg, "1.0.0", []byte("a package stored before olm was reserved"))
+	older, _ := putInProcess(t, reg, pkg, "0.9.0", []byte("its older version"))
+	oldest, _ := putInProcess(t, reg, pkg, "0.8.0", []byte("its oldest version"))
+	mf, layer := putInProcess(t, reg, catalog, olm.CatalogTag, []byte("catalog layer"))
+	// A client may delete its versions over /v2/, though it may push none.
+	if resp := do(reg, http.MethodDelete, "/v2/"+pkg+"/manifests/"+older.Digest.String(), "", nil); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("DELETE /v2/%s/manifests/%s = %s, want 202", pkg, older.Digest, resp.Status)
+	}
+	// Retention removes an expired version's tag so.
+	if removed, err := reg.Untag(ctx, pkg, "0.8.0", oldest.Digest); !removed || err != nil {
+		t.Fatalf("Untag %s:0.8.0 = %v, %v", pkg, removed, err)
+	}
+	named, _ := reference.WithName(pkg)
+	if err := reg.Namespace().(distribution.RepositoryRemover).Remove(ctx, named); err != nil {
+		t.Fatal(err)
+	}
+	if tags, err := tagService(t, reg, pkg).All(ctx); len(tags) != 0 {
+		t.Errorf("%s still has tags %v (%v)", pkg, tags, err)
+	}
+	if ok, err := exists(t, reg, pkg, old.Digest); ok || err != nil {
+		t.Errorf("%s@%s is still there (%v)", pkg, old.Digest, err)
+	}
+	age(t, dir, 2*time.Hour)
+	if _, err := reg.CollectGarbage(ctx, GCOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if desc, err := tagService(t, reg, catalog).Get(ctx, olm.CatalogTag); err != nil || desc.Digest != mf.Digest {
+		t.Fatalf("after removing %s, %s:%s = %v, %v; want %s", pkg, catalog, olm.CatalogTag, desc.Digest, err, mf.Digest)
+	}
+	if ok, err := exists(t, reg, catalog, mf.Digest); !ok || err != nil {
+		t.Errorf("after removing %s, the manifest %s of %s is gone (%v)", pkg, mf.Digest, catalog, err)
+	}
+	if code := status(reg, "/v2/"+catalog+"/blobs/"+layer.Digest.String()); code != http.StatusOK {
+		t.Errorf("after removing %s and collecting garbage, GET the layer of %s = %d, want 200", pkg, catalog, code)
+	}
+}
+
+// exists reports whether repo holds manifest d.
+func exists(t *testing.T, reg *Registry, repo string, d digest.Digest) (bool, error) {
+	t.Helper()
+	ms, err := repository(t, reg, repo).Manifests(context.Background())
+	if err != nil {
+		return false, err
+	}
+	return ms.Exists(context.Background(), d)
 }

@@ -66,8 +66,8 @@ func initGuard(_ context.Context, ns distribution.Namespace, driver storagedrive
 	return g.namespace, nil
 }
 
-// guardedNamespace hands out guarded repositories. It keeps the repository
-// remover of the namespace it wraps, which distribution looks for by type assertion.
+// guardedNamespace hands out guarded repositories, and removes a repository
+// itself (Remove), never the repositories nested in its path.
 type guardedNamespace struct {
 	distribution.Namespace
 	guard *guard

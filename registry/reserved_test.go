@@ -137,8 +137,14 @@ func TestCatalogRepositoryIsWrittenByBerthAlone(t *testing.T) {
 	if w.StatusCode != http.StatusCreated {
 		t.Errorf("mount of %s from %s into team/app = %s, want 201", layer.Digest, repo, w.Status)
 	}
-	// Only a namespace's catalog repository is reserved.
-	for _, r := range []string{"team/olm", "team/catalog", "olm/catalog", "team/olm/catalogs", "team/olm/catalog/x", "a/team/olm/catalog"} {
+	// A package named olm would hold the catalog in its path: no push.
+	resp := do(reg, http.MethodPost, "/v2/team/olm/blobs/uploads/", "", nil)
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(body), `team/olm: package name \"olm\" is reserved: \u003cnamespace\u003e/olm/catalog is the namespace's OLM catalog image`) {
+		t.Errorf("upload start into team/olm = %s %s, want 403 saying the name olm is reserved", resp.Status, body)
+	}
+	// Only a namespace's catalog repository and the package name olm are reserved.
+	for _, r := range []string{"team/catalog", "olm/catalog", "team/olm/catalogs", "team/olm/catalog/x", "a/team/olm/catalog"} {
 		if w := do(reg, http.MethodPost, "/v2/"+r+"/blobs/uploads/", "", nil); w.StatusCode != http.StatusAccepted {
 			t.Errorf("upload start into %s = %s, want 202", r, w.Status)
 		}
@@ -168,7 +174,15 @@ func TestReservedWrite(t *testing.T) {
 		{Route{Kind: RouteReferrers, Repository: catalog, Reference: d}, http.MethodPut, false},
 		{Route{Kind: RouteManifest, Repository: "team/catalog", Reference: "latest"}, http.MethodPut, false},
 		{Route{Kind: RouteManifest, Repository: "Team/olm/catalog", Reference: "latest"}, http.MethodPut, false},
-		{Route{Kind: RouteUploadStart, Repository: "team/olm"}, http.MethodPost, false},
+		// A package named olm would hold the catalog in its path: no
+		// push, but the delete of one stored before.
+		{Route{Kind: RouteUploadStart, Repository: "team/olm"}, http.MethodPost, true},
+		{Route{Kind: RouteManifest, Repository: "team/olm", Reference: "1.0.0"}, http.MethodPut, true},
+		{Route{Kind: RouteManifest, Repository: "team/olm", Reference: d}, http.MethodDelete, false},
+		{Route{Kind: RouteBlob, Repository: "team/olm", Reference: d}, http.MethodDelete, false},
+		{Route{Kind: RouteManifest, Repository: "team/olm", Reference: "1.0.0"}, http.MethodGet, false},
+		{Route{Kind: RouteUploadStart, Repository: "team/olmx"}, http.MethodPost, false},
+		{Route{Kind: RouteUploadStart, Repository: "olm/app"}, http.MethodPost, false},
 		{Route{Kind: RouteCatalog}, http.MethodGet, false},
 		{Route{}, http.MethodDelete, false},
 	} {

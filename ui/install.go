@@ -8,6 +8,7 @@ import (
 	"github.com/berth-registry/berth/catalog/apiv1"
 	"github.com/berth-registry/berth/catalog/httpapi"
 	"github.com/berth-registry/berth/internal/forwarded"
+	"github.com/berth-registry/berth/olm"
 	"github.com/berth-registry/berth/pkgformat"
 )
 
@@ -53,8 +54,12 @@ func (h *handler) install(r *http.Request, v *apiv1.Version, channel string) []s
 	return out
 }
 
-// olmYAML is a CatalogSource of the namespace's catalog image (docs/olm.md)
-// and a Subscription to the package in channel, starting at v.
+// olmYAML serves the namespace's catalog image (docs/olm.md) to OLM v0: a
+// Deployment running opm serve over the image, mounted as an image volume,
+// its Service and a CatalogSource of that address; then a Subscription to
+// the package in channel, starting at v. The image holds FBC but no opm
+// and no serving cache, so neither an image CatalogSource nor its
+// extractContent can serve it.
 func olmYAML(host string, v *apiv1.Version, channel string) string {
 	if channel == "" {
 		channel = v.Metadata.DefaultChannel
@@ -64,32 +69,72 @@ func olmYAML(host string, v *apiv1.Version, channel string) string {
 	}
 	source := "berth-" + v.Namespace
 	var b strings.Builder
-	fmt.Fprintf(&b, `apiVersion: operators.coreos.com/v1alpha1
+	fmt.Fprintf(&b, `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: %[1]s
+  namespace: olm
+spec:
+  replicas: 1
+  selector:
+    matchLabels:
+      app: %[1]s
+  template:
+    metadata:
+      labels:
+        app: %[1]s
+    spec:
+      containers:
+      - name: opm
+        image: %[5]s
+        args: [serve, /catalog/configs]
+        ports:
+        - name: grpc
+          containerPort: 50051
+        readinessProbe:
+          grpc:
+            port: 50051
+        volumeMounts:
+        - name: catalog
+          mountPath: /catalog
+          readOnly: true
+      volumes:
+      - name: catalog
+        image:
+          reference: %[2]s/%[3]s/olm/catalog:latest
+          pullPolicy: Always
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: %[1]s
+  namespace: olm
+spec:
+  selector:
+    app: %[1]s
+  ports:
+  - name: grpc
+    port: 50051
+---
+apiVersion: operators.coreos.com/v1alpha1
 kind: CatalogSource
 metadata:
-  name: %s
+  name: %[1]s
   namespace: olm
 spec:
   sourceType: grpc
-  image: %s/%s/olm/catalog:latest
-  grpcPodConfig:
-    extractContent:
-      catalogDir: /configs
-      cacheDir: /tmp/cache
-  updateStrategy:
-    registryPoll:
-      interval: 1m
+  address: %[1]s.olm.svc:50051
 ---
 apiVersion: operators.coreos.com/v1alpha1
 kind: Subscription
 metadata:
-  name: %s
+  name: %[4]s
   namespace: operators
 spec:
-  name: %s
-  source: %s
+  name: %[4]s
+  source: %[1]s
   sourceNamespace: olm
-`, source, host, v.Namespace, v.Name, v.Name, source)
+`, source, host, v.Namespace, v.Name, olm.OpmImage)
 	if channel != "" {
 		fmt.Fprintf(&b, "  channel: %s\n", yamlString(channel))
 	}

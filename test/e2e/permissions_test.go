@@ -18,7 +18,8 @@ import (
 // first version, rated critical, refused until approved; a wider version
 // refused with the rules named, berth permissions --from, berth approve,
 // the push again. Deleting the package first, a low version and one
-// replacing it, berth promote and berth mirror sync do not get around it.
+// replacing it, berth promote, berth mirror sync and berth mirror import
+// do not get around it.
 func TestPermissionGateWithTheCLI(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "berth.yaml")
 	if err := os.WriteFile(cfg, []byte("namespaces:\n  - name: gated\n    refuseWideningPermissions: true\n"), 0o644); err != nil {
@@ -95,10 +96,21 @@ func TestPermissionGateWithTheCLI(t *testing.T) {
 		var v apiv1.Version
 		return getJSON(t, s, "/api/v1/packages/gated/op/versions/1.2.0", &v) == 200
 	})
+	// An archive carried into the site goes through it too.
+	selection := filepath.Join(dir, "selection.yaml")
+	if err := os.WriteFile(selection, []byte("packages:\n  - repository: gated/op\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	archive := filepath.Join(dir, "archive")
+	berth(t, "", "mirror", "export", "--source", src.addr, "--selection", selection, "-o", archive)
+	imported := run(t, "", berthBin, "mirror", "import", archive, s.addr)
+	if !strings.Contains(imported.stdout, "Quarantined: gated/op:4.0.0") || !strings.Contains(imported.stdout, "gated/op:4.0.0 asks for permissions beyond those namespace gated has admitted for gated/op") {
+		t.Errorf("mirror import of a wider version: exit %d\n%s%s", imported.code, imported.stdout, imported.stderr)
+	}
 	for _, tag := range []string{"3.0.0", "4.0.0"} {
 		var v apiv1.Version
 		if code := getJSON(t, s, "/api/v1/packages/gated/op/versions/"+tag, &v); code != 404 {
-			t.Errorf("gated/op:%s after promote and mirror sync: %d, want 404", tag, code)
+			t.Errorf("gated/op:%s after promote, mirror sync and import: %d, want 404", tag, code)
 		}
 	}
 }

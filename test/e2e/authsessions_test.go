@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/berth-registry/berth/internal/pgtest"
 )
 
 // TestAuthCredentialsAcrossReplicas runs two replicas on one PostgreSQL
@@ -25,17 +23,14 @@ import (
 //   - berth login, logout and auth check --format json print one JSON
 //     document each.
 func TestAuthCredentialsAcrossReplicas(t *testing.T) {
-	dsn := pgtest.Database(t)
-	gw := startVersitygw(t)
-	bucket := gw.bucket(t, "credentials")
 	dir := t.TempDir()
+	_, shared := sharedState(t, "credentials", dir)
 	issuer := startOIDCIssuer(t)
 	const sub = "system:serviceaccount:ci:builder"
 	a := startAuthServer(t, authOptions{
-		oidc: issuer.config(sub),
-		auth: fmt.Sprintf("  keyFile: %q\n", filepath.Join(dir, "token-key.pem")),
-		extra: fmt.Sprintf("%sregistry:\n  httpSecretFile: %q\ncatalog:\n  database: %s\n",
-			gw.storageConfig(bucket, false), filepath.Join(dir, "http-secret"), dsn),
+		oidc:  issuer.config(sub),
+		auth:  fmt.Sprintf("  keyFile: %q\n", filepath.Join(dir, "token-key.pem")),
+		extra: shared,
 	})
 	b := a.replica(t)
 	t.Cleanup(func() {

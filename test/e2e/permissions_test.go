@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -9,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/berth-registry/berth/catalog/apiv1"
-	"github.com/berth-registry/berth/internal/pgtest"
 )
 
 // TestPermissionGateWithTheCLI runs berth serve with a namespace that
@@ -182,13 +180,10 @@ func approve(t *testing.T, s *server, ref, fp string) {
 // after the package is deleted through the first, and an approval given
 // through one admits the push through the other.
 func TestPermissionGateOnTwoReplicas(t *testing.T) {
-	dsn := pgtest.Database(t)
-	gw := startVersitygw(t)
-	bucket := gw.bucket(t, "gate")
 	dir := t.TempDir()
+	_, shared := sharedState(t, "gate", dir)
 	cfg := filepath.Join(dir, "berth.yaml")
-	if err := os.WriteFile(cfg, fmt.Appendf(nil, "%sregistry:\n  httpSecretFile: %s\ncatalog:\n  database: %s\nnamespaces:\n  - name: gated\n    refuseWideningPermissions: true\n",
-		gw.storageConfig(bucket, false), filepath.Join(dir, "http-secret"), dsn), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte(shared+"namespaces:\n  - name: gated\n    refuseWideningPermissions: true\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	a := startServer(t, t.TempDir(), "--config", cfg)

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-
-	"github.com/berth-registry/berth/internal/pgtest"
 )
 
 // clientHeader names, in a request to the test's proxy, the client address
@@ -29,18 +27,12 @@ const clientHeader = "X-Test-Client"
 //     and after bob pushes into b/*;
 //   - failed logins lock alice out from the client that sent them only.
 func TestReplicasBehindProxyWithAuth(t *testing.T) {
-	dsn := pgtest.Database(t)
-	gw := startVersitygw(t)
-	bucket := gw.bucket(t, "proxied")
 	dir := t.TempDir()
+	_, shared := sharedState(t, "proxied", dir)
 	const maxFailures = 3
 	cfg, audit := writeAuthConfig(t, authOptions{maxFailures: maxFailures, extra: fmt.Sprintf(`  keyFile: %s
-%sregistry:
-  httpSecretFile: %s
-catalog:
-  database: %s
-trustedProxies: [127.0.0.1/32]
-`, filepath.Join(dir, "token-key.pem"), gw.storageConfig(bucket, false), filepath.Join(dir, "http-secret"), dsn)})
+%strustedProxies: [127.0.0.1/32]
+`, filepath.Join(dir, "token-key.pem"), shared)})
 	a := startServer(t, "", "--config", cfg)
 	b := startServer(t, "", "--config", cfg)
 	var next atomic.Int64

@@ -20,6 +20,18 @@ import (
 	"github.com/berth-registry/berth/internal/pgtest"
 )
 
+// sharedState starts what the replicas of a scaled-out berth share: a
+// PostgreSQL database and a versitygw bucket named bucket. It returns the
+// gateway and the configuration that puts a replica on them, with the HTTP
+// secret they share (dir holds it).
+func sharedState(t *testing.T, bucket, dir string) (*versitygw, string) {
+	t.Helper()
+	dsn := pgtest.Database(t)
+	gw := startVersitygw(t)
+	return gw, fmt.Sprintf("%sregistry:\n  httpSecretFile: %s\ncatalog:\n  database: %s\n",
+		gw.storageConfig(gw.bucket(t, bucket), false), filepath.Join(dir, "http-secret"), dsn)
+}
+
 // TestTwoReplicasOnPostgresAndS3 runs two berth serve processes on one
 // PostgreSQL database and one S3 bucket (versitygw), as a scaled-out berth
 // runs behind a load balancer:
@@ -33,19 +45,10 @@ import (
 //   - garbage collection, every second on the leader, reclaims old garbage
 //     during the pushes and deletes nothing a finished push references.
 func TestTwoReplicasOnPostgresAndS3(t *testing.T) {
-	dsn := pgtest.Database(t)
-	gw := startVersitygw(t)
-	bucket := gw.bucket(t, "replicas")
 	dir := t.TempDir()
+	gw, shared := sharedState(t, "replicas", dir)
 	config := filepath.Join(dir, "berth.yaml")
-	if err := os.WriteFile(config, fmt.Appendf(nil, `%sregistry:
-  httpSecretFile: %s
-catalog:
-  database: %s
-gc:
-  interval: 1s
-  grace: 1m
-`, gw.storageConfig(bucket, false), filepath.Join(dir, "http-secret"), dsn), 0o600); err != nil {
+	if err := os.WriteFile(config, []byte(shared+"gc:\n  interval: 1s\n  grace: 1m\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	dataA, dataB := t.TempDir(), t.TempDir()
@@ -57,7 +60,7 @@ gc:
 		}
 	}
 	leader, follower := waitForOneLeader(t, a, b)
-	garbage := makeGarbage(t, a, filepath.Join(gw.root, bucket))
+	garbage := makeGarbage(t, a, filepath.Join(gw.root, "replicas"))
 	t.Cleanup(func() {
 		if t.Failed() {
 			for name, s := range map[string]*server{"first leader": leader, "first follower": follower} {

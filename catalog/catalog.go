@@ -130,6 +130,9 @@ type Catalog struct {
 	// background tracks it.
 	checking   atomic.Bool
 	background sync.WaitGroup
+	// feeds number the change feeds of accesses that do not allow
+	// everything (Changes).
+	feeds feedNumbering
 	// deferred are the checks a full queue could not take, for the next
 	// pass of CheckSignatures; past maxDeferred, deferredAll asks that
 	// pass to check everything instead.

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -403,7 +404,31 @@ func checkDatabase(db string) error {
 	case strings.Trim(u.Path, "/") == "":
 		return errors.New("the PostgreSQL URL names no database")
 	}
+	if q := u.Query(); q.Get("sslmode") != "" && !slices.Contains(sslModes, q.Get("sslmode")) {
+		return fmt.Errorf("the PostgreSQL URL's sslmode %q is none of %s", q.Get("sslmode"), strings.Join(sslModes, ", "))
+	}
 	return nil
+}
+
+// sslModes are the values of a PostgreSQL URL's sslmode that libpq and pgx
+// take.
+var sslModes = []string{"disable", "allow", "prefer", "require", "verify-ca", "verify-full"}
+
+// DatabaseForLog is Database as a log may show it: a PostgreSQL URL with its
+// password, in the user part or the password parameter, masked.
+func (c *Catalog) DatabaseForLog() string {
+	if !c.Postgres() {
+		return c.Database
+	}
+	u, err := url.Parse(c.Database)
+	if err != nil {
+		return "(a PostgreSQL URL that cannot be parsed)"
+	}
+	if q := u.Query(); q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.Redacted()
 }
 
 // checkBaseURL accepts "" and http(s)://host[:port] with no path.

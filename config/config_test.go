@@ -138,6 +138,10 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"catalog database without host", func(c *Config) { c.Catalog.Database = "postgres:///berth" }, "catalog.database: the PostgreSQL URL names no host"},
 		{"catalog database without database", func(c *Config) { c.Catalog.Database = "postgres://u:hunter2@db:5432/" }, "catalog.database: the PostgreSQL URL names no database"},
 		{"catalog database unparsable", func(c *Config) { c.Catalog.Database = "postgresql://u:hunter2%zz@db/berth" }, "catalog.database: the PostgreSQL URL cannot be parsed"},
+		{"catalog database sslmode", func(c *Config) { c.Catalog.Database = "postgres://u:hunter2@db/berth?sslmode=fancy" },
+			`catalog.database: the PostgreSQL URL's sslmode "fancy" is none of disable, allow, prefer, require, verify-ca, verify-full`},
+		{"catalog database sslmode in capitals", func(c *Config) { c.Catalog.Database = "postgres://u:hunter2@db/berth?sslmode=Require" },
+			`catalog.database: the PostgreSQL URL's sslmode "Require" is none of`},
 		{"catalog registry not a URL", func(c *Config) { c.Catalog.Registry = "localhost:5000" }, `catalog.registry: want http(s)://host[:port] (got "localhost:5000")`},
 		{"catalog registry with a path", func(c *Config) { c.Catalog.Registry = "http://r/v2" }, `catalog.registry: want http(s)://host[:port]`},
 		{"catalog public URL scheme", func(c *Config) { c.Catalog.PublicURL = "ftp://r" }, `catalog.publicURL: want http(s)://host[:port]`},
@@ -209,10 +213,11 @@ func TestEnvNamesCoverEveryScalar(t *testing.T) {
 
 func TestCatalogPostgres(t *testing.T) {
 	for db, want := range map[string]bool{
-		"./data/catalog.db":                    false,
-		"/var/lib/berth/postgres.db":           false,
-		"postgres://berth@db:5432/berth":       true,
-		"postgresql://u:p@10.0.0.1/b?sslmode=": true,
+		"./data/catalog.db":                       false,
+		"/var/lib/berth/postgres.db":              false,
+		"postgres://berth@db:5432/berth":          true,
+		"postgresql://u:p@10.0.0.1/b?sslmode=":    true,
+		"postgres://u:p@db/b?sslmode=verify-full": true,
 	} {
 		c := Catalog{Database: db}
 		if c.Postgres() != want {
@@ -222,6 +227,23 @@ func TestCatalogPostgres(t *testing.T) {
 		cfg.Catalog.Database = db
 		if err := cfg.Validate(); err != nil {
 			t.Errorf("Validate(catalog.database %q) = %v", db, err)
+		}
+	}
+}
+
+// TestDatabaseForLog: what berth logs of catalog.database masks the
+// password, wherever the URL carries it.
+func TestDatabaseForLog(t *testing.T) {
+	for db, want := range map[string]string{
+		"./data/catalog.db": "./data/catalog.db",
+		"postgres://berth:hunter2@db:5432/berth?sslmode=disable":     "postgres://berth:xxxxx@db:5432/berth?sslmode=disable",
+		"postgresql://berth@db/berth":                                "postgresql://berth@db/berth",
+		"postgres://berth@db/berth?password=hunter2&sslmode=require": "postgres://berth@db/berth?password=xxxxx&sslmode=require",
+		"postgres://berth:hunter2%zz@db/berth":                       "(a PostgreSQL URL that cannot be parsed)",
+	} {
+		c := Catalog{Database: db}
+		if got := c.DatabaseForLog(); got != want || strings.Contains(got, "hunter2") {
+			t.Errorf("DatabaseForLog(%q) = %q, want %q", db, got, want)
 		}
 	}
 }

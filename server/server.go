@@ -183,7 +183,8 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// readyz runs every readiness check; it fails while the server drains.
+// readyz runs every readiness check; it fails while the server drains. A
+// failing check is named, and why it fails is logged.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	checks := map[string]string{}
 	ready := !s.draining.Load()
@@ -192,7 +193,11 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	}
 	for name, c := range s.opts.Ready {
 		if err := c.Ready(r.Context(), readyTimeout); err != nil {
-			checks[name] = err.Error()
+			// The reason may name the database's user, host and
+			// database, or the storage's paths: it goes to the log, not
+			// to whoever may ask /readyz.
+			s.log.Warn("not ready", "check", name, "error", err)
+			checks[name] = "unavailable"
 			ready = false
 			continue
 		}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -35,7 +36,8 @@ func get(t *testing.T, h http.Handler, path string, header ...string) *httptest.
 func TestHealthAndReadiness(t *testing.T) {
 	var storageErr atomic.Value
 	storageErr.Store("")
-	s := New(Options{Logger: quiet, Ready: map[string]ReadyChecker{"storage": readyFunc(func() error {
+	var logs bytes.Buffer
+	s := New(Options{Logger: slog.New(slog.NewTextHandler(&logs, nil)), Ready: map[string]ReadyChecker{"storage": readyFunc(func() error {
 		if msg := storageErr.Load().(string); msg != "" {
 			return errors.New(msg)
 		}
@@ -49,10 +51,15 @@ func TestHealthAndReadiness(t *testing.T) {
 	if w := get(t, h, "/readyz"); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), `"storage":"ok"`) {
 		t.Fatalf("/readyz: %d %s", w.Code, w.Body)
 	}
-	storageErr.Store("disk on fire")
+	// Why a check fails may name a database's user, host and name: the
+	// answer names the check, the log says why.
+	storageErr.Store("failed to connect to user=berth database=catalog host=db.internal:5432")
 	w := get(t, h, "/readyz")
-	if w.Code != http.StatusServiceUnavailable || !strings.Contains(w.Body.String(), "disk on fire") {
+	if w.Code != http.StatusServiceUnavailable || !strings.Contains(w.Body.String(), `"storage":"unavailable"`) || strings.Contains(w.Body.String(), "db.internal") {
 		t.Fatalf("/readyz with failing storage: %d %s", w.Code, w.Body)
+	}
+	if !strings.Contains(logs.String(), "db.internal") {
+		t.Errorf("the log does not say why storage is not ready:\n%s", logs.String())
 	}
 	if w := get(t, h, "/healthz"); w.Code != http.StatusOK {
 		t.Fatalf("/healthz must not depend on storage: %d", w.Code)

@@ -226,7 +226,7 @@ func serve(cmd *cobra.Command, cfg *config.Config) error {
 		ShutdownTimeout: cfg.ShutdownTimeout,
 		TrustedProxies:  proxies,
 	})
-	log.Info("starting", "data", cfg.Data, "storage", cfg.Storage.Driver, "catalog", cfg.Catalog.Database)
+	log.Info("starting", "data", cfg.Data, "storage", cfg.Storage.Driver, "catalog", cfg.Catalog.DatabaseForLog())
 	return srv.Run(ctx, ln)
 }
 
@@ -283,7 +283,7 @@ func serveSplitCatalog(cmd *cobra.Command, cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
-	log.Info("starting catalog", "data", cfg.Data, "registry", cfg.Catalog.Registry, "catalog", cfg.Catalog.Database)
+	log.Info("starting catalog", "data", cfg.Data, "registry", cfg.Catalog.Registry, "catalog", cfg.Catalog.DatabaseForLog())
 	return srv.Run(ctx, ln)
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/berth-registry/berth/catalog/httpapi"
 	"github.com/berth-registry/berth/config"
 	"github.com/berth-registry/berth/coord"
+	"github.com/berth-registry/berth/internal/datalock"
 	"github.com/berth-registry/berth/internal/forwarded"
 	"github.com/berth-registry/berth/olm"
 	"github.com/berth-registry/berth/permissions"
@@ -132,6 +133,11 @@ func serve(cmd *cobra.Command, cfg *config.Config) error {
 	if err := os.MkdirAll(cfg.Data, 0o755); err != nil {
 		return fmt.Errorf("data: %w", err)
 	}
+	unlock, err := datalock.Lock(cfg.Data)
+	if err != nil {
+		return fmt.Errorf("data: %w", err)
+	}
+	defer unlock()
 	secret, err := registry.LoadOrCreateSecret(cfg.Registry.HTTPSecretFile)
 	if err != nil {
 		return fmt.Errorf("registry.httpSecretFile: %w", err)
@@ -236,6 +242,11 @@ func serveSplitCatalog(cmd *cobra.Command, cfg *config.Config) error {
 	if err := os.MkdirAll(cfg.Data, 0o755); err != nil {
 		return fmt.Errorf("data: %w", err)
 	}
+	unlock, err := datalock.Lock(cfg.Data)
+	if err != nil {
+		return fmt.Errorf("data: %w", err)
+	}
+	defer unlock()
 	source, err := catalog.NewRemoteSource(cfg.Catalog.Registry, nil)
 	if err != nil {
 		return fmt.Errorf("catalog.registry: %w", err)

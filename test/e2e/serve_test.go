@@ -25,6 +25,37 @@ func TestZeroConfigServeUsesDataInWorkingDirectory(t *testing.T) {
 	}
 }
 
+// TestServeRefusesADataDirectoryInUse: a second berth serve on the data
+// directory of a running one refuses to start, naming the holder, and
+// starts once the first has stopped; so does berth serve catalog.
+func TestServeRefusesADataDirectoryInUse(t *testing.T) {
+	s := startServer(t, "")
+	for _, cmd := range [][]string{{"serve"}, {"serve", "catalog", "--config", writeCatalogOnly(t)}} {
+		r := run(t, "", berthBin, append(cmd, "--addr", "127.0.0.1:0", "--data", s.data)...)
+		if r.code != 1 || !strings.Contains(r.stderr, "data: the data directory is in use by another berth serve ("+s.data+"): held by process ") {
+			t.Errorf("berth %s on a data directory in use: exit %d\n%s", strings.Join(cmd, " "), r.code, r.stderr)
+		}
+	}
+	if err := s.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	again := startServer(t, s.data)
+	if status, _ := again.get(t, "/v2/"); status != 200 {
+		t.Fatalf("GET /v2/ after the first stopped = %d", status)
+	}
+}
+
+// writeCatalogOnly writes the configuration of a split berth serve catalog
+// that follows a registry on a port nothing listens on.
+func writeCatalogOnly(t *testing.T) string {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "catalog.yaml")
+	if err := os.WriteFile(file, []byte("catalog:\n  registry: http://127.0.0.1:1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
 func TestServeStopsCleanlyOnSIGTERM(t *testing.T) {
 	s := startServer(t, "")
 	if err := s.stop(t); err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -47,10 +48,11 @@ the steps of --format json.`,
 			if err != nil {
 				return err
 			}
+			r := markUpgrades(up, wideningEdges(g))
 			if format == formatJSON {
-				return writeJSON(cmd.OutOrStdout(), markUpgrades(up, wideningEdges(g)))
+				return writeJSON(cmd.OutOrStdout(), r)
 			}
-			return writeUpgrades(cmd.OutOrStdout(), ns+"/"+name, up, wideningEdges(g))
+			return writeUpgrades(cmd.OutOrStdout(), ns+"/"+name, r)
 		},
 	}
 	flags.add(cmd)
@@ -113,55 +115,55 @@ func wideningEdges(g *apiv1.Graph) map[edge]bool {
 const widensMark = " (widens permissions)"
 
 // writeUpgrades writes the head, the direct upgrades and the path to the
-// head, marking each upgrade that widens permissions.
-func writeUpgrades(w io.Writer, pkg string, up *apiv1.Upgrades, widens map[edge]bool) error {
+// head, marking each step of r that widens permissions.
+func writeUpgrades(w io.Writer, pkg string, r upgradesResult) error {
 	next := "none"
-	if len(up.Next) > 0 {
-		marked := make([]string, len(up.Next))
-		for i, n := range up.Next {
-			marked[i] = n
-			if widens[edge{up.From, n}] {
-				marked[i] += widensMark
-			}
+	if len(r.NextSteps) > 0 {
+		marked := make([]string, len(r.NextSteps))
+		for i, s := range r.NextSteps {
+			marked[i] = s.To + s.mark()
 		}
 		next = strings.Join(marked, ", ")
 	}
 	t := newTable(w)
 	t.row("Package", clean(pkg))
-	t.row("Channel", clean(up.Channel))
-	t.row("From", clean(up.From))
-	t.row("Head", clean(up.Head))
+	t.row("Channel", clean(r.Channel))
+	t.row("From", clean(r.From))
+	t.row("Head", clean(r.Head))
 	t.row("Next", clean(next))
-	t.row("Path", clean(upgradePath(up, widens)))
+	t.row("Path", clean(upgradePath(r)))
 	if err := t.flush(); err != nil {
 		return err
 	}
-	if len(widens) > 0 && (strings.Contains(next, widensMark) || strings.Contains(upgradePath(up, widens), widensMark)) {
-		fmt.Fprintf(w, "Review what an upgrade adds with: berth permissions %s:VERSION --from %s\n", clean(pkg), clean(up.From))
+	if slices.ContainsFunc(append(slices.Clone(r.NextSteps), r.PathSteps...), func(s upgradeStep) bool { return s.WidensPermissions }) {
+		fmt.Fprintf(w, "Review what an upgrade adds with: berth permissions %s:VERSION --from %s\n", clean(pkg), clean(r.From))
 	}
 	return nil
 }
 
+// mark is what the text output writes after the version s reaches.
+func (s upgradeStep) mark() string {
+	if s.WidensPermissions {
+		return widensMark
+	}
+	return ""
+}
+
 // upgradePath renders the path to the head, "0.9.0 → 0.9.2 → 0.9.4 (head)",
-// each version reached by a widening upgrade marked.
-func upgradePath(up *apiv1.Upgrades, widens map[edge]bool) string {
+// each version reached by a widening step marked.
+func upgradePath(r upgradesResult) string {
 	switch {
-	case len(up.Path) == 0 && up.From == up.Head:
+	case len(r.PathSteps) == 0 && r.From == r.Head:
 		return "already at the head"
-	case len(up.Path) == 0:
-		return fmt.Sprintf("none: %s does not lead to the head %s", up.From, up.Head)
+	case len(r.PathSteps) == 0:
+		return fmt.Sprintf("none: %s does not lead to the head %s", r.From, r.Head)
 	}
 	var b strings.Builder
-	b.WriteString(up.From)
-	prev := up.From
-	for _, v := range up.Path {
-		b.WriteString(" → " + v)
-		if widens[edge{prev, v}] {
-			b.WriteString(widensMark)
-		}
-		prev = v
+	b.WriteString(r.From)
+	for _, s := range r.PathSteps {
+		b.WriteString(" → " + s.To + s.mark())
 	}
-	if up.Path[len(up.Path)-1] == up.Head {
+	if r.PathSteps[len(r.PathSteps)-1].To == r.Head {
 		b.WriteString(" (head)")
 	}
 	return b.String()

@@ -229,7 +229,7 @@ func readFeed(ctx context.Context, feed FeedReader, state *SyncState) (*syncFeed
 	last := map[string]change{}
 	f := &syncFeed{signed: map[string]map[digest.Digest][]Version{}, known: map[string]bool{}, next: state.Cursor}
 	record := func(action string, v Version) {
-		if subject, ok := cosignSubject(v.Tag); ok {
+		if subject, ok := signing.CosignSubject(v.Tag); ok {
 			if action != apiv1.ActionDelete {
 				if f.signed[v.Repository] == nil {
 					f.signed[v.Repository] = map[digest.Digest][]Version{}
@@ -258,7 +258,7 @@ func readFeed(ctx context.Context, feed FeedReader, state *SyncState) (*syncFeed
 					Reason: fmt.Sprintf("change %d of the feed gives the digest %q: %v; passed over", c.Seq, c.Digest, err)})
 				continue
 			}
-			if _, cosign := cosignSubject(v.Tag); c.Status == apiv1.StatusIgnored && !cosign {
+			if _, cosign := signing.CosignSubject(v.Tag); c.Status == apiv1.StatusIgnored && !cosign {
 				continue
 			}
 			record(c.Action, v)
@@ -281,18 +281,6 @@ func readFeed(ctx context.Context, feed FeedReader, state *SyncState) (*syncFeed
 		}
 	}
 	return f, nil
-}
-
-// cosignSubject returns the digest a tag of cosign's scheme (one of
-// signing.CosignTags) is of; ok is false for any other tag.
-func cosignSubject(tag string) (subject digest.Digest, ok bool) {
-	base, _, _ := strings.Cut(tag, ".")
-	alg, encoded, _ := strings.Cut(base, "-")
-	d := digest.NewDigestFromEncoded(digest.Algorithm(alg), encoded)
-	if d.Validate() != nil || !slices.Contains(signing.CosignTags(d), tag) {
-		return "", false
-	}
-	return d, true
 }
 
 // resync adds to the puts the versions a cosign tag put since may have

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -215,6 +216,18 @@ func AttestationTag(d digest.Digest) string {
 func CosignTags(d digest.Digest) []string {
 	base := d.Algorithm().String() + "-" + d.Encoded()
 	return []string{base + ".sig", base + ".att", base + ".sbom"}
+}
+
+// CosignSubject is CosignTags' inverse: the digest a tag of cosign's scheme
+// is of; ok is false for any other tag.
+func CosignSubject(tag string) (subject digest.Digest, ok bool) {
+	base, _, _ := strings.Cut(tag, ".")
+	alg, encoded, _ := strings.Cut(base, "-")
+	d := digest.NewDigestFromEncoded(digest.Algorithm(alg), encoded)
+	if d.Validate() != nil || !slices.Contains(CosignTags(d), tag) {
+		return "", false
+	}
+	return d, true
 }
 
 // discover lists the candidate manifests: the tag-scheme ones first, then

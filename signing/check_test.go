@@ -456,3 +456,23 @@ func TestCheckRegistryFailure(t *testing.T) {
 		t.Fatal("Check of a malformed digest succeeded")
 	}
 }
+
+// TestCosignSubject: each of CosignTags names its digest back, and no
+// other tag names one.
+func TestCosignSubject(t *testing.T) {
+	d := digest.FromString("a version")
+	for _, tag := range CosignTags(d) {
+		if got, ok := CosignSubject(tag); !ok || got != d {
+			t.Errorf("CosignSubject(%q) = %s, %v; want %s", tag, got, ok, d)
+		}
+	}
+	for _, tag := range []string{
+		"1.0.0", "latest", "", "sha256-" + d.Encoded(), "sha256-" + d.Encoded() + ".sigs",
+		"sha256-" + d.Encoded()[1:] + ".sig", "sha256-" + strings.ToUpper(d.Encoded()) + ".sig", "md5-abc.sig",
+		"sha256-" + d.Encoded() + ".sig.att",
+	} {
+		if got, ok := CosignSubject(tag); ok {
+			t.Errorf("CosignSubject(%q) = %s, want no cosign tag", tag, got)
+		}
+	}
+}

@@ -116,7 +116,7 @@ func (c *Catalog) maxUnapproved(ns string) permissions.Rating {
 }
 
 // allowance returns the rule sets admitted for ns/name, seeding them from
-// the versions stored when there is no record yet.
+// the versions stored when there is no record yet, one record per rule set.
 func (c *Catalog) allowance(ctx context.Context, ns, name string) ([]approval.Allowed, error) {
 	allowance, err := c.gate.Allowance(ctx, ns, name)
 	if err != nil || len(allowance) > 0 {
@@ -126,11 +126,17 @@ func (c *Catalog) allowance(ctx context.Context, ns, name string) ([]approval.Al
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return nil, err
 	}
+	seen := map[string]bool{}
 	for _, old := range entries {
 		if old.Status != apiv1.StatusIndexed {
 			continue
 		}
-		a := approval.Allowed{Namespace: ns, Name: name, Permissions: permissions.Fingerprint(old.Metadata.Permissions), Rules: old.Metadata.Permissions,
+		fp := permissions.Fingerprint(old.Metadata.Permissions)
+		if seen[fp] {
+			continue
+		}
+		seen[fp] = true
+		a := approval.Allowed{Namespace: ns, Name: name, Permissions: fp, Rules: old.Metadata.Permissions,
 			Version: old.Metadata.Version, Reason: "stored before the gate kept a record of the package", At: time.Now().UTC()}
 		if err := c.gate.Allow(ctx, a); err != nil {
 			return nil, err
@@ -198,14 +204,7 @@ func addedGrants(change *permissions.Change, err error) string {
 	if err != nil {
 		return err.Error()
 	}
-	names := make([]string, 0, maxNamedGrants)
-	for _, g := range change.Added[:min(len(change.Added), maxNamedGrants)] {
-		names = append(names, g.String())
-	}
-	s := "adds " + strings.Join(names, ", ")
-	if n := len(change.Added) - len(names); n > 0 {
-		s += fmt.Sprintf(" and %d more", n)
-	}
+	s := "adds " + namedFirst(change.Added, permissions.Grant.String, ", ", " ")
 	if change.RatingWidens {
 		s += fmt.Sprintf("; rated %s, up from %s", change.To, change.From)
 	}
@@ -215,13 +214,19 @@ func addedGrants(change *permissions.Change, err error) string {
 // namedFindings names the findings, worst first, at most maxNamedGrants of
 // them.
 func namedFindings(findings []permissions.Finding) string {
+	return namedFirst(findings, func(f permissions.Finding) string { return strings.ToUpper(f.Rating.String()) + ": " + f.Text }, "; ", "; ")
+}
+
+// namedFirst names the first maxNamedGrants of items, joined by sep, and
+// then, after tail, how many more there are.
+func namedFirst[T any](items []T, name func(T) string, sep, tail string) string {
 	names := make([]string, 0, maxNamedGrants)
-	for _, f := range findings[:min(len(findings), maxNamedGrants)] {
-		names = append(names, strings.ToUpper(f.Rating.String())+": "+f.Text)
+	for _, it := range items[:min(len(items), maxNamedGrants)] {
+		names = append(names, name(it))
 	}
-	s := strings.Join(names, "; ")
-	if n := len(findings) - len(names); n > 0 {
-		s += fmt.Sprintf("; and %d more", n)
+	s := strings.Join(names, sep)
+	if n := len(items) - len(names); n > 0 {
+		s += fmt.Sprintf("%sand %d more", tail, n)
 	}
 	return s
 }

@@ -35,7 +35,7 @@ type Identity struct {
 	// does not expire. Nothing berth mints for the identity outlives it.
 	Expires time.Time
 	// password is the fingerprint of an htpasswd user's password hash
-	// (Authn.passwordFingerprint): the tokens minted for the user carry it,
+	// (signingKey.fingerprint): the tokens minted for the user carry it,
 	// and stop working when the password changes.
 	password string
 }

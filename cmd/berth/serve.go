@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -30,7 +31,7 @@ BERTH_STORAGE_S3_BUCKET), then from the flags. See docs/configuration.md.`,
 			if err != nil {
 				return err
 			}
-			return node.Serve(cmd.Context(), cfg, cmd.ErrOrStderr())
+			return serve(cmd, cfg, node.New)
 		},
 	}
 	flags.register(cmd)
@@ -60,7 +61,7 @@ are repaired.`,
 			if err := cfg.Validate(); err != nil {
 				return fmt.Errorf("config: %w", err)
 			}
-			return node.ServeCatalog(cmd.Context(), cfg, cmd.ErrOrStderr())
+			return serve(cmd, cfg, node.NewCatalog)
 		},
 	}
 	flags.register(catalogCmd)
@@ -107,4 +108,16 @@ func (f *serveFlags) load(cmd *cobra.Command) (*config.Config, error) {
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	return cfg, nil
+}
+
+// serve assembles a node with assemble (node.New or node.NewCatalog) and
+// serves until the command's context ends (SIGINT, SIGTERM).
+func serve(cmd *cobra.Command, cfg *config.Config, assemble func(context.Context, *config.Config, node.Options) (*node.Node, error)) error {
+	ctx := cmd.Context()
+	n, err := assemble(ctx, cfg, node.Options{Logger: cfg.Log.NewLogger(cmd.ErrOrStderr())})
+	if err != nil {
+		return err
+	}
+	defer n.Close()
+	return n.Serve(ctx)
 }

@@ -58,10 +58,13 @@ type running struct {
 
 // start assembles a node with New and serves it until stop, with metrics
 // of its own and its log kept for the test.
-func start(t *testing.T, cfg *config.Config) *running {
+func start(t *testing.T, cfg *config.Config) *running { return startWith(t, New, cfg) }
+
+// startWith is start with New or NewCatalog.
+func startWith(t *testing.T, assemble func(context.Context, *config.Config, Options) (*Node, error), cfg *config.Config) *running {
 	t.Helper()
 	log := &syncBuffer{}
-	n, err := New(context.Background(), cfg, Options{Logger: slog.New(slog.NewTextHandler(log, nil)), Metrics: prometheus.NewRegistry()})
+	n, err := assemble(context.Background(), cfg, Options{Logger: slog.New(slog.NewTextHandler(log, nil)), Metrics: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,6 +230,31 @@ func TestNode(t *testing.T) {
 	release()
 	if _, err := net.Dial("tcp", n.Addr().String()); err == nil {
 		t.Errorf("%s still accepts connections after Close", n.Addr())
+	}
+}
+
+// TestCatalogNode starts berth serve catalog in process on the registry of
+// another node: it indexes what that registry holds and serves the catalog,
+// but no registry of its own.
+func TestCatalogNode(t *testing.T) {
+	reg := start(t, testConfig(t, t.TempDir(), nil))
+	p, _, src := helloChart(t)
+	tag := pkgformat.Tag(p.Metadata.Version)
+	if _, err := oras.Copy(context.Background(), src, tag, reg.repo(t, "team/"+p.Metadata.Name), tag, oras.DefaultCopyOptions); err != nil {
+		t.Fatalf("push: %v", err)
+	}
+
+	cat := startWith(t, NewCatalog, testConfig(t, t.TempDir(), func(c *config.Config) { c.Catalog.Registry = reg.url }))
+	cat.waitFor(t, "/api/v1/packages/team/"+p.Metadata.Name+"/versions/"+tag)
+	if code, body := cat.get(t, "/readyz"); code != http.StatusOK || !strings.Contains(body, `"catalog"`) || strings.Contains(body, `"storage"`) {
+		t.Errorf("/readyz: %d %s, want 200 checking the catalog and no storage", code, body)
+	}
+	if code, _ := cat.get(t, "/v2/"); code != http.StatusNotFound {
+		t.Errorf("/v2/ of a split catalog: %d, want 404", code)
+	}
+	cat.stop(t)
+	if !strings.Contains(cat.log.String(), `msg="starting catalog"`) {
+		t.Errorf("log has no starting catalog line:\n%s", cat.log)
 	}
 }
 

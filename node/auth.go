@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -29,8 +29,9 @@ type authParts struct {
 }
 
 // startAuth builds the auth of cfg. Without an auth section it warns that
-// berth is open. close releases the robot store and the audit log.
-func startAuth(ctx context.Context, cfg *config.Config, log *slog.Logger) (*authParts, func(), error) {
+// berth is open. Its metrics register in m. close releases the robot store
+// and the audit log.
+func startAuth(ctx context.Context, cfg *config.Config, log *slog.Logger, m prometheus.Registerer) (*authParts, func(), error) {
 	if cfg.Auth == nil {
 		log.Warn("auth is off: anyone who can reach berth may pull, push and delete anything; add an auth section to the configuration (docs/auth.md)")
 		return &authParts{
@@ -75,7 +76,7 @@ func startAuth(ctx context.Context, cfg *config.Config, log *slog.Logger) (*auth
 			closeRobots()
 		}
 	}
-	metrics := auth.NewMetrics(prometheus.DefaultRegisterer)
+	metrics := auth.NewMetrics(m)
 	authn, err := auth.NewAuthn(cfg.Auth, auth.AuthnOptions{Policy: policy, Robots: robots, Revocations: revocations, Audit: audit, Metrics: metrics})
 	if err != nil {
 		closeAll()

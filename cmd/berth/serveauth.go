@@ -84,7 +84,7 @@ func startAuth(ctx context.Context, cfg *config.Config, log *slog.Logger) (*auth
 	parts := &authParts{
 		authorizer: auth.CatalogAuthorizer{Policy: policy, Audit: audit, Metrics: metrics},
 		registry: func(h http.Handler) http.Handler {
-			return auth.Registry(h, auth.RegistryOptions{Authenticator: authn, Policy: policy, Service: cfg.Auth.Service, Audit: audit, Metrics: metrics})
+			return auth.Registry(h, auth.RegistryOptions{Authenticator: authn, Policy: policy, Service: cfg.Auth.Service, Audit: audit, Metrics: metrics, Uploads: authn})
 		},
 		token:    authn.Handler(),
 		robots:   auth.RobotsHandler(auth.RobotsOptions{Store: robots, Policy: policy, MaxExpiry: cfg.Auth.Robots.MaxExpiry, Audit: audit}),

@@ -172,11 +172,10 @@ func serve(cmd *cobra.Command, cfg *config.Config) error {
 			}
 			return cat.AdmitPermissions(ctx, push.Repo, push.Tag, push.MediaType, push.Payload)
 		},
-		OnEvent:         func(e registry.Event) { cat.Notify(e) },
-		Locks:           cl.locks,
-		CollectsGarbage: cfg.GC.Interval > 0,
-		Logger:          log,
-		Metrics:         prometheus.DefaultRegisterer,
+		OnEvent: func(e registry.Event) { cat.Notify(e) },
+		Locks:   cl.locks,
+		Logger:  log,
+		Metrics: prometheus.DefaultRegisterer,
 	})
 	if err != nil {
 		return err

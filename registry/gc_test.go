@@ -9,12 +9,17 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/berth-registry/berth/coord"
+	"github.com/berth-registry/berth/storage"
 )
 
 // age sets the modification time of every file under dir to d ago, as if it
@@ -282,5 +287,61 @@ func TestCollectGarbageKeepsWhatIsLinkedWhileItSweeps(t *testing.T) {
 				t.Fatalf("manifest of a blob the client got %d for: %s %s", http.StatusCreated, resp.Status, body)
 			}
 		})
+	}
+}
+
+// withoutGCLock are locks that take everything but gcLock, as the
+// registry's writes were before every replica took it: the baseline of
+// BenchmarkPush.
+type withoutGCLock struct{ coord.Locks }
+
+func (l withoutGCLock) RLock(ctx context.Context, keys ...string) (func(), error) {
+	keys = slices.DeleteFunc(slices.Clone(keys), func(k string) bool { return k == gcLock })
+	if len(keys) == 0 {
+		return func() {}, nil
+	}
+	return l.Locks.RLock(ctx, keys...)
+}
+
+// BenchmarkPush measures the push of a small package by tag (a layer
+// uploaded, POST and PUT, then its manifest PUT), whose layer commit and
+// manifest write hold gcLock shared, against the same push without
+// gcLock, on coord.Local, in memory and on disk, one push at a time and
+// GOMAXPROCS at once.
+func BenchmarkPush(b *testing.B) {
+	for _, st := range []string{"inmemory", "filesystem"} {
+		for _, gc := range []bool{true, false} {
+			cfg := &storage.Config{Driver: "inmemory"}
+			if st == "filesystem" {
+				cfg = onDisk(b.TempDir())
+			}
+			var locks coord.Locks = &coord.Local{}
+			if !gc {
+				locks = withoutGCLock{locks}
+			}
+			reg := newRegistry(b, Options{Storage: cfg, Locks: locks})
+			const repo = "bench/app"
+			blobs := pushBlobs(b, reg, repo)
+			var n atomic.Int64
+			push := func(b *testing.B) {
+				i := n.Add(1)
+				m := blobs.image(nil, "", "", nil)
+				m.Layers = []ocispec.Descriptor{putBlob(b, reg, repo, ocispec.MediaTypeImageLayer, fmt.Appendf(nil, "layer %d", i))}
+				mustPut(b, reg, repo, fmt.Sprintf("1.0.%d", i), m)
+			}
+			name := fmt.Sprintf("storage=%s/gclock=%t", st, gc)
+			b.Run(name+"/serial", func(b *testing.B) {
+				for b.Loop() {
+					push(b)
+				}
+			})
+			b.Run(name+"/parallel", func(b *testing.B) {
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						push(b)
+					}
+				})
+			})
+		}
 	}
 }

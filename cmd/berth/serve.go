@@ -22,6 +22,7 @@ import (
 	"github.com/berth-registry/berth/coord"
 	"github.com/berth-registry/berth/internal/datalock"
 	"github.com/berth-registry/berth/internal/forwarded"
+	"github.com/berth-registry/berth/maintenance"
 	"github.com/berth-registry/berth/olm"
 	"github.com/berth-registry/berth/permissions"
 	"github.com/berth-registry/berth/registry"
@@ -205,11 +206,9 @@ func serve(cmd *cobra.Command, cfg *config.Config) error {
 	}
 	publisher.Store(pub)
 	defer stopPublisher()
-	var mt *maintenance
-	if cfg.GC.Interval > 0 {
-		if mt, err = newMaintenance(cfg, reg, cat, log, prometheus.DefaultRegisterer); err != nil {
-			return err
-		}
+	mt, err := maintenance.New(maintenance.Options{Config: cfg, Registry: reg, Catalog: cat, Locks: cl.locks, Logger: log, Metrics: prometheus.DefaultRegisterer})
+	if err != nil {
+		return err
 	}
 	stopLeading := startLeading(ctx, cl, pub, mt, log)
 	defer stopLeading()
@@ -223,6 +222,7 @@ func serve(cmd *cobra.Command, cfg *config.Config) error {
 		Catalog:         httpapi.New(httpapi.Options{Catalog: cat, Authorizer: access.authorizer, Logger: log, RegistryURL: cfg.Catalog.PublicURL, Inventory: reg, OLM: pub}),
 		Auth:            access.token,
 		Robots:          access.robots,
+		Admin:           access.admin(mt.Handler()),
 		UI:              ui.New(ui.Options{Catalog: cat, Authorizer: access.authorizer, Sessions: access.sessions, Trust: policy, RegistryURL: cfg.Catalog.PublicURL, Logger: log}),
 		API:             access.api,
 		Metrics:         access.metrics,

@@ -2,9 +2,13 @@ package client
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/berth-registry/berth/maintenance"
 )
@@ -26,4 +30,27 @@ func (c *Catalog) CollectGarbage(ctx context.Context, dryRun *bool) (*maintenanc
 		return nil, err
 	}
 	return &rep, nil
+}
+
+// Delete deletes the package version ref names (by version or digest) from
+// its registry, as oras manifest delete does: the version's manifest and
+// every tag of it go; its blobs stay until garbage collection finds nothing
+// references them. It returns the deleted manifest's descriptor. Errors
+// wrap ErrInvalidReference (neither version nor digest), ErrNotFound (no
+// such version), ErrUnauthorized, ErrDenied (no delete permission) or
+// ErrRegistry, with the registry's message.
+func (c *Client) Delete(ctx context.Context, ref Reference) (ocispec.Descriptor, error) {
+	desc, err := c.resolve(ctx, "delete", ref)
+	switch {
+	case errors.Is(err, ErrNotFound) && ref.Digest != "":
+		return ocispec.Descriptor{}, fmt.Errorf("%w: %s has no manifest %s", err, ref.Repository(), ref.Digest)
+	case errors.Is(err, ErrNotFound):
+		return ocispec.Descriptor{}, fmt.Errorf("%w: %s has no version %s", err, ref.Repository(), ref.Tag)
+	case err != nil:
+		return ocispec.Descriptor{}, err
+	}
+	if err := c.repository(ref).Delete(ctx, desc); err != nil {
+		return ocispec.Descriptor{}, wrapError("delete", ref, "", err)
+	}
+	return desc, nil
 }

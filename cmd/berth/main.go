@@ -79,6 +79,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newLoginCmd(),
 		newLogoutCmd(),
 		newRobotCmd(),
+		newDeleteCmd(),
 		newGCCmd(),
 		newAuthCmd(),
 	)

@@ -42,6 +42,8 @@ func (c *Catalog) CollectGarbage(ctx context.Context, dryRun *bool) (*maintenanc
 func (c *Client) Delete(ctx context.Context, ref Reference) (ocispec.Descriptor, error) {
 	desc, err := c.resolve(ctx, "delete", ref)
 	switch {
+	case errors.Is(err, ErrDenied):
+		return ocispec.Descriptor{}, deniedDelete(ref, err)
 	case errors.Is(err, ErrNotFound) && ref.Digest != "":
 		return ocispec.Descriptor{}, fmt.Errorf("%w: %s has no manifest %s", err, ref.Repository(), ref.Digest)
 	case errors.Is(err, ErrNotFound):
@@ -50,7 +52,16 @@ func (c *Client) Delete(ctx context.Context, ref Reference) (ocispec.Descriptor,
 		return ocispec.Descriptor{}, err
 	}
 	if err := c.repository(ref).Delete(ctx, desc); err != nil {
-		return ocispec.Descriptor{}, wrapError("delete", ref, "", err)
+		err = wrapError("delete", ref, "", err)
+		if errors.Is(err, ErrDenied) {
+			err = deniedDelete(ref, err)
+		}
+		return ocispec.Descriptor{}, err
 	}
 	return desc, nil
+}
+
+// deniedDelete says what a refused delete of ref needs.
+func deniedDelete(ref Reference, err error) error {
+	return fmt.Errorf("%w (deleting needs pull and delete on %s: berth login %s as someone who has them)", err, ref.Repository(), ref.Registry)
 }

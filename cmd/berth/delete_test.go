@@ -44,7 +44,7 @@ func TestDeleteCmd(t *testing.T) {
 		{"deleted already", []string{host + "/charts/demo:1.0.0"}, "delete " + host + "/charts/demo:1.0.0: not found: charts/demo has no version 1.0.0\n"},
 		{"no such version", []string{host + "/charts/demo:9.9.9"}, "delete " + host + "/charts/demo:9.9.9: not found: charts/demo has no version 9.9.9\n"},
 		{"no such digest", []string{host + "/charts/demo@sha256:" + strings.Repeat("0", 64)}, "delete " + host + "/charts/demo@sha256:" + strings.Repeat("0", 64) + ": not found: charts/demo has no manifest sha256:" + strings.Repeat("0", 64) + "\n"},
-		{"no permission", []string{host + "/locked/demo:1.0.0"}, "delete " + host + "/locked/demo:1.0.0: denied: user:bob may not delete locked/demo (DENIED, HTTP 403)"},
+		{"no permission", []string{host + "/locked/demo:1.0.0"}, "delete " + host + "/locked/demo:1.0.0: denied: user:bob may not delete locked/demo (DENIED, HTTP 403) (deleting needs pull and delete on locked/demo: berth login " + host + " as someone who has them)\n"},
 		{"no version", []string{host + "/charts/demo"}, `REF "` + host + `/charts/demo" has no version: want host[:port]/namespace/name:version or host[:port]/namespace/name@sha256:<hex>`},
 		{"no host", []string{"charts/demo:1.0.0"}, `invalid reference "charts/demo:1.0.0": missing registry host`},
 		{"two references", []string{host + "/charts/demo:1.0.0", host + "/charts/demo:2.0.0"}, "accepts 1 arg(s), received 2"},

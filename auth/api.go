@@ -66,12 +66,19 @@ func API(opts APIOptions) func(http.Handler) http.Handler {
 	}
 }
 
-// MetricsGate restricts a handler (/metrics) to the subjects the policy
-// lets administer everything: Decide(identity, Everything, Admin). An
-// anonymous caller is challenged (401 with BasicChallenge), any other refused
-// (403). It reads the identity API put in the context, so it goes inside
-// API. With a nil policy it returns the handler unchanged.
+// MetricsGate restricts a handler (/metrics) to administrators, as AdminGate
+// does, when auth.metrics is admin.
 func MetricsGate(policy *Policy) func(http.Handler) http.Handler {
+	return AdminGate(policy, "metrics are for administrators (auth.metrics: admin)")
+}
+
+// AdminGate restricts a handler to the subjects the policy lets administer
+// everything: Decide(identity, Everything, Admin). An anonymous caller is
+// challenged (401 with BasicChallenge), any other refused (403); both
+// messages say what, which names what is restricted ("metrics are for
+// administrators"). It reads the identity API put in the context, so it goes
+// inside API. With a nil policy (auth off) it returns the handler unchanged.
+func AdminGate(policy *Policy, what string) func(http.Handler) http.Handler {
 	if policy == nil {
 		return func(next http.Handler) http.Handler { return next }
 	}
@@ -84,9 +91,9 @@ func MetricsGate(policy *Policy) func(http.Handler) http.Handler {
 				next.ServeHTTP(w, r)
 			case id.IsAnonymous():
 				w.Header().Set("WWW-Authenticate", BasicChallenge)
-				writeError(w, http.StatusUnauthorized, "UNAUTHORIZED", "authentication required: metrics are for administrators (auth.metrics: admin)")
+				writeError(w, http.StatusUnauthorized, "UNAUTHORIZED", "authentication required: "+what)
 			default:
-				writeError(w, http.StatusForbidden, "DENIED", "metrics are for administrators (auth.metrics: admin): "+d.Reason)
+				writeError(w, http.StatusForbidden, "DENIED", what+": "+d.Reason)
 			}
 		})
 	}

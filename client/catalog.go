@@ -609,6 +609,7 @@ var catalogCodes = map[string]error{
 	"DENIED":      ErrDenied,
 	"UNAVAILABLE": ErrUnavailable,
 	"INTERNAL":    ErrRegistry,
+	"CONFLICT":    ErrConflict,
 }
 
 // errorsKind classifies an error document by its first known code, else by

@@ -55,6 +55,9 @@ var (
 	// ErrUnavailable: the catalog API cannot answer now (UNAVAILABLE, HTTP
 	// 503), or a proxy in front of it could not reach it (HTTP 502, 504).
 	ErrUnavailable = errors.New("unavailable")
+	// ErrConflict: the server refused a request that conflicts with work in
+	// progress (CONFLICT, HTTP 409), e.g. a garbage collection while one runs.
+	ErrConflict = errors.New("conflict")
 )
 
 // DefaultUserAgent is the User-Agent sent when Options.UserAgent is empty.

@@ -19,7 +19,8 @@ type Locks interface {
 	Lock(ctx context.Context, key string) (unlock func(), err error)
 	// RLock takes every key shared, in one order for every caller so that
 	// two callers cannot deadlock, and returns the function that releases
-	// them all.
+	// them all. Its caller may hold exclusive locks, but must take no other
+	// lock until it releases these.
 	RLock(ctx context.Context, keys ...string) (unlock func(), err error)
 }
 

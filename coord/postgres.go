@@ -20,7 +20,14 @@ import (
 // session. It is safe for concurrent use.
 type Postgres struct {
 	subscribers
-	pool   *pgxpool.Pool
+	pool *pgxpool.Pool
+	// shared holds the shared locks (RLock), apart from pool: their holders
+	// take no other lock while they hold one (the writes under the garbage
+	// collection's lock), so they always give their connections back, and a
+	// holder of an exclusive lock who asks for a shared one (a push by tag:
+	// its tag's lock, then the collection's) never waits for a connection
+	// that only another such caller could give back.
+	shared *pgxpool.Pool
 	log    *slog.Logger
 	leader atomic.Bool
 	stop   context.CancelFunc
@@ -47,8 +54,9 @@ var (
 // payload is the topic.
 const signalChannel = "berth_coord"
 
-// defaultMaxConns is the pool size when the URL sets no pool_max_conns: every
-// lock held (one per manifest push in flight) holds a connection.
+// defaultMaxConns is the size of each pool (exclusive locks, leadership and
+// signals; shared locks) when the URL sets no pool_max_conns: every lock
+// held (a push by tag in flight holds one of each) holds a connection.
 const defaultMaxConns = 32
 
 // leaderKey is the advisory lock of the leadership.
@@ -58,19 +66,25 @@ var leaderKey = lockID("berth/leader")
 // competing for the leadership. The URL may set pgx's pool parameters
 // (pool_max_conns); errors name the host, never the password.
 func OpenPostgres(ctx context.Context, dsn string, log *slog.Logger) (*Postgres, error) {
-	cfg, err := pgpool.Config(dsn, defaultMaxConns)
-	if err != nil {
-		return nil, fmt.Errorf("coord: %w", err)
+	var pools [2]*pgxpool.Pool
+	for i := range pools {
+		cfg, err := pgpool.Config(dsn, defaultMaxConns)
+		if err != nil {
+			return nil, fmt.Errorf("coord: %w", err)
+		}
+		if pools[i], err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
+			if i > 0 {
+				pools[0].Close()
+			}
+			return nil, fmt.Errorf("coord: connect to PostgreSQL at %s: %w", cfg.ConnConfig.Host, err)
+		}
 	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("coord: connect to PostgreSQL at %s: %w", cfg.ConnConfig.Host, err)
-	}
+	pool := pools[0]
 	if log == nil {
 		log = slog.Default()
 	}
 	campaignCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	p := &Postgres{pool: pool, log: log, retry: time.Second, stop: stop, done: make(chan struct{}), changed: make(chan struct{})}
+	p := &Postgres{pool: pool, shared: pools[1], log: log, retry: time.Second, stop: stop, done: make(chan struct{}), changed: make(chan struct{})}
 	p.wg.Add(2)
 	go func() {
 		defer p.wg.Done()
@@ -110,6 +124,7 @@ func (p *Postgres) Close() {
 	p.stop()
 	<-p.done
 	p.pool.Close()
+	p.shared.Close()
 }
 
 // Ready reports whether the database answers within timeout.
@@ -124,24 +139,27 @@ func (p *Postgres) Ready(ctx context.Context, timeout time.Duration) error {
 
 // Lock takes key's advisory lock exclusively, waiting for its holders.
 func (p *Postgres) Lock(ctx context.Context, key string) (func(), error) {
-	return p.hold(ctx, "SELECT pg_advisory_lock($1)", "SELECT pg_advisory_unlock($1)", lockID(key))
+	return p.hold(ctx, p.pool, "SELECT pg_advisory_lock($1)", "SELECT pg_advisory_unlock($1)", lockID(key))
 }
 
-// RLock takes the advisory locks of keys shared, in ascending lock number.
+// RLock takes the advisory locks of keys shared, in ascending lock number, on
+// a connection of the shared locks' own pool: its caller must take no other
+// lock while it holds them.
 func (p *Postgres) RLock(ctx context.Context, keys ...string) (func(), error) {
 	ids := make([]int64, 0, len(keys))
 	for _, k := range sortedUnique(keys) {
 		ids = append(ids, lockID(k))
 	}
-	return p.hold(ctx,
+	return p.hold(ctx, p.shared,
 		"SELECT count(pg_advisory_lock_shared(id)) FROM (SELECT unnest($1::bigint[]) AS id ORDER BY 1) AS ids",
 		"SELECT count(pg_advisory_unlock_shared(id)) FROM unnest($1::bigint[]) AS id", ids)
 }
 
-// hold runs lock on a connection it keeps until the returned function runs
-// unlock. A connection that cannot unlock is closed, which releases its locks.
-func (p *Postgres) hold(ctx context.Context, lock, unlock string, arg any) (func(), error) {
-	conn, err := p.pool.Acquire(ctx)
+// hold runs lock on a connection of pool it keeps until the returned
+// function runs unlock. A connection that cannot unlock is closed, which
+// releases its locks.
+func (p *Postgres) hold(ctx context.Context, pool *pgxpool.Pool, lock, unlock string, arg any) (func(), error) {
+	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("coord: lock: %w", err)
 	}

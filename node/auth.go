@@ -23,6 +23,8 @@ type authParts struct {
 	robots     http.Handler
 	api        func(http.Handler) http.Handler
 	metrics    func(http.Handler) http.Handler
+	// admin gates the admin API to administrators; a no-op when auth is off.
+	admin func(http.Handler) http.Handler
 	// sessions are the web UI's logins; nil when auth is off.
 	sessions *auth.Sessions
 }
@@ -36,6 +38,7 @@ func startAuth(ctx context.Context, cfg *config.Config, log *slog.Logger, m prom
 		return &authParts{
 			authorizer: catalog.AllowAll{},
 			registry:   func(h http.Handler) http.Handler { return h },
+			admin:      auth.AdminGate(nil, ""),
 		}, func() {}, nil
 	}
 	policy, err := auth.NewPolicy(cfg.Auth)
@@ -80,6 +83,7 @@ func startAuth(ctx context.Context, cfg *config.Config, log *slog.Logger, m prom
 		robots:   auth.RobotsHandler(auth.RobotsOptions{Store: robots, Policy: policy, MaxExpiry: cfg.Auth.Robots.MaxExpiry, Audit: audit}),
 		api:      auth.API(auth.APIOptions{Authenticator: authn, Policy: policy, Metrics: metrics, Audit: audit}),
 		sessions: auth.NewSessions(authn, auth.SessionOptions{}),
+		admin:    auth.AdminGate(policy, "the admin API is for administrators"),
 	}
 	if cfg.Auth.Metrics == "admin" {
 		parts.metrics = auth.MetricsGate(policy)

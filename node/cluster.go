@@ -12,6 +12,7 @@ import (
 	"github.com/berth-registry/berth/catalog/sqlite"
 	"github.com/berth-registry/berth/config"
 	"github.com/berth-registry/berth/coord"
+	"github.com/berth-registry/berth/maintenance"
 	"github.com/berth-registry/berth/olm"
 	"github.com/berth-registry/berth/server"
 )
@@ -98,10 +99,10 @@ func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger, onChan
 
 // startLeading runs the work of the leader while this process leads: on
 // taking over from another replica, the OLM publisher checks against the
-// registry what it rendered as a follower and pushes what is missing; then,
-// when garbage collection is on (mt not nil), retention and garbage
-// collection run every gc.interval. stop ends it.
-func startLeading(ctx context.Context, cl *cluster, pub *olm.Publisher, mt *maintenance, log *slog.Logger) (stop func()) {
+// registry what it rendered as a follower and pushes what is missing; then
+// retention and garbage collection run every gc.interval (mt.Loop). stop
+// ends it.
+func startLeading(ctx context.Context, cl *cluster, pub *olm.Publisher, mt *maintenance.Maintenance, log *slog.Logger) (stop func()) {
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	go func() {
@@ -112,9 +113,7 @@ func startLeading(ctx context.Context, cl *cluster, pub *olm.Publisher, mt *main
 					log.Error("olm: publish on taking the leadership", "err", err)
 				}
 			}
-			if mt != nil {
-				mt.loop(ctx)
-			}
+			mt.Loop(ctx)
 			<-ctx.Done()
 		})
 	}()

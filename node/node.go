@@ -27,6 +27,7 @@ import (
 	"github.com/berth-registry/berth/coord"
 	"github.com/berth-registry/berth/internal/datalock"
 	"github.com/berth-registry/berth/internal/forwarded"
+	"github.com/berth-registry/berth/maintenance"
 	"github.com/berth-registry/berth/olm"
 	"github.com/berth-registry/berth/permissions"
 	"github.com/berth-registry/berth/registry"
@@ -82,7 +83,7 @@ type Node struct {
 	ln        net.Listener
 	cat       *catalog.Catalog
 	publisher atomic.Pointer[olm.Publisher]
-	mt        *maintenance
+	mt        *maintenance.Maintenance
 	srv       *server.Server
 
 	// stopIndexing ends the catalog's work; Serve calls it when its
@@ -266,11 +267,10 @@ func (n *Node) startRegistry(ctx context.Context) error {
 			}
 			return n.cat.AdmitPermissions(ctx, push.Repo, push.Tag, push.MediaType, push.Payload)
 		},
-		OnEvent:         func(e registry.Event) { n.cat.Notify(e) },
-		Locks:           n.cluster.locks,
-		CollectsGarbage: n.cfg.GC.Interval > 0,
-		Logger:          n.log,
-		Metrics:         n.metrics,
+		OnEvent: func(e registry.Event) { n.cat.Notify(e) },
+		Locks:   n.cluster.locks,
+		Logger:  n.log,
+		Metrics: n.metrics,
 	})
 	if err != nil {
 		return err
@@ -423,13 +423,11 @@ func (n *Node) startPublisher(ctx context.Context) error {
 	return nil
 }
 
-// startMaintenance prepares retention and garbage collection
-// (maintenance.go) when gc.interval is set; the leader runs them.
+// startMaintenance prepares retention and garbage collection (package
+// maintenance): the leader runs them every gc.interval, and any node on
+// demand through the admin API.
 func (n *Node) startMaintenance(context.Context) error {
-	if n.cfg.GC.Interval <= 0 {
-		return nil
-	}
-	mt, err := newMaintenance(n.cfg, n.reg, n.cat, n.log, n.metrics)
+	mt, err := maintenance.New(maintenance.Options{Config: n.cfg, Registry: n.reg, Catalog: n.cat, Locks: n.cluster.locks, Logger: n.log, Metrics: n.metrics})
 	if err != nil {
 		return err
 	}
@@ -454,6 +452,7 @@ func (n *Node) newServer(context.Context) error {
 	}
 	a := n.access
 	opts.Registry = a.registry(n.reg)
+	opts.Admin = a.admin(n.mt.Handler())
 	opts.Catalog = httpapi.New(httpapi.Options{Catalog: n.cat, Authorizer: a.authorizer, Logger: n.log, RegistryURL: n.cfg.Catalog.PublicURL, Inventory: n.reg, OLM: n.publisher.Load()})
 	opts.UI = ui.New(ui.Options{Catalog: n.cat, Authorizer: a.authorizer, Sessions: a.sessions, Trust: n.trust, RegistryURL: n.cfg.Catalog.PublicURL, Logger: n.log})
 	opts.Ready = n.cluster.readyChecks(map[string]server.ReadyChecker{"storage": n.reg, "catalog": n.cat})

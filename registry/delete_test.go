@@ -180,7 +180,7 @@ func TestRemoveUntagsFirst(t *testing.T) {
 func TestRemoveKeepsNestedRepositories(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	reg := newRegistry(t, Options{Storage: onDisk(dir), CollectsGarbage: true})
+	reg := newRegistry(t, Options{Storage: onDisk(dir)})
 	const pkg = "team-b/olm"
 	catalog := olm.CatalogRepository("team-b")
 	old, _ := putInProcess(t, reg, pkg, "1.0.0", []byte("a package stored before olm was reserved"))

@@ -34,9 +34,11 @@ import (
 //     its blobs and not yet pushed the manifest that references them; an
 //     upload links its blob into the repository (the layer link), so a blob
 //     uploaded again is as young as the upload.
-//   - The sweep runs under the exclusive lock gcLock, which every manifest
-//     write holds shared (guardedManifests.Put): while it runs, manifest
-//     writes wait, so none can make a candidate live unseen. Under the lock
+//   - The sweep runs under the exclusive lock gcLock, which every write
+//     that makes content live holds shared (guard.holdGC: a manifest write,
+//     an upload's commit, a cross-repository mount), on every replica
+//     whether it collects or not: while the sweep runs these writes wait,
+//     so none can make a candidate live unseen. Under the lock
 //     the sweep reads the repositories again, marks again with what it reads
 //     (the manifests it parsed in the mark are cached by digest), and deletes
 //     only the candidates of the mark that are still dead.
@@ -46,8 +48,8 @@ import (
 // pushes again: a push fails cleanly, and nothing a finished push references
 // is deleted.
 
-// gcLock is the key of the lock manifest writes hold shared and the sweep
-// holds exclusively.
+// gcLock is the key of the lock the writes that make content live hold
+// shared and the sweep holds exclusively.
 const gcLock = "gc"
 
 // gcDeleteConcurrency bounds the deletions a sweep runs at once: manifest
@@ -110,9 +112,6 @@ type GCReport struct {
 // is deleted as a client's DELETE would delete it (its referrers index entry
 // goes, the catalog hears of it).
 func (r *Registry) CollectGarbage(ctx context.Context, opts GCOptions) (GCReport, error) {
-	if !r.guard.collectsGarbage {
-		return GCReport{}, errors.New("registry: gc: the registry was not built with Options.CollectsGarbage")
-	}
 	if opts.Grace <= 0 {
 		opts.Grace = DefaultGCGrace
 	}
@@ -155,6 +154,9 @@ func (r *Registry) CollectGarbage(ctx context.Context, opts GCOptions) (GCReport
 	}
 	if live, err = r.gc.mark(ctx, r.driver, st, manifestDeadline); err != nil {
 		return rep, fmt.Errorf("registry: gc: %w", err)
+	}
+	if r.gcSweeping != nil {
+		r.gcSweeping()
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(gcDeleteConcurrency)

@@ -3,17 +3,23 @@ package registry
 import (
 	"context"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/berth-registry/berth/coord"
+	"github.com/berth-registry/berth/storage"
 )
 
 // age sets the modification time of every file under dir to d ago, as if it
@@ -43,7 +49,7 @@ func status(h http.Handler, target string) int {
 
 func TestCollectGarbage(t *testing.T) {
 	dir := t.TempDir()
-	reg := newRegistry(t, Options{Storage: onDisk(dir), CollectsGarbage: true})
+	reg := newRegistry(t, Options{Storage: onDisk(dir)})
 	const repo = "team/app"
 	b := pushBlobs(t, reg, repo)
 	withLayer := func(layer string, subject *ocispec.Descriptor) ocispec.Manifest {
@@ -139,7 +145,7 @@ func TestCollectGarbage(t *testing.T) {
 // when the mark read the storage: the sweep must keep it.
 func TestCollectGarbageMarksAgainBeforeSweeping(t *testing.T) {
 	dir := t.TempDir()
-	reg := newRegistry(t, Options{Storage: onDisk(dir), CollectsGarbage: true})
+	reg := newRegistry(t, Options{Storage: onDisk(dir)})
 	const repo = "team/app"
 	b := pushBlobs(t, reg, repo)
 	reused := putBlob(t, reg, repo, ocispec.MediaTypeImageLayer, []byte("reused"))
@@ -163,7 +169,7 @@ func TestCollectGarbageMarksAgainBeforeSweeping(t *testing.T) {
 
 func TestCollectGarbageRefusesUnreadableManifests(t *testing.T) {
 	dir := t.TempDir()
-	reg := newRegistry(t, Options{Storage: onDisk(dir), CollectsGarbage: true})
+	reg := newRegistry(t, Options{Storage: onDisk(dir)})
 	const repo = "team/app"
 	b := pushBlobs(t, reg, repo)
 	m := mustPut(t, reg, repo, "1.0.0", b.image(nil, "", "", nil))
@@ -187,7 +193,7 @@ func TestCollectGarbageRefusesUnreadableManifests(t *testing.T) {
 
 func TestCollectGarbageKeepsUntaggedAsLongAsTheirNamespaceSays(t *testing.T) {
 	dir := t.TempDir()
-	reg := newRegistry(t, Options{Storage: onDisk(dir), CollectsGarbage: true})
+	reg := newRegistry(t, Options{Storage: onDisk(dir)})
 	untagged := map[string]ocispec.Descriptor{}
 	for _, repo := range []string{"keep/app", "team/app"} {
 		untagged[repo] = mustPut(t, reg, repo, "", pushBlobs(t, reg, repo).image(nil, "", "", nil))
@@ -207,5 +213,135 @@ func TestCollectGarbageKeepsUntaggedAsLongAsTheirNamespaceSays(t *testing.T) {
 	}
 	if code := status(reg, "/v2/team/app/manifests/"+untagged["team/app"].Digest.String()); code != http.StatusNotFound {
 		t.Errorf("team/app's untagged manifest, 2h old: GET = %d, want 404", code)
+	}
+}
+
+// TestCollectGarbageKeepsWhatIsLinkedWhileItSweeps uploads again, or
+// mounts from another repository, a blob the collection found dead, while
+// its sweep holds the lock: the write waits for the sweep, so the client's
+// 201 means the blob is there, and the manifest that references it is
+// accepted.
+func TestCollectGarbageKeepsWhatIsLinkedWhileItSweeps(t *testing.T) {
+	const repo, from = "team/app", "other/src"
+	for _, tc := range []struct {
+		name string
+		// link starts, before the collection, the write to run during its
+		// sweep, and returns it.
+		link func(t *testing.T, reg *Registry, old []byte) func() *http.Response
+	}{
+		{"upload", func(t *testing.T, reg *Registry, old []byte) func() *http.Response {
+			resp := do(reg, http.MethodPost, "/v2/"+repo+"/blobs/uploads/", "", nil)
+			loc, err := resp.Location()
+			if resp.StatusCode != http.StatusAccepted || err != nil {
+				t.Fatalf("blob upload start: %s %v", resp.Status, err)
+			}
+			q := loc.Query()
+			q.Set("digest", digest.FromBytes(old).String())
+			loc.RawQuery = q.Encode()
+			return func() *http.Response {
+				return do(reg, http.MethodPut, loc.RequestURI(), "application/octet-stream", old)
+			}
+		}},
+		{"mount", func(t *testing.T, reg *Registry, old []byte) func() *http.Response {
+			return func() *http.Response {
+				return do(reg, http.MethodPost, "/v2/"+repo+"/blobs/uploads/?from="+from+"&mount="+digest.FromBytes(old).String(), "", nil)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			reg := newRegistry(t, Options{Storage: onDisk(dir)})
+			b := pushBlobs(t, reg, repo)
+			mustPut(t, reg, repo, "1.0.0", b.image(nil, "", "", nil))
+			old := []byte("pushed long ago, referenced by nothing")
+			layer := putBlob(t, reg, from, ocispec.MediaTypeImageLayer, old)
+			age(t, dir, 2*time.Hour)
+			link := tc.link(t, reg, old)
+			done := make(chan *http.Response, 1)
+			reg.gcSweeping = func() {
+				go func() { done <- link() }()
+				select {
+				case resp := <-done:
+					t.Errorf("the %s ended (%s) while the sweep held the lock", tc.name, resp.Status)
+					done <- resp
+				case <-time.After(200 * time.Millisecond):
+				}
+			}
+			if _, err := reg.CollectGarbage(context.Background(), GCOptions{Grace: time.Hour}); err != nil {
+				t.Fatal(err)
+			}
+			resp := <-done
+			switch {
+			case resp.StatusCode == http.StatusAccepted && tc.name == "mount":
+				// The sweep deleted the blob before the mount looked for
+				// it: the registry opened an upload instead, and the
+				// client uploads.
+				putBlob(t, reg, repo, ocispec.MediaTypeImageLayer, old)
+			case resp.StatusCode != http.StatusCreated:
+				t.Fatalf("%s during the sweep: %s", tc.name, resp.Status)
+			}
+			m := b.image(nil, "", "", nil)
+			m.Layers = []ocispec.Descriptor{layer}
+			if _, resp := putJSON(t, reg, repo, "2.0.0", m); resp.StatusCode != http.StatusCreated {
+				body, _ := io.ReadAll(resp.Body)
+				t.Fatalf("manifest of a blob the client got %d for: %s %s", http.StatusCreated, resp.Status, body)
+			}
+		})
+	}
+}
+
+// withoutGCLock are locks that take everything but gcLock, as the
+// registry's writes were before every replica took it: the baseline of
+// BenchmarkPush.
+type withoutGCLock struct{ coord.Locks }
+
+func (l withoutGCLock) RLock(ctx context.Context, keys ...string) (func(), error) {
+	keys = slices.DeleteFunc(slices.Clone(keys), func(k string) bool { return k == gcLock })
+	if len(keys) == 0 {
+		return func() {}, nil
+	}
+	return l.Locks.RLock(ctx, keys...)
+}
+
+// BenchmarkPush measures the push of a small package by tag (a layer
+// uploaded, POST and PUT, then its manifest PUT), whose layer commit and
+// manifest write hold gcLock shared, against the same push without
+// gcLock, on coord.Local, in memory and on disk, one push at a time and
+// GOMAXPROCS at once.
+func BenchmarkPush(b *testing.B) {
+	for _, st := range []string{"inmemory", "filesystem"} {
+		for _, gc := range []bool{true, false} {
+			cfg := &storage.Config{Driver: "inmemory"}
+			if st == "filesystem" {
+				cfg = onDisk(b.TempDir())
+			}
+			var locks coord.Locks = &coord.Local{}
+			if !gc {
+				locks = withoutGCLock{locks}
+			}
+			reg := newRegistry(b, Options{Storage: cfg, Locks: locks})
+			const repo = "bench/app"
+			blobs := pushBlobs(b, reg, repo)
+			var n atomic.Int64
+			push := func(b *testing.B) {
+				i := n.Add(1)
+				m := blobs.image(nil, "", "", nil)
+				m.Layers = []ocispec.Descriptor{putBlob(b, reg, repo, ocispec.MediaTypeImageLayer, fmt.Appendf(nil, "layer %d", i))}
+				mustPut(b, reg, repo, fmt.Sprintf("1.0.%d", i), m)
+			}
+			name := fmt.Sprintf("storage=%s/gclock=%t", st, gc)
+			b.Run(name+"/serial", func(b *testing.B) {
+				for b.Loop() {
+					push(b)
+				}
+			})
+			b.Run(name+"/parallel", func(b *testing.B) {
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						push(b)
+					}
+				})
+			})
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	storagedriver "github.com/distribution/distribution/v3/registry/storage/driver"
 	"github.com/distribution/reference"
 	"github.com/opencontainers/go-digest"
+	v1 "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/berth-registry/berth/coord"
 	"github.com/berth-registry/berth/pkgformat"
@@ -32,11 +33,25 @@ type guard struct {
 	driver         storagedriver.StorageDriver
 	referrers      *referrerIndex
 	// locks serialise the pushes by tag of one repository and tag with the
-	// untags that must not undo them (lockTag), in this process or, shared,
-	// across the replicas of one storage.
+	// untags that must not undo them (lockTag), and every write that makes
+	// a blob or manifest live with a garbage collection's sweep (holdGC), in
+	// this process or, shared, across the replicas of one storage.
 	locks coord.Locks
-	// collectsGarbage makes manifest writes hold gcLock shared.
-	collectsGarbage bool
+}
+
+// holdGC takes gcLock shared and returns the function that releases it.
+// Every write that makes content live holds it (a manifest write, an
+// upload's commit, a cross-repository mount), whether or not any replica
+// collects garbage: a collection's sweep holds it exclusively, so it sees
+// every such write that began before it, and the writes that begin during
+// it wait for its end. It fails, as unavailable, when the lock cannot be
+// asked for (the database is unreachable).
+func (g *guard) holdGC(ctx context.Context) (func(), error) {
+	unlock, err := g.locks.RLock(ctx, gcLock)
+	if err != nil {
+		return nil, errcode.ErrorCodeUnavailable.WithMessage(fmt.Sprintf("cannot lock out garbage collection: %v", err))
+	}
+	return unlock, nil
 }
 
 // lockTag locks repo:tag and returns the function that unlocks it. A push by
@@ -99,6 +114,81 @@ func (r *guardedRepository) Manifests(ctx context.Context, options ...distributi
 	return &guardedManifests{ManifestService: ms, repo: r}, nil
 }
 
+// Blobs returns the repository's blob store, whose uploads commit and
+// whose cross-repository mounts link under gcLock held shared (holdGC).
+func (r *guardedRepository) Blobs(ctx context.Context) distribution.BlobStore {
+	return &guardedBlobs{BlobStore: r.Repository.Blobs(ctx), guard: r.guard}
+}
+
+// guardedBlobs is a repository's blob store whose writes that make a blob
+// live, a mount (Create with WithMountFrom) and an upload's commit, hold
+// gcLock shared: a blob that already exists, uploaded again or mounted
+// while a collection sweeps, is either linked before the sweep's second
+// mark, which then sees it young, or after the sweep, which then has not
+// deleted it under the client's feet.
+type guardedBlobs struct {
+	distribution.BlobStore
+	guard *guard
+}
+
+var _ distribution.BlobEnumerator = (*guardedBlobs)(nil)
+
+// Enumerate lists the repository's blobs as the store it wraps does, for
+// the readers of the whole storage (Registry.Inventory). It returns an
+// error when the wrapped store cannot enumerate.
+func (b *guardedBlobs) Enumerate(ctx context.Context, ingester func(digest.Digest) error) error {
+	return enumerate(ctx, b.BlobStore, "blobs", ingester)
+}
+
+// Create starts an upload, or mounts a blob from another repository under
+// gcLock.
+func (b *guardedBlobs) Create(ctx context.Context, options ...distribution.BlobCreateOption) (distribution.BlobWriter, error) {
+	var opts distribution.CreateOptions
+	for _, o := range options {
+		// An option of another kind leaves opts as it was; the wrapped
+		// store refuses it.
+		_ = o.Apply(&opts)
+	}
+	if opts.Mount.ShouldMount {
+		unlock, err := b.guard.holdGC(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer unlock()
+	}
+	w, err := b.BlobStore.Create(ctx, options...)
+	if err != nil {
+		return nil, err
+	}
+	return &guardedBlobWriter{BlobWriter: w, guard: b.guard}, nil
+}
+
+// Resume continues an upload, whose commit holds gcLock.
+func (b *guardedBlobs) Resume(ctx context.Context, id string) (distribution.BlobWriter, error) {
+	w, err := b.BlobStore.Resume(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return &guardedBlobWriter{BlobWriter: w, guard: b.guard}, nil
+}
+
+// guardedBlobWriter is an upload that commits under gcLock.
+type guardedBlobWriter struct {
+	distribution.BlobWriter
+	guard *guard
+}
+
+// Commit moves the uploaded blob into place and links it into the
+// repository, under gcLock held shared.
+func (w *guardedBlobWriter) Commit(ctx context.Context, provisional v1.Descriptor) (v1.Descriptor, error) {
+	unlock, err := w.guard.holdGC(ctx)
+	if err != nil {
+		return v1.Descriptor{}, err
+	}
+	defer unlock()
+	return w.BlobWriter.Commit(ctx, provisional)
+}
+
 type guardedManifests struct {
 	distribution.ManifestService
 	repo *guardedRepository
@@ -112,9 +202,17 @@ var _ distribution.ManifestEnumerator = (*guardedManifests)(nil)
 // by type assertion. Listing changes nothing, so the guard has no say in it.
 // It returns an error when the wrapped service cannot enumerate.
 func (m *guardedManifests) Enumerate(ctx context.Context, ingester func(digest.Digest) error) error {
-	e, ok := m.ManifestService.(distribution.ManifestEnumerator)
+	return enumerate(ctx, m.ManifestService, "manifests of "+m.repo.Named().Name(), ingester)
+}
+
+// enumerate lists what inner, a wrapped manifest service or blob store,
+// lists, or fails, naming what, when it cannot enumerate.
+func enumerate(ctx context.Context, inner any, what string, ingester func(digest.Digest) error) error {
+	e, ok := inner.(interface {
+		Enumerate(ctx context.Context, ingester func(digest.Digest) error) error
+	})
 	if !ok {
-		return fmt.Errorf("registry: the manifests of %s cannot be enumerated", m.repo.Named().Name())
+		return fmt.Errorf("registry: the %s cannot be enumerated", what)
 	}
 	return e.Enumerate(ctx, ingester)
 }
@@ -146,16 +244,11 @@ func (m *guardedManifests) Put(ctx context.Context, mf distribution.Manifest, op
 			return "", err
 		}
 	}
-	// Held shared while the manifest is written, so that a garbage
-	// collection's sweep, which holds it exclusively, sees every manifest
-	// whose write began before it (gc.go).
-	if m.repo.guard.collectsGarbage {
-		unlock, err := m.repo.guard.locks.RLock(ctx, gcLock)
-		if err != nil {
-			return "", errcode.ErrorCodeUnavailable.WithMessage(fmt.Sprintf("cannot lock out garbage collection: %v", err))
-		}
-		defer unlock()
+	unlock, err := m.repo.guard.holdGC(ctx)
+	if err != nil {
+		return "", err
 	}
+	defer unlock()
 	dgst, err := m.ManifestService.Put(ctx, mf, options...)
 	if err != nil || ref == nil {
 		return dgst, err

@@ -64,18 +64,12 @@ type Options struct {
 	AdmitTag func(ctx context.Context, push TagPush) error
 	// Logger receives distribution's own logs. Nil means slog.Default().
 	Logger *slog.Logger
-	// Locks, when set, are the locks that pushes of one tag take, shared by
-	// the replicas of one storage (coord.Postgres), so that exactly one of
-	// two pushes of a version through different replicas wins. Nil means
-	// locks of this process.
+	// Locks, when set, are the locks that pushes of one tag and garbage
+	// collections take, shared by the replicas of one storage
+	// (coord.Postgres), so that exactly one of two pushes of a version
+	// through different replicas wins and no collection deletes what a
+	// push on another replica is writing. Nil means locks of this process.
 	Locks coord.Locks
-	// CollectsGarbage says that garbage is collected on this storage
-	// (CollectGarbage, by this process or another replica): manifest
-	// writes then hold the collection's lock shared, and blob descriptors
-	// are not cached, since a process's cache would go on listing a blob a
-	// collection deleted, and a manifest that references it would be
-	// accepted. CollectGarbage requires it.
-	CollectsGarbage bool
 	// Metrics, when set, receives berth_registry_flush_wait_seconds.
 	Metrics prometheus.Registerer
 }
@@ -90,9 +84,11 @@ type Registry struct {
 	// storage is the filesystem driver.
 	files *fileServer
 	// gc caches what garbage collections parsed (gc.go); gcBeforeSweep,
-	// set by tests, runs between a collection's mark and its sweep.
+	// set by tests, runs between a collection's mark and its sweep, and
+	// gcSweeping under the sweep's lock, after its second mark.
 	gc            gcState
 	gcBeforeSweep func()
+	gcSweeping    func()
 	// syncer flushes the filesystem driver's file system before a push is
 	// answered (durable.go); nil for other drivers and where syncfs(2) is
 	// missing, which keep distribution's per-file syncs.
@@ -125,7 +121,7 @@ func New(ctx context.Context, opts Options) (*Registry, error) {
 		return nil, err
 	}
 	g := &guard{allowOverwrite: opts.AllowOverwrite, admitTag: opts.AdmitTag, onEvent: opts.OnEvent, log: logger,
-		locks: opts.Locks, collectsGarbage: opts.CollectsGarbage}
+		locks: opts.Locks}
 	if g.locks == nil {
 		g.locks = &coord.Local{}
 	}
@@ -143,9 +139,10 @@ func New(ctx context.Context, opts Options) (*Registry, error) {
 			"registry": {{Name: middlewareName, Options: configuration.Parameters{"guard": g}}},
 		},
 	}
-	if !opts.CollectsGarbage {
-		cfg.Storage["cache"] = configuration.Parameters{"blobdescriptor": "inmemory"}
-	}
+	// No blob descriptor cache (distribution's cache.blobdescriptor): any
+	// replica may collect garbage at some point of its storage's life, and
+	// a process's cache would go on listing a blob a collection deleted, so
+	// that a manifest that references it would be accepted.
 	cfg.HTTP.Secret = opts.HTTPSecret
 	// distribution's configuration parser defaults this to 1000; built in
 	// code it would be 0, and every /v2/_catalog?n= request would be refused.

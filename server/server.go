@@ -1,6 +1,6 @@
 // Package server assembles berth serve's HTTP surface on one port: the
 // registry under /v2/, the catalog, the token service under /auth/, the
-// robots API, the web UI, /healthz, /readyz and /metrics, behind middleware
+// robots API, the admin API, the web UI, /healthz, /readyz and /metrics, behind middleware
 // that assigns request IDs, writes the access log and records Prometheus
 // metrics.
 // HEAD is answered wherever GET is, outside /v2/ (which answers it itself).
@@ -45,6 +45,9 @@ type Options struct {
 	Auth http.Handler
 	// Robots serves the robots API at /api/v1/robots and /api/v1/robots/*.
 	Robots http.Handler
+	// Admin serves the admin API at /api/v1/admin/* (maintenance.Handler),
+	// inside API; it decides itself who may use it (auth.AdminGate).
+	Admin http.Handler
 	// UI serves the web UI at / and /ui/*, and the 404 page of every path
 	// no other part serves. It reads its own session cookie; API does not
 	// wrap it, and no other route honours the cookie.
@@ -136,6 +139,9 @@ func New(opts Options) *Server {
 		robots := api(opts.Robots)
 		r.Handle("/api/v1/robots", robots)
 		r.Handle("/api/v1/robots/*", robots)
+	}
+	if opts.Admin != nil {
+		r.Handle("/api/v1/admin/*", api(opts.Admin))
 	}
 	if opts.UI != nil {
 		r.Handle("/", opts.UI)

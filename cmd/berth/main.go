@@ -79,6 +79,8 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newLoginCmd(),
 		newLogoutCmd(),
 		newRobotCmd(),
+		newDeleteCmd(),
+		newGCCmd(),
 		newAuthCmd(),
 	)
 	return root

@@ -504,10 +504,9 @@ http:
 func gcRows(ctx context.Context, root string, o scaleOptions) ([]catRow, error) {
 	dir := filepath.Join(root, "gc")
 	reg, err := registry.New(ctx, registry.Options{
-		Storage:         &storage.Config{Driver: "filesystem", Filesystem: storage.Filesystem{RootDirectory: dir}},
-		HTTPSecret:      "bench",
-		CollectsGarbage: true,
-		Logger:          slog.New(slog.DiscardHandler),
+		Storage:    &storage.Config{Driver: "filesystem", Filesystem: storage.Filesystem{RootDirectory: dir}},
+		HTTPSecret: "bench",
+		Logger:     slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		return nil, err

@@ -22,6 +22,7 @@ import (
 	"github.com/berth-registry/berth/coord"
 	"github.com/berth-registry/berth/internal/datalock"
 	"github.com/berth-registry/berth/internal/forwarded"
+	"github.com/berth-registry/berth/membership"
 	"github.com/berth-registry/berth/olm"
 	"github.com/berth-registry/berth/permissions"
 	"github.com/berth-registry/berth/registry"
@@ -188,6 +189,13 @@ func serve(cmd *cobra.Command, cfg *config.Config) error {
 		return err
 	}
 	defer ln.Close()
+	// Before the catalog reconciles and the server answers: no topology
+	// that breaks berth's promises serves (docs/scale-out.md).
+	ctx, member, err := membership.Join(ctx, membership.ServeOptions(cfg, reg.StorageDriver(), secret, ln.Addr().String(), log))
+	if err != nil {
+		return err
+	}
+	defer member.Leave()
 	// The OLM catalog publisher reads the catalog, which tells it of
 	// changes; a change told before it starts is in its first rendering.
 	var publisher atomic.Pointer[olm.Publisher]
@@ -233,7 +241,10 @@ func serve(cmd *cobra.Command, cfg *config.Config) error {
 		TrustedProxies:  proxies,
 	})
 	log.Info("starting", "data", cfg.Data, "storage", cfg.Storage.Driver, "catalog", cfg.Catalog.DatabaseForLog())
-	return srv.Run(ctx, ln)
+	if err := srv.Run(ctx, ln); err != nil {
+		return err
+	}
+	return membership.Stopped(ctx)
 }
 
 func serveSplitCatalog(cmd *cobra.Command, cfg *config.Config) error {

@@ -1,0 +1,302 @@
+package membership
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	storagedriver "github.com/distribution/distribution/v3/registry/storage/driver"
+	"github.com/distribution/distribution/v3/registry/storage/driver/filesystem"
+
+	"github.com/berth-registry/berth/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Run(m)) }
+
+// interval is the heartbeat of the tests: a record expires 300ms after its
+// last renewal.
+const interval = 100 * time.Millisecond
+
+func newStorage(t *testing.T) storagedriver.StorageDriver {
+	t.Helper()
+	return filesystem.New(filesystem.DriverParameters{RootDirectory: t.TempDir(), MaxThreads: 100})
+}
+
+// replica is one replica's options: its own data directory, on storage,
+// with the catalog pg (empty: SQLite) and settings.
+func replica(t *testing.T, storage storagedriver.StorageDriver, pg string, settings map[string]string) Options {
+	return Options{Data: t.TempDir(), Storage: storage, Postgres: pg, Settings: settings, Interval: interval,
+		Addr: "127.0.0.1:5000", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+}
+
+// join joins with opts; the replica leaves when the test ends.
+func join(t *testing.T, opts Options) (context.Context, *Member) {
+	t.Helper()
+	ctx, m, err := Join(t.Context(), opts)
+	if err != nil {
+		t.Fatalf("Join: %v", err)
+	}
+	t.Cleanup(m.Leave)
+	return ctx, m
+}
+
+// crash joins with opts and then stops renewing without deleting the
+// records, as a replica killed with SIGKILL does.
+func crash(t *testing.T, opts Options) *Member {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	_, m, err := Join(ctx, opts)
+	if err != nil {
+		t.Fatalf("Join: %v", err)
+	}
+	cancel()
+	<-m.done
+	t.Cleanup(m.closeDB)
+	return m
+}
+
+// TestJoinRefuses: a replica refuses to start beside a live one that
+// disagrees on what they share, with a message that names the live one,
+// what differs and what to change; a replica that agrees starts.
+func TestJoinRefuses(t *testing.T) {
+	shared, other := newStorage(t), newStorage(t)
+	pg, pg2 := pgtest.Database(t), pgtest.Database(t)
+	secret := map[string]string{"registry.httpSecretFile": Fingerprint("registry.httpSecretFile", []byte("one"))}
+	for _, tc := range []struct {
+		name          string
+		first, second Options
+		want          string // "" when the second starts
+	}{
+		{"two SQLite catalogs on one storage", replica(t, shared, "", nil), replica(t, shared, "", nil),
+			"with a SQLite catalog of its own, as does this replica: neither would see the other's pushes, and both could take one version. Several replicas on one storage must share a PostgreSQL catalog: set catalog.database: postgres://… on every replica"},
+		{"SQLite beside PostgreSQL on one storage", replica(t, shared, pg, nil), replica(t, shared, "", nil),
+			"it uses this storage with a PostgreSQL catalog, and this replica a SQLite catalog of its own: set catalog.database to the PostgreSQL URL of the other replicas"},
+		{"PostgreSQL beside SQLite on one storage", replica(t, shared, "", nil), replica(t, shared, pg, nil),
+			"it uses this storage with a SQLite catalog of its own, and this replica a PostgreSQL catalog: stop that replica, or set its catalog.database"},
+		{"two PostgreSQL catalogs on one storage", replica(t, shared, pg, nil), replica(t, shared, pg2, nil),
+			"it uses this storage with another PostgreSQL catalog"},
+		{"one PostgreSQL catalog on two storages", replica(t, shared, pg, nil), replica(t, other, pg, nil),
+			"it shares this PostgreSQL catalog but stores its blobs in another storage"},
+		{"another HTTP secret", replica(t, shared, pg, secret), replica(t, shared, pg, map[string]string{"registry.httpSecretFile": Fingerprint("registry.httpSecretFile", []byte("two"))}),
+			"it shares this PostgreSQL catalog with another registry.httpSecretFile (fingerprint "},
+		{"another token key", replica(t, shared, pg, map[string]string{"auth.keyFile": "k1"}), replica(t, shared, pg, map[string]string{"auth.keyFile": "k2"}),
+			"it shares this PostgreSQL catalog with another auth.keyFile (fingerprint k1, this replica's k2)"},
+		{"one PostgreSQL catalog, one storage, one secret", replica(t, shared, pg, secret), replica(t, shared, pg, secret), ""},
+		{"SQLite catalogs on storages of their own", replica(t, shared, "", nil), replica(t, other, "", nil), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, first := join(t, tc.first)
+			start := time.Now()
+			ctx, second, err := Join(t.Context(), tc.second)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("the second replica: %v", err)
+				}
+				second.Leave()
+				if ctx.Err() == nil {
+					t.Error("the context of a replica that left is not done")
+				}
+				return
+			}
+			if err == nil {
+				second.Leave()
+				t.Fatalf("the second replica started, want %q", tc.want)
+			}
+			if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), tc.want) ||
+				!strings.Contains(err.Error(), "replica "+first.self.Replica+" (host ") || !strings.Contains(err.Error(), "docs/scale-out.md#what-berth-refuses") {
+				t.Fatalf("the second replica: %v\nwant ErrConflict naming replica %s and saying %q", err, first.self.Replica, tc.want)
+			}
+			// It waited for the first one's renewal, no longer.
+			if d := time.Since(start); d > leases*interval {
+				t.Errorf("refused after %s, want within one lease (%s)", d, leases*interval)
+			}
+		})
+	}
+}
+
+// TestReplacementAfterCrash: a replica on a new data directory, beside the
+// records of a dead one that disagrees, starts once those have expired
+// (after at least a lease of watching, at most a little more), and deletes
+// them; in PostgreSQL too.
+func TestReplacementAfterCrash(t *testing.T) {
+	for _, pg := range []string{"", pgtest.Database(t)} {
+		storage := newStorage(t)
+		settings := func(s string) map[string]string { return map[string]string{"auth.keyFile": s} }
+		dead := crash(t, replica(t, storage, pg, settings("old")))
+		start := time.Now()
+		_, m := join(t, replica(t, storage, pg, settings("new")))
+		if d := time.Since(start); d < leases*interval || d > 2*leases*interval {
+			t.Errorf("catalog %q: the replacement started after %s, want between one lease (%s) and two", pg, d, leases*interval)
+		}
+		for _, p := range m.places {
+			if has(t, p, dead.self.Replica) {
+				t.Errorf("%s still holds the dead replica's record", p)
+			}
+		}
+	}
+}
+
+// TestCleanRestart: the same replica (the same data directory) starts at
+// once after it was killed or after it left; a replica that left deleted
+// its records, so another one starts at once too.
+func TestCleanRestart(t *testing.T) {
+	storage, pg := newStorage(t), pgtest.Database(t)
+	for _, catalog := range []string{"", pg} {
+		opts := replica(t, storage, catalog, nil)
+		crash(t, opts)
+		start := time.Now()
+		_, m, err := Join(t.Context(), opts)
+		if err != nil {
+			t.Fatalf("catalog %q: restart after a kill: %v", catalog, err)
+		}
+		if d := time.Since(start); d > interval {
+			t.Errorf("catalog %q: the restart took %s, want at once", catalog, d)
+		}
+		m.Leave()
+		for _, p := range places(t, storage, catalog) {
+			if has(t, p, m.self.Replica) {
+				t.Errorf("%s holds the record of a replica that left", p)
+			}
+		}
+		start = time.Now()
+		_, other := join(t, replica(t, storage, "", nil))
+		other.Leave()
+		if d := time.Since(start); d > interval {
+			t.Errorf("catalog %q: another replica after a clean stop took %s, want at once", catalog, d)
+		}
+	}
+}
+
+// TestRestartKeepsTheReplicaID: the replica's id is kept in its data
+// directory.
+func TestRestartKeepsTheReplicaID(t *testing.T) {
+	dir := t.TempDir()
+	a, err := replicaID(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := replicaID(dir)
+	if err != nil || a != b || len(a) != 16 {
+		t.Fatalf("ids %q then %q (%v), want one 16-digit id", a, b, err)
+	}
+	if c, _ := replicaID(t.TempDir()); c == a {
+		t.Fatalf("two data directories have the id %s", a)
+	}
+}
+
+// TestConflictAfterStart: two replicas that disagree and both passed the
+// start check (they looked before either wrote) find each other at the
+// next renewal: the one that started later stops, the other serves on.
+func TestConflictAfterStart(t *testing.T) {
+	storage := newStorage(t)
+	ctxA, a := join(t, replica(t, storage, "", nil))
+	if err := a.places[0].remove(t.Context(), a.self.Replica); err != nil {
+		t.Fatal(err)
+	}
+	ctxB, b := join(t, replica(t, storage, "", nil))
+	select {
+	case <-ctxB.Done():
+	case <-time.After(leases * interval):
+		t.Fatal("the later replica still serves a lease after the conflict began")
+	}
+	if err := Stopped(ctxB); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "replica "+a.self.Replica) {
+		t.Fatalf("Stopped = %v, want ErrConflict naming replica %s", err, a.self.Replica)
+	}
+	b.Leave()
+	time.Sleep(2 * interval)
+	if ctxA.Err() != nil || Stopped(ctxA) != nil {
+		t.Fatalf("the earlier replica stopped: %v", context.Cause(ctxA))
+	}
+}
+
+// TestExpiredRecordsAreDeleted: a live replica deletes the records of one
+// that died, agreeing or not, within a lease and a renewal.
+func TestExpiredRecordsAreDeleted(t *testing.T) {
+	storage, pg := newStorage(t), pgtest.Database(t)
+	_, live := join(t, replica(t, storage, pg, nil))
+	dead := crash(t, replica(t, storage, pg, nil))
+	time.Sleep(leases*interval + 2*interval)
+	for _, p := range live.places {
+		if has(t, p, dead.self.Replica) {
+			t.Errorf("%s still holds the record of a replica dead for over a lease", p)
+		}
+		if !has(t, p, live.self.Replica) {
+			t.Errorf("%s lost the live replica's record", p)
+		}
+	}
+}
+
+// TestStorageMarker: the first start writes the marker outside
+// distribution's tree, later starts read it, and a damaged one is refused
+// naming the file to delete.
+func TestStorageMarker(t *testing.T) {
+	root := t.TempDir()
+	storage := filesystem.New(filesystem.DriverParameters{RootDirectory: root, MaxThreads: 100})
+	a, err := storageID(t.Context(), storage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := storageID(t.Context(), storage); err != nil || a != b {
+		t.Fatalf("the marker's id changed from %s to %s (%v)", a, b, err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "berth", "storage.json")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "berth", "storage.json"), []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := storageID(t.Context(), storage); err == nil || !strings.Contains(err.Error(), "/berth/storage.json is damaged") || !strings.Contains(err.Error(), "delete it") {
+		t.Fatalf("a damaged marker: %v", err)
+	}
+}
+
+// TestFingerprint: fingerprints tell secrets apart, and settings apart,
+// and hold nothing of the secret.
+func TestFingerprint(t *testing.T) {
+	a := Fingerprint("registry.httpSecretFile", []byte("secret-one"))
+	if a != Fingerprint("registry.httpSecretFile", []byte("secret-one")) {
+		t.Fatal("a fingerprint changed")
+	}
+	if a == Fingerprint("registry.httpSecretFile", []byte("secret-two")) || a == Fingerprint("auth.keyFile", []byte("secret-one")) {
+		t.Fatal("two secrets, or two settings, have one fingerprint")
+	}
+	if strings.Contains(a, "secret") || strings.Contains(a, "736563726574") {
+		t.Fatalf("fingerprint %s shows its secret", a)
+	}
+}
+
+// places opens the places of the records on storage and pg (empty: none).
+func places(t *testing.T, storage storagedriver.StorageDriver, pg string) []place {
+	t.Helper()
+	out := []place{&storagePlace{driver: storage}}
+	if pg != "" {
+		db, _, err := openDB(t.Context(), pg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(db.close)
+		out = append(out, db)
+	}
+	return out
+}
+
+// has reports whether p holds replica's record.
+func has(t *testing.T, p place, replica string) bool {
+	t.Helper()
+	recs, err := p.records(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if r.Replica == replica {
+			return true
+		}
+	}
+	return false
+}

@@ -52,7 +52,7 @@ const IDFile = "replica-id"
 
 // ErrConflict says that this replica and another disagree on what they
 // share: the error names the other replica, what differs and what to change.
-var ErrConflict = errors.New("replicas disagree")
+var ErrConflict = errors.New("a live replica disagrees with this one on what they share")
 
 // Options say what this replica is and what it shares.
 type Options struct {
@@ -419,7 +419,7 @@ func (m *Member) look(ctx context.Context, p place, first bool) ([]conflict, err
 		}
 		if problem := disagree(m.self, r); problem != "" {
 			out = append(out, conflict{peer: r, live: seen.live,
-				err: fmt.Errorf("%w: %s (%s): %s", ErrConflict, describe(r), p, problem)})
+				err: fmt.Errorf("%w: %s, whose record is in %s: %s", ErrConflict, describe(r), p, problem)})
 		}
 	}
 	for id := range s.byID {

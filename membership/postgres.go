@@ -92,7 +92,7 @@ func catalogID(ctx context.Context, pool *pgxpool.Pool) (string, error) {
 
 func (d *dbPlace) close() { d.pool.Close() }
 
-func (d *dbPlace) String() string { return "PostgreSQL table berth_replicas at " + d.host }
+func (d *dbPlace) String() string { return "the table berth_replicas of PostgreSQL at " + d.host }
 
 func (d *dbPlace) renew(ctx context.Context, r *record) error {
 	settings, err := json.Marshal(r.Settings)

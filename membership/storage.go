@@ -67,7 +67,7 @@ type storagePlace struct {
 
 var _ place = (*storagePlace)(nil)
 
-func (s *storagePlace) String() string { return "storage " + recordsRoot }
+func (s *storagePlace) String() string { return "the storage under " + recordsRoot }
 
 func recordPath(replica string) string { return path.Join(recordsRoot, replica+".json") }
 

@@ -1,0 +1,132 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/berth-registry/berth/internal/pgtest"
+	"github.com/berth-registry/berth/membership"
+)
+
+// heartbeat is the replicas' heartbeat in these tests: a record expires
+// 600ms after its last renewal.
+const heartbeat = "replicas:\n  heartbeatInterval: 200ms\n"
+
+// writeConfig writes a berth configuration into a new file.
+func writeConfig(t *testing.T, content string) string {
+	t.Helper()
+	name := filepath.Join(t.TempDir(), "berth.yaml")
+	if err := os.WriteFile(name, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+// refusedToServe runs berth serve with config on a new data directory and checks
+// that it refuses to start, naming the replica running on first's data
+// directory and saying each of want.
+func refusedToServe(t *testing.T, first *server, config string, want ...string) string {
+	t.Helper()
+	r := run(t, "", berthBin, "serve", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--config", config)
+	id, err := os.ReadFile(filepath.Join(first.data, membership.IDFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = append(want, "replica "+strings.TrimSpace(string(id))+" (host ", "docs/scale-out.md#what-berth-refuses")
+	for _, w := range want {
+		if r.code != 1 || !strings.Contains(r.stderr, w) {
+			t.Fatalf("berth serve beside a replica that disagrees: exit %d, want 1 and a message saying %q\n%s", r.code, w, r.stderr)
+		}
+	}
+	return r.stderr
+}
+
+// TestTopologyTwoSQLiteCatalogsOnOneBucket: a second berth serve with a
+// SQLite catalog of its own on the bucket of a running one refuses to
+// start and says to share a PostgreSQL catalog, so one version pushed twice
+// at once has one winner; a PostgreSQL replica there is refused too.
+func TestTopologyTwoSQLiteCatalogsOnOneBucket(t *testing.T) {
+	gw := startVersitygw(t)
+	storage := gw.storageConfig(gw.bucket(t, "sqlite"), false)
+	config := writeConfig(t, storage+heartbeat)
+	a := startServer(t, "", "--config", config)
+	refusedToServe(t, a, config, "it uses this storage with a SQLite catalog of its own, as does this replica",
+		"Several replicas on one storage must share a PostgreSQL catalog: set catalog.database: postgres://… on every replica")
+	refusedToServe(t, a, writeConfig(t, storage+heartbeat+"catalog:\n  database: "+pgtest.Database(t)+"\n"),
+		"it uses this storage with a SQLite catalog of its own, and this replica a PostgreSQL catalog")
+	raceBoth(t, a, a, 3)
+}
+
+// TestTopologyOnePostgresTwoFilesystems: a replica on the PostgreSQL
+// catalog of a running one, with a filesystem storage of its own, refuses
+// to start: whichever led would reconcile the other's packages away.
+func TestTopologyOnePostgresTwoFilesystems(t *testing.T) {
+	dir := t.TempDir()
+	config := writeConfig(t, "catalog:\n  database: "+pgtest.Database(t)+"\nregistry:\n  httpSecretFile: "+filepath.Join(dir, "http-secret")+"\n"+heartbeat)
+	a := startServer(t, "", "--config", config)
+	refusedToServe(t, a, config, "it shares this PostgreSQL catalog but stores its blobs in another storage",
+		"Give every replica on one catalog the same storage section")
+}
+
+// TestTopologySecretsDiffer: a replica on the PostgreSQL catalog and the
+// bucket of a running one, but with another HTTP secret, refuses to start
+// naming the setting, and prints neither secret.
+func TestTopologySecretsDiffer(t *testing.T) {
+	dir := t.TempDir()
+	_, shared := sharedState(t, "secrets", dir)
+	a := startServer(t, "", "--config", writeConfig(t, shared+heartbeat))
+	otherSecret := filepath.Join(t.TempDir(), "http-secret")
+	other := strings.Replace(shared, filepath.Join(dir, "http-secret"), otherSecret, 1)
+	stderr := refusedToServe(t, a, writeConfig(t, other+heartbeat),
+		"it shares this PostgreSQL catalog with another registry.httpSecretFile (fingerprint ",
+		"every replica must read the same file there")
+	for _, f := range []string{filepath.Join(dir, "http-secret"), otherSecret} {
+		secret, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := strings.TrimSpace(string(secret)); s == "" || strings.Contains(stderr, s) || strings.Contains(a.logs(), s) {
+			t.Fatalf("the HTTP secret of %s is empty or printed", f)
+		}
+	}
+}
+
+// TestTopologyReplacementAfterKill9: a replica killed with SIGKILL leaves
+// its records. Restarted on its own data directory, it is the same replica
+// and starts at once; a replacement on a new data directory, which would
+// disagree with it (a SQLite catalog of its own on the same bucket), waits
+// until the dead one's records expire, starts, and deletes them.
+func TestTopologyReplacementAfterKill9(t *testing.T) {
+	gw := startVersitygw(t)
+	bucket := gw.bucket(t, "replace")
+	config := writeConfig(t, gw.storageConfig(bucket, false)+heartbeat)
+	kill := func(s *server) {
+		if err := s.cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		<-s.done
+	}
+	const waiting = "membership: waiting for the records of replicas that disagree"
+	a := startServer(t, "", "--config", config)
+	kill(a)
+	again := startServer(t, a.data, "--config", config)
+	if strings.Contains(again.logs(), waiting) {
+		t.Errorf("the killed replica, restarted on its data directory, waited for its own record\n%s", again.logs())
+	}
+	kill(again)
+	start := time.Now()
+	b := startServer(t, "", "--config", config)
+	if d := time.Since(start); d < 600*time.Millisecond || !strings.Contains(b.logs(), waiting) {
+		t.Errorf("the replacement started after %s, want after the lease (600ms) of the dead replica's record\n%s", d, b.logs())
+	}
+	records, err := os.ReadDir(filepath.Join(gw.root, bucket, "berth", "replicas"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(records) != 1 {
+		t.Errorf("the bucket holds %d replica records, want the replacement's alone", len(records))
+	}
+}

@@ -207,7 +207,7 @@ func (m *Member) Leave() {
 	m.leave.Do(func() {
 		m.stop(nil)
 		<-m.done
-		ctx, cancel := context.WithTimeout(context.Background(), m.interval)
+		ctx, cancel := context.WithTimeout(context.Background(), max(m.interval, time.Second))
 		defer cancel()
 		for _, p := range m.places {
 			if err := p.remove(ctx, m.self.Replica); err != nil {
@@ -291,7 +291,7 @@ func (m *Member) admit(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return fmt.Errorf("membership: stopped while waiting for the records of replicas that disagree with this one: %w", ctx.Err())
 		case <-time.After(poll):
 		}
 	}

@@ -300,3 +300,35 @@ func has(t *testing.T, p place, replica string) bool {
 	}
 	return false
 }
+
+// BenchmarkHeartbeat measures one renewal and one look at the records of
+// three other replicas, in the storage (filesystem) and in PostgreSQL.
+func BenchmarkHeartbeat(b *testing.B) {
+	storage := filesystem.New(filesystem.DriverParameters{RootDirectory: b.TempDir(), MaxThreads: 100})
+	pg := pgtest.Database(b)
+	opts := func() Options {
+		return Options{Data: b.TempDir(), Storage: storage, Postgres: pg, Interval: time.Hour, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	}
+	var m *Member
+	for range 4 {
+		_, joined, err := Join(b.Context(), opts())
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(joined.Leave)
+		m = joined
+	}
+	for i, name := range []string{"storage", "postgres"} {
+		p := m.places[i]
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				if err := p.renew(b.Context(), &m.self); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := m.look(b.Context(), p, false); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

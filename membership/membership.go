@@ -131,6 +131,8 @@ type Member struct {
 	closeDB  func()
 	// sightings is what each place showed of the other replicas.
 	sightings map[place]*sightings
+	// joined is set once this replica wrote its records.
+	joined bool
 	// warned are the replicas this one has logged a conflict with.
 	warned map[string]bool
 	leave  sync.Once
@@ -147,7 +149,8 @@ type Member struct {
 // The context Join returns is ctx's, ended as well when a later renewal
 // finds a conflict that this replica must yield (Stopped): when two
 // replicas that disagree start at the same moment, the one that started
-// later stops and the other logs an error. Leave deletes this replica's
+// later stops and the other logs an error; so do two processes that renew
+// the records of one replica id, from copies of one data directory. Leave deletes this replica's
 // records and releases its connections.
 func Join(ctx context.Context, opts Options) (context.Context, *Member, error) {
 	self, err := identify(opts)
@@ -187,6 +190,7 @@ func Join(ctx context.Context, opts Options) (context.Context, *Member, error) {
 			return nil, nil, fmt.Errorf("membership: %s: write this replica's record: %w", p, err)
 		}
 	}
+	m.joined = true
 	run, stop := context.WithCancelCause(ctx)
 	m.stop = stop
 	go m.heartbeat(run)
@@ -226,7 +230,7 @@ func identify(opts Options) (record, error) {
 	}
 	host, _ := os.Hostname()
 	return record{Replica: id, Host: host, PID: os.Getpid(), Addr: opts.Addr, Settings: opts.Settings,
-		Started: time.Now().UTC()}, nil
+		Started: time.Now().UTC().Truncate(time.Microsecond)}, nil // PostgreSQL keeps microseconds
 }
 
 // replicaID reads the id kept in dir, making one on the first start.
@@ -309,26 +313,22 @@ func (m *Member) heartbeat(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+		// Looking before renewing shows the last write of another process
+		// that renews this replica's record, a copy of this data directory.
 		for _, p := range m.places {
-			if err := p.renew(ctx, &m.self); err != nil {
-				if ctx.Err() == nil {
-					m.log.Warn("membership: renew this replica's record", "place", p.String(), "err", err)
-				}
-				continue
-			}
 			conflicts, err := m.look(ctx, p, false)
-			if err != nil {
-				if ctx.Err() == nil {
-					m.log.Warn("membership: read the other replicas' records", "place", p.String(), "err", err)
-				}
-				continue
+			if err != nil && ctx.Err() == nil {
+				m.log.Warn("membership: read the other replicas' records", "place", p.String(), "err", err)
 			}
 			for _, c := range conflicts {
 				if c.live && m.yield(c) {
-					m.log.Error("membership: stopping: a replica that disagrees with this one started at the same moment, earlier", "err", c.err)
+					m.log.Error("membership: stopping: this replica started after another that disagrees with it", "err", c.err)
 					m.stop(c.err)
 					return
 				}
+			}
+			if err := p.renew(ctx, &m.self); err != nil && ctx.Err() == nil {
+				m.log.Warn("membership: renew this replica's record", "place", p.String(), "err", err)
 			}
 		}
 	}
@@ -395,6 +395,12 @@ func (m *Member) look(ctx context.Context, p place, first bool) ([]conflict, err
 	present := map[string]bool{}
 	for _, r := range recs {
 		if r.Replica == m.self.Replica {
+			// Before this replica wrote, its record is its last run's.
+			if m.joined && !r.Started.Equal(m.self.Started) {
+				out = append(out, conflict{peer: r, live: true, err: fmt.Errorf(
+					"%w: another berth serve (host %s, %s, pid %d) renews the record of this replica's id %s in %s: its data directory is a copy of this one's. Delete the file %s in the data directory of one of them, which then gets an id of its own",
+					ErrConflict, r.Host, r.Addr, r.PID, r.Replica, p, IDFile)})
+			}
 			continue
 		}
 		present[r.Replica] = true

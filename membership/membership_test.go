@@ -215,6 +215,27 @@ func TestConflictAfterStart(t *testing.T) {
 	}
 }
 
+// TestCopiedDataDirectory: two processes on copies of one data directory
+// share a replica id; the one that started later stops, naming the file to
+// delete.
+func TestCopiedDataDirectory(t *testing.T) {
+	storage := newStorage(t)
+	opts := replica(t, storage, "", nil)
+	ctxA, _ := join(t, opts)
+	ctxB, _ := join(t, opts)
+	select {
+	case <-ctxB.Done():
+	case <-time.After(leases * interval):
+		t.Fatal("the copy still serves a lease after it started")
+	}
+	if err := Stopped(ctxB); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "its data directory is a copy of this one's. Delete the file replica-id") {
+		t.Fatalf("Stopped = %v, want ErrConflict naming the copied data directory", err)
+	}
+	if ctxA.Err() != nil {
+		t.Fatalf("the first stopped: %v", context.Cause(ctxA))
+	}
+}
+
 // TestExpiredRecordsAreDeleted: a live replica deletes the records of one
 // that died, agreeing or not, within a lease and a renewal.
 func TestExpiredRecordsAreDeleted(t *testing.T) {

@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	mrand "math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -305,13 +306,11 @@ func (m *Member) admit(ctx context.Context) error {
 // and checks the others'.
 func (m *Member) heartbeat(ctx context.Context) {
 	defer close(m.done)
-	t := time.NewTicker(m.interval)
-	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-time.After(m.jittered()):
 		}
 		// Looking before renewing shows the last write of another process
 		// that renews this replica's record, a copy of this data directory.
@@ -332,6 +331,13 @@ func (m *Member) heartbeat(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// jittered is the interval give or take a fifth, drawn anew for each
+// renewal: the renewals of replicas that started together drift apart, so
+// that each sees the other's writes between its own.
+func (m *Member) jittered() time.Duration {
+	return m.interval*4/5 + mrand.N(m.interval*2/5)
 }
 
 // yield reports whether this replica must stop for conflict c: when it

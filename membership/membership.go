@@ -151,8 +151,8 @@ type Member struct {
 // finds a conflict that this replica must yield (Stopped): when two
 // replicas that disagree start at the same moment, the one that started
 // later stops and the other logs an error; so do two processes that renew
-// the records of one replica id, from copies of one data directory. Leave deletes this replica's
-// records and releases its connections.
+// the records of one replica id, from copies of one data directory. Leave
+// deletes this replica's records and releases its connections.
 func Join(ctx context.Context, opts Options) (context.Context, *Member, error) {
 	self, err := identify(opts)
 	if err != nil {
@@ -238,10 +238,14 @@ func identify(opts Options) (record, error) {
 func replicaID(dir string) (string, error) {
 	name := filepath.Join(dir, IDFile)
 	b, err := os.ReadFile(name)
-	if id := strings.TrimSpace(string(b)); err == nil && id != "" {
+	if err == nil {
+		id := strings.TrimSpace(string(b))
+		if _, hexErr := hex.DecodeString(id); hexErr != nil || len(id) != 16 {
+			return "", fmt.Errorf("membership: %s holds no replica id (16 hexadecimal digits); delete it, and berth makes a new one", name)
+		}
 		return id, nil
 	}
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	if !errors.Is(err, os.ErrNotExist) {
 		return "", fmt.Errorf("membership: %w", err)
 	}
 	id := randomID()

@@ -188,6 +188,14 @@ func TestRestartKeepsTheReplicaID(t *testing.T) {
 	if c, _ := replicaID(t.TempDir()); c == a {
 		t.Fatalf("two data directories have the id %s", a)
 	}
+	for _, bad := range []string{"", "../../docker", "0123456789abcdeg", "0123"} {
+		if err := os.WriteFile(filepath.Join(dir, IDFile), []byte(bad), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if id, err := replicaID(dir); err == nil || !strings.Contains(err.Error(), "holds no replica id (16 hexadecimal digits); delete it") {
+			t.Errorf("replica-id %q: id %q, error %v; want an error saying to delete the file", bad, id, err)
+		}
+	}
 }
 
 // TestConflictAfterStart: two replicas that disagree and both passed the

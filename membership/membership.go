@@ -192,6 +192,7 @@ func Join(ctx context.Context, opts Options) (context.Context, *Member, error) {
 		}
 	}
 	m.joined = true
+	m.log.Info("membership: joined", "replica", m.self.Replica, "storage", m.self.Storage, "catalog", m.self.Catalog, "heartbeat", m.interval.String())
 	run, stop := context.WithCancelCause(ctx)
 	m.stop = stop
 	go m.heartbeat(run)

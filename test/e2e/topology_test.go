@@ -1,8 +1,11 @@
 package e2e
 
 import (
+	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -128,5 +131,56 @@ func TestTopologyReplacementAfterKill9(t *testing.T) {
 	}
 	if len(records) != 1 {
 		t.Errorf("the bucket holds %d replica records, want the replacement's alone", len(records))
+	}
+}
+
+// TestTopologyStartTogether: two berth serve with SQLite catalogs of their
+// own, started together on one bucket, may both pass the start check;
+// within a few heartbeats exactly one serves, and the other has exited 1
+// with the conflict.
+func TestTopologyStartTogether(t *testing.T) {
+	gw := startVersitygw(t)
+	config := writeConfig(t, gw.storageConfig(gw.bucket(t, "together"), false)+heartbeat)
+	type proc struct {
+		cmd    *exec.Cmd
+		stderr bytes.Buffer
+		done   chan error
+	}
+	procs := make([]*proc, 2)
+	for i := range procs {
+		p := &proc{cmd: exec.Command(berthBin, "serve", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--config", config), done: make(chan error, 1)}
+		p.cmd.Stderr = &p.stderr
+		procs[i] = p
+	}
+	for _, p := range procs {
+		if err := p.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() { p.done <- p.cmd.Wait() }()
+		t.Cleanup(func() {
+			_ = p.cmd.Process.Kill()
+		})
+	}
+	time.Sleep(5 * time.Second)
+	var exited []*proc
+	for _, p := range procs {
+		select {
+		case err := <-p.done:
+			if code := p.cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(p.stderr.String(), "Error: "+membership.ErrConflict.Error()+": replica ") {
+				t.Errorf("berth serve exited %d (%v), want 1 and the conflict\n%s", code, err, p.stderr.String())
+			}
+			exited = append(exited, p)
+		default:
+		}
+	}
+	if len(exited) != 1 {
+		for _, p := range procs {
+			if !slices.Contains(exited, p) {
+				_ = p.cmd.Process.Kill()
+				<-p.done
+			}
+			t.Logf("stderr:\n%s", p.stderr.String())
+		}
+		t.Fatalf("%d of two berth serve started together on one bucket with SQLite catalogs of their own exited, want one", len(exited))
 	}
 }

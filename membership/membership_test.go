@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -15,6 +16,8 @@ import (
 	"github.com/distribution/distribution/v3/registry/storage/driver/filesystem"
 
 	"github.com/berth-registry/berth/internal/pgtest"
+	"github.com/berth-registry/berth/registry"
+	"github.com/berth-registry/berth/storage"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Run(m)) }
@@ -359,5 +362,38 @@ func BenchmarkHeartbeat(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestRecordsOutsideTheRegistry: the marker and the records live outside
+// distribution's tree: a garbage collection of the registry on the same
+// storage, with everything older than its grace, keeps them.
+func TestRecordsOutsideTheRegistry(t *testing.T) {
+	root := t.TempDir()
+	reg, err := registry.New(t.Context(), registry.Options{Storage: &storage.Config{Driver: "filesystem", Filesystem: storage.Filesystem{RootDirectory: root}},
+		CollectsGarbage: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reg.Close() })
+	opts := replica(t, reg.StorageDriver(), "", nil)
+	opts.Interval = time.Hour
+	_, m := join(t, opts)
+	then := time.Now().Add(-2 * time.Hour)
+	if err := filepath.WalkDir(root, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Chtimes(p, then, then)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reg.CollectGarbage(t.Context(), registry.GCOptions{Grace: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{markerPath, recordPath(m.self.Replica)} {
+		if _, err := os.Stat(filepath.Join(root, name)); err != nil {
+			t.Errorf("after a garbage collection: %v", err)
+		}
 	}
 }

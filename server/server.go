@@ -56,6 +56,9 @@ type Options struct {
 	// Metrics wraps /metrics, inside API: auth.MetricsGate when only
 	// administrators may read the metrics. Nil leaves /metrics open.
 	Metrics func(http.Handler) http.Handler
+	// Gatherer holds the metrics /metrics serves besides the server's own
+	// HTTP metrics. Nil means prometheus.DefaultGatherer.
+	Gatherer prometheus.Gatherer
 	// Ready names the checks /readyz runs (e.g. "storage").
 	Ready map[string]ReadyChecker
 	// Logger is the server's logger. Nil means slog.Default().
@@ -100,7 +103,11 @@ func New(opts Options) *Server {
 	if api == nil {
 		api = func(h http.Handler) http.Handler { return h }
 	}
-	var promHandler http.Handler = promhttp.HandlerFor(prometheus.Gatherers{metrics.registry, prometheus.DefaultGatherer}, promhttp.HandlerOpts{})
+	gatherer := opts.Gatherer
+	if gatherer == nil {
+		gatherer = prometheus.DefaultGatherer
+	}
+	var promHandler http.Handler = promhttp.HandlerFor(prometheus.Gatherers{metrics.registry, gatherer}, promhttp.HandlerOpts{})
 	if opts.Metrics != nil {
 		promHandler = opts.Metrics(promHandler)
 	}

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -115,6 +117,20 @@ func TestMetricsByRoute(t *testing.T) {
 	}
 	if strings.Contains(body, "kafka") {
 		t.Error("a repository name became a metric label")
+	}
+}
+
+// TestMetricsGatherer: /metrics serves the Gatherer's metrics, and then
+// not the default registry's.
+func TestMetricsGatherer(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "berth_test_own", Help: "A metric of this server's registry."}, func() float64 { return 1 }))
+	body := get(t, New(Options{Logger: quiet, Gatherer: reg}).Handler(), "/metrics").Body.String()
+	if !strings.Contains(body, "berth_test_own 1") {
+		t.Errorf("/metrics lacks the Gatherer's berth_test_own:\n%s", body)
+	}
+	if strings.Contains(body, "go_goroutines") {
+		t.Error("/metrics serves the default registry's go_goroutines beside a Gatherer of its own")
 	}
 }
 

@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -31,8 +31,9 @@ type cluster struct {
 	close func()
 }
 
-// joinCluster returns the coordination of cfg's catalog database.
-func joinCluster(ctx context.Context, cfg *config.Config, log *slog.Logger) (*cluster, error) {
+// joinCluster returns the coordination of cfg's catalog database; on
+// PostgreSQL, berth_leader tells in metrics whether this process leads.
+func joinCluster(ctx context.Context, cfg *config.Config, log *slog.Logger, metrics prometheus.Registerer) (*cluster, error) {
 	if !cfg.Catalog.Postgres() {
 		return &cluster{locks: &coord.Local{}, close: func() {}}, nil
 	}
@@ -49,12 +50,12 @@ func joinCluster(ctx context.Context, cfg *config.Config, log *slog.Logger) (*cl
 		}
 		return 0
 	})
-	if err := prometheus.DefaultRegisterer.Register(leader); err != nil {
+	if err := metrics.Register(leader); err != nil {
 		pg.Close()
 		return nil, err
 	}
 	return &cluster{locks: pg, elector: pg, signals: pg, ready: pg, close: func() {
-		prometheus.DefaultRegisterer.Unregister(leader)
+		metrics.Unregister(leader)
 		pg.Close()
 	}}, nil
 }

@@ -78,10 +78,15 @@ type Options struct {
 }
 
 // ServeOptions are the Options of a berth serve with configuration cfg on
-// storage, whose registry.httpSecretFile holds httpSecret, listening on addr.
-func ServeOptions(cfg *config.Config, storage storagedriver.StorageDriver, httpSecret, addr string, log *slog.Logger) Options {
+// storage, listening on addr, whose registry.httpSecretFile holds
+// httpSecret and whose token key has the key id tokenKeyID
+// ((*auth.Authn).KeyID, a public thumbprint; empty without auth).
+func ServeOptions(cfg *config.Config, storage storagedriver.StorageDriver, addr, httpSecret, tokenKeyID string, log *slog.Logger) Options {
 	opts := Options{Data: cfg.Data, Storage: storage, Interval: cfg.Replicas.HeartbeatInterval, Addr: addr, Logger: log,
 		Settings: map[string]string{"registry.httpSecretFile": Fingerprint("registry.httpSecretFile", []byte(httpSecret))}}
+	if tokenKeyID != "" {
+		opts.Settings["auth.keyFile"] = tokenKeyID
+	}
 	if cfg.Catalog.Postgres() {
 		opts.Postgres = cfg.Catalog.Database
 	}
@@ -127,11 +132,17 @@ type Member struct {
 	places   []place
 	interval time.Duration
 	log      *slog.Logger
-	stop     context.CancelCauseFunc
-	done     chan struct{}
+	// stop ends the heartbeats, with the conflict that ends them, if any;
+	// done is closed when they have ended.
+	stop context.CancelCauseFunc
+	done chan struct{}
+	// conflict is closed when this replica must stop for a conflict,
+	// which err then holds.
+	conflict chan struct{}
+	err      error
 	closeDB  func()
-	// sightings is what each place showed of the other replicas.
-	sightings map[place]*sightings
+	// sightings are what each place showed of the other replicas, by id.
+	sightings map[place]map[string]*sighting
 	// joined is set once this replica wrote its records.
 	joined bool
 	// warned are the replicas this one has logged a conflict with.
@@ -141,22 +152,21 @@ type Member struct {
 
 // Join checks that this replica may serve beside the live replicas that
 // share its storage or its PostgreSQL catalog, and starts renewing its
-// records. When one disagrees, Join returns an error wrapping ErrConflict
-// that names it, the setting that differs and what to change. A record
-// that no replica has renewed for a while may be a dead one's: Join waits
-// until it is renewed (and refuses) or until it expires (and goes on), at
-// most three intervals.
+// records until Leave; ctx bounds the check. When a live replica
+// disagrees, Join returns an error wrapping ErrConflict that names it, the
+// setting that differs and what to change. A record that no replica has
+// renewed for a while may be a dead one's: Join waits until it is renewed
+// (and refuses) or until it expires (and goes on), at most three intervals.
 //
-// The context Join returns is ctx's, ended as well when a later renewal
-// finds a conflict that this replica must yield (Stopped): when two
-// replicas that disagree start at the same moment, the one that started
-// later stops and the other logs an error; so do two processes that renew
-// the records of one replica id, from copies of one data directory. Leave
-// deletes this replica's records and releases its connections.
-func Join(ctx context.Context, opts Options) (context.Context, *Member, error) {
+// A later renewal may find a conflict that this replica must yield, and
+// then closes Conflict: when two replicas that disagree start at the same
+// moment, the one that started later stops and the other logs an error; so
+// do two processes that renew the records of one replica id, from copies
+// of one data directory.
+func Join(ctx context.Context, opts Options) (*Member, error) {
 	self, err := identify(opts)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	m := &Member{
 		self:      self,
@@ -165,42 +175,72 @@ func Join(ctx context.Context, opts Options) (context.Context, *Member, error) {
 		interval:  cmp.Or(opts.Interval, DefaultInterval),
 		log:       cmp.Or(opts.Logger, slog.Default()),
 		done:      make(chan struct{}),
+		conflict:  make(chan struct{}),
 		closeDB:   func() {},
-		sightings: map[place]*sightings{},
+		sightings: map[place]map[string]*sighting{},
 		warned:    map[string]bool{},
 	}
 	if m.self.Storage, err = storageID(ctx, opts.Storage); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	m.self.Catalog = "sqlite"
 	if opts.Postgres != "" {
 		db, id, err := openDB(ctx, opts.Postgres)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		m.self.Catalog, m.closeDB = "postgres:"+id, db.close
 		m.places = append(m.places, db)
 	}
 	if err := m.admit(ctx); err != nil {
 		m.closeDB()
-		return nil, nil, err
+		return nil, err
 	}
 	for _, p := range m.places {
 		if err := p.renew(ctx, &m.self); err != nil {
 			m.closeDB()
-			return nil, nil, fmt.Errorf("membership: %s: write this replica's record: %w", p, err)
+			return nil, fmt.Errorf("membership: %s: write this replica's record: %w", p, err)
 		}
 	}
 	m.joined = true
 	m.log.Info("membership: joined", "replica", m.self.Replica, "storage", m.self.Storage, "catalog", m.self.Catalog, "heartbeat", m.interval.String())
-	run, stop := context.WithCancelCause(ctx)
+	run, stop := context.WithCancelCause(context.WithoutCancel(ctx))
 	m.stop = stop
 	go m.heartbeat(run)
-	return run, m, nil
+	return m, nil
 }
 
-// Stopped returns why ctx, a context of Join, ended when it was a conflict
-// found after the start (an error wrapping ErrConflict), else nil.
+// Conflict is closed when this replica must stop for a conflict found
+// after it joined; Err then says which.
+func (m *Member) Conflict() <-chan struct{} { return m.conflict }
+
+// Err is the conflict that closed Conflict, an error wrapping ErrConflict;
+// nil before.
+func (m *Member) Err() error {
+	select {
+	case <-m.conflict:
+		return m.err
+	default:
+		return nil
+	}
+}
+
+// Bound returns ctx, ended as well, with Err as its cause, when Conflict
+// closes; release stops watching.
+func (m *Member) Bound(ctx context.Context) (bound context.Context, release func()) {
+	bound, cancel := context.WithCancelCause(ctx)
+	go func() {
+		select {
+		case <-m.conflict:
+			cancel(m.err)
+		case <-bound.Done():
+		}
+	}()
+	return bound, func() { cancel(nil) }
+}
+
+// Stopped returns why ctx, a context of Bound, ended when it was a
+// conflict (an error wrapping ErrConflict), else nil.
 func Stopped(ctx context.Context) error {
 	if err := context.Cause(ctx); errors.Is(err, ErrConflict) {
 		return err
@@ -327,7 +367,8 @@ func (m *Member) heartbeat(ctx context.Context) {
 			for _, c := range conflicts {
 				if c.live && m.yield(c) {
 					m.log.Error("membership: stopping: this replica started after another that disagrees with it", "err", c.err)
-					m.stop(c.err)
+					m.err = c.err
+					close(m.conflict)
 					return
 				}
 			}
@@ -376,13 +417,9 @@ type conflict struct {
 	err  error
 }
 
-// sightings are the records a place showed: by replica id, the time the
-// record was renewed, when this replica first saw that renewal, and
-// whether it has seen the record renewed or appear.
-type sightings struct {
-	byID map[string]*sighting
-}
-
+// sighting is what this replica saw of another's record in a place: the
+// time the record was renewed, when this replica first saw that renewal,
+// and whether it has seen the record renewed or appear.
 type sighting struct {
 	renewed time.Time
 	since   time.Time
@@ -398,7 +435,7 @@ func (m *Member) look(ctx context.Context, p place, first bool) ([]conflict, err
 	}
 	s := m.sightings[p]
 	if s == nil {
-		s = &sightings{byID: map[string]*sighting{}}
+		s = map[string]*sighting{}
 		m.sightings[p] = s
 	}
 	now := time.Now()
@@ -415,11 +452,11 @@ func (m *Member) look(ctx context.Context, p place, first bool) ([]conflict, err
 			continue
 		}
 		present[r.Replica] = true
-		seen, ok := s.byID[r.Replica]
+		seen, ok := s[r.Replica]
 		switch {
 		case !ok:
 			seen = &sighting{renewed: r.Renewed, since: now, live: !first}
-			s.byID[r.Replica] = seen
+			s[r.Replica] = seen
 		case !seen.renewed.Equal(r.Renewed):
 			seen.renewed, seen.since, seen.live = r.Renewed, now, true
 		}
@@ -428,7 +465,7 @@ func (m *Member) look(ctx context.Context, p place, first bool) ([]conflict, err
 			if err := p.remove(ctx, r.Replica); err != nil {
 				m.log.Warn("membership: delete an expired record", "place", p.String(), "replica", r.Replica, "err", err)
 			}
-			delete(s.byID, r.Replica)
+			delete(s, r.Replica)
 			continue
 		}
 		if r.Storage != m.self.Storage {
@@ -439,9 +476,9 @@ func (m *Member) look(ctx context.Context, p place, first bool) ([]conflict, err
 				err: fmt.Errorf("%w: %s, whose record is in %s: %s", ErrConflict, describe(r), p, problem)})
 		}
 	}
-	for id := range s.byID {
+	for id := range s {
 		if !present[id] {
-			delete(s.byID, id)
+			delete(s, id)
 		}
 	}
 	return out, nil

@@ -38,14 +38,17 @@ func replica(t *testing.T, storage storagedriver.StorageDriver, pg string, setti
 		Addr: "127.0.0.1:5000", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 }
 
-// join joins with opts; the replica leaves when the test ends.
+// join joins with opts and returns the replica and a context bound to it
+// (Bound); the replica leaves when the test ends.
 func join(t *testing.T, opts Options) (context.Context, *Member) {
 	t.Helper()
-	ctx, m, err := Join(t.Context(), opts)
+	m, err := Join(t.Context(), opts)
 	if err != nil {
 		t.Fatalf("Join: %v", err)
 	}
 	t.Cleanup(m.Leave)
+	ctx, release := m.Bound(t.Context())
+	t.Cleanup(release)
 	return ctx, m
 }
 
@@ -53,12 +56,11 @@ func join(t *testing.T, opts Options) (context.Context, *Member) {
 // records, as a replica killed with SIGKILL does.
 func crash(t *testing.T, opts Options) *Member {
 	t.Helper()
-	ctx, cancel := context.WithCancel(t.Context())
-	_, m, err := Join(ctx, opts)
+	m, err := Join(t.Context(), opts)
 	if err != nil {
 		t.Fatalf("Join: %v", err)
 	}
-	cancel()
+	m.stop(nil)
 	<-m.done
 	t.Cleanup(m.closeDB)
 	return m
@@ -96,15 +98,12 @@ func TestJoinRefuses(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, first := join(t, tc.first)
 			start := time.Now()
-			ctx, second, err := Join(t.Context(), tc.second)
+			second, err := Join(t.Context(), tc.second)
 			if tc.want == "" {
 				if err != nil {
 					t.Fatalf("the second replica: %v", err)
 				}
 				second.Leave()
-				if ctx.Err() == nil {
-					t.Error("the context of a replica that left is not done")
-				}
 				return
 			}
 			if err == nil {
@@ -161,7 +160,7 @@ func TestCleanRestart(t *testing.T) {
 		opts.Interval = interval
 		crash(t, opts)
 		start := time.Now()
-		_, m, err := Join(t.Context(), opts)
+		m, err := Join(t.Context(), opts)
 		if err != nil {
 			t.Fatalf("catalog %q: restart after a kill: %v", catalog, err)
 		}
@@ -225,12 +224,12 @@ func TestConflictAfterStart(t *testing.T) {
 	case <-time.After(20 * interval):
 		t.Fatal("the later replica still serves 20 intervals after the conflict began")
 	}
-	if err := Stopped(ctxB); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "replica "+a.self.Replica) {
-		t.Fatalf("Stopped = %v, want ErrConflict naming replica %s", err, a.self.Replica)
+	if err := Stopped(ctxB); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "replica "+a.self.Replica) || err != b.Err() {
+		t.Fatalf("Stopped = %v, Err = %v, want ErrConflict naming replica %s", err, b.Err(), a.self.Replica)
 	}
 	b.Leave()
 	time.Sleep(2 * interval)
-	if ctxA.Err() != nil || Stopped(ctxA) != nil {
+	if ctxA.Err() != nil || Stopped(ctxA) != nil || a.Err() != nil {
 		t.Fatalf("the earlier replica stopped: %v", context.Cause(ctxA))
 	}
 }
@@ -353,7 +352,7 @@ func BenchmarkHeartbeat(b *testing.B) {
 	}
 	var m *Member
 	for range 4 {
-		_, joined, err := Join(b.Context(), opts())
+		joined, err := Join(b.Context(), opts())
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -25,6 +25,9 @@ type authParts struct {
 	metrics    func(http.Handler) http.Handler
 	// sessions are the web UI's logins; nil when auth is off.
 	sessions *auth.Sessions
+	// keyID is the key id of the token key, which replicas compare
+	// (membership); empty when auth is off.
+	keyID string
 }
 
 // startAuth builds the auth of cfg. Without an auth section it warns that
@@ -80,6 +83,7 @@ func startAuth(ctx context.Context, cfg *config.Config, log *slog.Logger, m prom
 		robots:   auth.RobotsHandler(auth.RobotsOptions{Store: robots, Policy: policy, MaxExpiry: cfg.Auth.Robots.MaxExpiry, Audit: audit}),
 		api:      auth.API(auth.APIOptions{Authenticator: authn, Policy: policy, Metrics: metrics, Audit: audit}),
 		sessions: auth.NewSessions(authn, auth.SessionOptions{}),
+		keyID:    authn.KeyID(),
 	}
 	if cfg.Auth.Metrics == "admin" {
 		parts.metrics = auth.MetricsGate(policy)

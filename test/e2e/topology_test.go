@@ -3,6 +3,8 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -76,24 +78,40 @@ func TestTopologyOnePostgresTwoFilesystems(t *testing.T) {
 }
 
 // TestTopologySecretsDiffer: a replica on the PostgreSQL catalog and the
-// bucket of a running one, but with another HTTP secret, refuses to start
-// naming the setting, and prints neither secret.
+// bucket of a running one, but with another HTTP secret or another token
+// key, refuses to start naming the setting, and prints neither secret.
 func TestTopologySecretsDiffer(t *testing.T) {
 	dir := t.TempDir()
 	_, shared := sharedState(t, "secrets", dir)
-	a := startServer(t, "", "--config", writeConfig(t, shared+heartbeat))
-	otherSecret := filepath.Join(t.TempDir(), "http-secret")
-	other := strings.Replace(shared, filepath.Join(dir, "http-secret"), otherSecret, 1)
-	stderr := refusedToServe(t, a, writeConfig(t, other+heartbeat),
-		"it shares this PostgreSQL catalog with another registry.httpSecretFile (fingerprint ",
-		"every replica must read the same file there")
-	for _, f := range []string{filepath.Join(dir, "http-secret"), otherSecret} {
-		secret, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if s := strings.TrimSpace(string(secret)); s == "" || strings.Contains(stderr, s) || strings.Contains(a.logs(), s) {
-			t.Fatalf("the HTTP secret of %s is empty or printed", f)
+	auth := func(keyFile string) string { return fmt.Sprintf("auth:\n  keyFile: %s\n", keyFile) }
+	a := startServer(t, "", "--config", writeConfig(t, shared+heartbeat+auth(filepath.Join(dir, "token-key.pem"))))
+	otherSecret, otherKey := filepath.Join(t.TempDir(), "http-secret"), filepath.Join(t.TempDir(), "token-key.pem")
+	for _, tc := range []struct {
+		setting, config string
+	}{
+		{"registry.httpSecretFile", strings.Replace(shared, filepath.Join(dir, "http-secret"), otherSecret, 1) + auth(filepath.Join(dir, "token-key.pem"))},
+		{"auth.keyFile", shared + auth(otherKey)},
+	} {
+		stderr := refusedToServe(t, a, writeConfig(t, tc.config+heartbeat),
+			"it shares this PostgreSQL catalog with another "+tc.setting+" (fingerprint ",
+			"every replica must read the same file there")
+		for _, f := range []string{filepath.Join(dir, "http-secret"), otherSecret, filepath.Join(dir, "token-key.pem"), otherKey} {
+			secret, err := os.ReadFile(f)
+			if errors.Is(err, os.ErrNotExist) {
+				continue // the other replica's, when it stopped before reading it
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A secret, or a line of a PEM key's body.
+			for _, s := range strings.Split(strings.TrimSpace(string(secret)), "\n") {
+				if s == "" || strings.HasPrefix(s, "-----") {
+					continue
+				}
+				if strings.Contains(stderr, s) || strings.Contains(a.logs(), s) {
+					t.Fatalf("the secret of %s is printed", f)
+				}
+			}
 		}
 	}
 }

@@ -64,9 +64,9 @@ type Options struct {
 	// Postgres is the URL of the PostgreSQL catalog (catalog.database),
 	// empty when the catalog is a SQLite file of this replica's.
 	Postgres string
-	// Settings are the fingerprints (Fingerprint) of the settings that every
-	// replica on one PostgreSQL catalog must share, by setting name
-	// (registry.httpSecretFile, auth.keyFile).
+	// Settings are what every replica on one PostgreSQL catalog must share,
+	// by setting name (registry.httpSecretFile, auth.keyFile), as values
+	// that tell nothing of a secret: a Fingerprint, a public key's id.
 	Settings map[string]string
 	// Interval is how often the records are renewed (default
 	// DefaultInterval); a record not renewed for three intervals has expired.
@@ -132,9 +132,8 @@ type Member struct {
 	places   []place
 	interval time.Duration
 	log      *slog.Logger
-	// stop ends the heartbeats, with the conflict that ends them, if any;
-	// done is closed when they have ended.
-	stop context.CancelCauseFunc
+	// stop ends the heartbeats; done is closed when they have ended.
+	stop context.CancelFunc
 	done chan struct{}
 	// conflict is closed when this replica must stop for a conflict,
 	// which err then holds.
@@ -204,7 +203,7 @@ func Join(ctx context.Context, opts Options) (*Member, error) {
 	}
 	m.joined = true
 	m.log.Info("membership: joined", "replica", m.self.Replica, "storage", m.self.Storage, "catalog", m.self.Catalog, "heartbeat", m.interval.String())
-	run, stop := context.WithCancelCause(context.WithoutCancel(ctx))
+	run, stop := context.WithCancel(context.WithoutCancel(ctx))
 	m.stop = stop
 	go m.heartbeat(run)
 	return m, nil
@@ -251,7 +250,7 @@ func Stopped(ctx context.Context) error {
 // Leave stops renewing this replica's records and deletes them.
 func (m *Member) Leave() {
 	m.leave.Do(func() {
-		m.stop(nil)
+		m.stop()
 		<-m.done
 		ctx, cancel := context.WithTimeout(context.Background(), max(m.interval, time.Second))
 		defer cancel()

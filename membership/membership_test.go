@@ -60,7 +60,7 @@ func crash(t *testing.T, opts Options) *Member {
 	if err != nil {
 		t.Fatalf("Join: %v", err)
 	}
-	m.stop(nil)
+	m.stop()
 	<-m.done
 	t.Cleanup(m.closeDB)
 	return m

@@ -43,6 +43,9 @@ type Config struct {
 	Auth *Auth `yaml:"auth"`
 	// GC is online garbage collection, off unless its interval is set.
 	GC GC `yaml:"gc"`
+	// Replicas are the heartbeats by which replicas that share a storage
+	// or a catalog find each other (docs/scale-out.md#what-berth-refuses).
+	Replicas Replicas `yaml:"replicas"`
 	// TrustedProxies are the proxies (CIDRs or addresses) whose
 	// X-Forwarded-For, X-Forwarded-Proto, X-Forwarded-Host and Forwarded
 	// headers berth believes: the client's address (login rate limiter,
@@ -175,6 +178,16 @@ type GC struct {
 	DryRun bool `yaml:"dryRun"`
 }
 
+// Replicas configures the heartbeats of berth serve: each replica renews a
+// record of itself in the storage and, on PostgreSQL, in the database, and
+// refuses to start beside a live replica that disagrees on what they share.
+type Replicas struct {
+	// HeartbeatInterval is how often a replica renews its records (default
+	// 10s); a record not renewed for three intervals has expired, so a
+	// replacement for a replica that died waits at most that long.
+	HeartbeatInterval time.Duration `yaml:"heartbeatInterval"`
+}
+
 // EnvPrefix starts the name of every environment variable berth reads.
 const EnvPrefix = "BERTH_"
 
@@ -220,6 +233,9 @@ func (c *Config) SetDefaults() {
 	}
 	if c.GC.Grace == 0 {
 		c.GC.Grace = time.Hour
+	}
+	if c.Replicas.HeartbeatInterval == 0 {
+		c.Replicas.HeartbeatInterval = 10 * time.Second
 	}
 	if c.Auth != nil {
 		c.Auth.setDefaults(c.Data)
@@ -317,6 +333,9 @@ func (c *Config) Validate() error {
 	}
 	if c.GC.Interval < 0 {
 		return fmt.Errorf("gc.interval: must not be negative (got %s)", c.GC.Interval)
+	}
+	if c.Replicas.HeartbeatInterval < 100*time.Millisecond {
+		return fmt.Errorf("replicas.heartbeatInterval: must be at least 100ms (got %s)", c.Replicas.HeartbeatInterval)
 	}
 	if c.GC.Grace < time.Minute {
 		return fmt.Errorf("gc.grace: must be at least 1m, or a push in progress could lose its blobs (got %s)", c.GC.Grace)

@@ -173,6 +173,8 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"trusted proxy bad prefix", func(c *Config) { c.TrustedProxies = []string{"10.0.0.0/40"} }, `trustedProxies[0]: "10.0.0.0/40" is not a CIDR`},
 		{"trusted proxy empty", func(c *Config) { c.TrustedProxies = []string{""} }, `trustedProxies[0]: "" is not a CIDR`},
 		{"gc grace too short", func(c *Config) { c.GC.Grace = time.Second }, "gc.grace: must be at least 1m"},
+		{"heartbeat too frequent", func(c *Config) { c.Replicas.HeartbeatInterval = time.Millisecond }, "replicas.heartbeatInterval: must be at least 100ms"},
+		{"negative heartbeat", func(c *Config) { c.Replicas.HeartbeatInterval = -time.Second }, "replicas.heartbeatInterval: must be at least 100ms"},
 		{"trust policy without repositories", func(c *Config) { c.Trust.Policies = []TrustPolicy{{Keys: []string{"k.pub"}}} }, "trust.policies[0].repositories: required"},
 		{"trust policy bad glob", func(c *Config) {
 			c.Trust.Policies = []TrustPolicy{{Repositories: []string{"stable/[x"}, Keys: []string{"k.pub"}}}

@@ -47,7 +47,10 @@ type selector struct {
 
 type workload struct { // a Deployment or a StatefulSet
 	Spec struct {
-		Replicas *int     `yaml:"replicas"`
+		Replicas *int `yaml:"replicas"`
+		Strategy struct {
+			Type string `yaml:"type"`
+		} `yaml:"strategy"`
 		Selector selector `yaml:"selector"`
 		Template struct {
 			Metadata meta    `yaml:"metadata"`

@@ -272,3 +272,30 @@ func TestHelmAuthTokenKey(t *testing.T) {
 		}
 	}
 }
+
+// TestHelmStrategy: pods are replaced one after the other (Recreate) while
+// the catalog is SQLite, whose pods cannot overlap on one volume or one
+// storage, and by a rolling update on PostgreSQL.
+func TestHelmStrategy(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"defaults", nil, "Recreate"},
+		{"SQLite on S3 without a volume", []string{"--set", "persistence.enabled=false", "--set", "config.storage.driver=s3"}, "Recreate"},
+		{"one replica on PostgreSQL and S3", []string{"--set", "persistence.enabled=false", "--set", "config.storage.driver=s3", "--set", "database.existingSecret=pg"}, "RollingUpdate"},
+		{"scale-out", []string{"--values", scaleOutValues}, "RollingUpdate"},
+	} {
+		ds := ofKind(render(t, tc.args...), "Deployment")
+		if len(ds) != 1 {
+			t.Fatalf("%s: %d Deployments, want one", tc.name, len(ds))
+		}
+		var w workload
+		ds[0].decode(t, &w)
+		if w.Spec.Strategy.Type != tc.want {
+			t.Errorf("%s: strategy %q, want %s", tc.name, w.Spec.Strategy.Type, tc.want)
+		}
+	}
+}

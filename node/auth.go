@@ -27,6 +27,9 @@ type authParts struct {
 	admin func(http.Handler) http.Handler
 	// sessions are the web UI's logins; nil when auth is off.
 	sessions *auth.Sessions
+	// keyID is the key id of the token key, which replicas compare
+	// (membership); empty when auth is off.
+	keyID string
 }
 
 // startAuth builds the auth of cfg. Without an auth section it warns that
@@ -84,6 +87,7 @@ func startAuth(ctx context.Context, cfg *config.Config, log *slog.Logger, m prom
 		api:      auth.API(auth.APIOptions{Authenticator: authn, Policy: policy, Metrics: metrics, Audit: audit}),
 		sessions: auth.NewSessions(authn, auth.SessionOptions{}),
 		admin:    auth.AdminGate(policy, "the admin API is for administrators"),
+		keyID:    authn.KeyID(),
 	}
 	if cfg.Auth.Metrics == "admin" {
 		parts.metrics = auth.MetricsGate(policy)

@@ -28,6 +28,7 @@ import (
 	"github.com/berth-registry/berth/internal/datalock"
 	"github.com/berth-registry/berth/internal/forwarded"
 	"github.com/berth-registry/berth/maintenance"
+	"github.com/berth-registry/berth/membership"
 	"github.com/berth-registry/berth/olm"
 	"github.com/berth-registry/berth/permissions"
 	"github.com/berth-registry/berth/registry"
@@ -81,6 +82,7 @@ type Node struct {
 	dist      *catalog.DistributionSource
 	source    catalog.Source
 	ln        net.Listener
+	member    *membership.Member
 	cat       *catalog.Catalog
 	publisher atomic.Pointer[olm.Publisher]
 	mt        *maintenance.Maintenance
@@ -111,6 +113,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Node, error) {
 		n.joinCluster,
 		n.startRegistry,
 		n.listen,
+		n.joinReplicas,
 		n.startCatalog,
 		n.startPublisher,
 		n.startMaintenance,
@@ -170,13 +173,23 @@ func (n *Node) Addr() net.Addr { return n.ln.Addr() }
 // Serve serves on the node's address until ctx ends, then stops as berth
 // stops at SIGTERM: the catalog stops indexing, /readyz fails, and
 // in-flight requests finish within cfg.ShutdownTimeout (server.Run). It
-// returns an error if serving failed or requests were cut off. Close the
+// returns an error if serving failed or requests were cut off, and stops
+// too, returning an error wrapping membership.ErrConflict, when this
+// replica must yield to another that disagrees with it. Close the
 // node after.
 func (n *Node) Serve(ctx context.Context) error {
+	if n.member != nil {
+		var release func()
+		ctx, release = n.member.Bound(ctx)
+		defer release()
+	}
 	stop := context.AfterFunc(ctx, n.stopIndexing)
 	defer stop()
 	n.log.Info(n.starting, n.startingAttrs...)
-	return n.srv.Run(ctx, n.ln)
+	if err := n.srv.Run(ctx, n.ln); err != nil {
+		return err
+	}
+	return membership.Stopped(ctx)
 }
 
 // Close stops the node's background work and releases every part in the
@@ -302,6 +315,21 @@ func (n *Node) listen(context.Context) error {
 	}
 	n.ln = ln
 	n.onClose(func() { ln.Close() })
+	return nil
+}
+
+// joinReplicas checks, before the catalog reconciles and the server
+// answers, that no live replica on the same storage or PostgreSQL catalog
+// disagrees with this one on what they share, and renews this replica's
+// records until Close (membership, docs/scale-out.md#what-berth-refuses).
+// A conflict found later ends Serve, which returns it.
+func (n *Node) joinReplicas(ctx context.Context) error {
+	m, err := membership.Join(ctx, membership.ServeOptions(n.cfg, n.reg.StorageDriver(), n.ln.Addr().String(), n.secret, n.access.keyID, n.log))
+	if err != nil {
+		return err
+	}
+	n.member = m
+	n.onClose(m.Leave)
 	return nil
 }
 

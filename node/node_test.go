@@ -27,6 +27,7 @@ import (
 	"github.com/berth-registry/berth/config"
 	"github.com/berth-registry/berth/internal/datalock"
 	"github.com/berth-registry/berth/internal/pgtest"
+	"github.com/berth-registry/berth/membership"
 	"github.com/berth-registry/berth/pkgformat"
 )
 
@@ -352,6 +353,23 @@ func TestTwoReplicas(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// TestNodeRefusesADisagreeingReplica: a node with a SQLite catalog of its
+// own on the storage of a running one is refused before it serves, naming
+// the setting to change (membership); the running one serves on.
+func TestNodeRefusesADisagreeingReplica(t *testing.T) {
+	shared := t.TempDir()
+	replica := func(c *config.Config) {
+		c.Storage.Filesystem.RootDirectory = shared
+		c.Replicas.HeartbeatInterval = 100 * time.Millisecond
+	}
+	a := start(t, testConfig(t, t.TempDir(), replica))
+	_, err := New(context.Background(), testConfig(t, t.TempDir(), replica), Options{Logger: slog.New(slog.DiscardHandler), Metrics: prometheus.NewRegistry()})
+	if !errors.Is(err, membership.ErrConflict) || !strings.Contains(err.Error(), "set catalog.database: postgres://") {
+		t.Fatalf("a second node on the storage of a running one: %v, want membership.ErrConflict saying to set catalog.database", err)
+	}
+	a.waitFor(t, "/readyz")
 }
 
 // syncBuffer is a log the node writes while the test reads it.

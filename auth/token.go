@@ -68,7 +68,16 @@ type signingKey struct {
 	// one ECDSA verification, not one each. Bounded by maxVerified.
 	verifiedMu sync.Mutex
 	verified   map[[sha256.Size]byte]*tokenClaims
+	// fingerprints remembers fingerprint's answers, by data: a user's
+	// password hash, fingerprinted at every request of the user's tokens.
+	// Bounded by maxFingerprints.
+	fingerprintsMu sync.Mutex
+	fingerprints   map[string]string
 }
+
+// maxFingerprints bounds the remembered fingerprints; a full memo starts
+// over.
+const maxFingerprints = 4096
 
 // maxVerified bounds the verified-token cache; a full cache drops the
 // tokens that expired, and all of them when none has.
@@ -214,9 +223,22 @@ func (k *signingKey) sign(service string, id Identity, use string, grants []Gran
 // clear: an HMAC-SHA256 under a key derived from the signing key, so that
 // every replica computes the same, and no one without the key can.
 func (k *signingKey) fingerprint(data []byte) string {
+	k.fingerprintsMu.Lock()
+	fp, ok := k.fingerprints[string(data)]
+	k.fingerprintsMu.Unlock()
+	if ok {
+		return fp
+	}
 	mac := hmac.New(sha256.New, k.fingerprintKey)
 	mac.Write(data)
-	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil)[:16])
+	fp = base64.RawURLEncoding.EncodeToString(mac.Sum(nil)[:16])
+	k.fingerprintsMu.Lock()
+	defer k.fingerprintsMu.Unlock()
+	if k.fingerprints == nil || len(k.fingerprints) >= maxFingerprints {
+		k.fingerprints = map[string]string{}
+	}
+	k.fingerprints[string(data)] = fp
+	return fp
 }
 
 // verify checks that raw is a token of use that k signed for service, valid
@@ -226,26 +248,35 @@ func (k *signingKey) verify(raw, service, use string, now time.Time) (*tokenClai
 	if err != nil {
 		return nil, err
 	}
-	if c.Expiry == nil {
-		return nil, fmt.Errorf("%w: the token has no expiry", ErrBadCredentials)
-	}
-	if err := c.ValidateWithLeeway(jwt.Expected{Issuer: service, AnyAudience: jwt.Audience{service}, Time: now}, tokenLeeway); err != nil {
-		return nil, fmt.Errorf("%w: %s", ErrBadCredentials, claimsProblem(err))
-	}
-	if c.Use != use {
-		return nil, fmt.Errorf("%w: the token is of kind %q, not %q", ErrBadCredentials, c.Use, use)
+	if err := c.valid(service, use, now); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
 
-// verifiedBefore reports whether raw is a token whose signature k checked
-// before: a request bearing it needs no parsing to know its issuer.
-func (k *signingKey) verifiedBefore(raw string) bool {
+// valid checks that c are the claims of a token of use for service, valid
+// at now. Its errors wrap ErrBadCredentials.
+func (c *tokenClaims) valid(service, use string, now time.Time) error {
+	if c.Expiry == nil {
+		return fmt.Errorf("%w: the token has no expiry", ErrBadCredentials)
+	}
+	if err := c.ValidateWithLeeway(jwt.Expected{Issuer: service, AnyAudience: jwt.Audience{service}, Time: now}, tokenLeeway); err != nil {
+		return fmt.Errorf("%w: %s", ErrBadCredentials, claimsProblem(err))
+	}
+	if c.Use != use {
+		return fmt.Errorf("%w: the token is of kind %q, not %q", ErrBadCredentials, c.Use, use)
+	}
+	return nil
+}
+
+// verifiedBefore returns the claims of raw when k checked its signature
+// before, and nil otherwise: a request bearing it needs no parsing to know
+// its issuer, nor a second look-up for its claims.
+func (k *signingKey) verifiedBefore(raw string) *tokenClaims {
 	sum := sha256.Sum256([]byte(raw))
 	k.verifiedMu.Lock()
 	defer k.verifiedMu.Unlock()
-	_, ok := k.verified[sum]
-	return ok
+	return k.verified[sum]
 }
 
 // signed returns the claims of raw once its signature is checked, from the

@@ -191,7 +191,7 @@ func TestVerifiedTokensAreCachedNotTrustedForever(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if k.verifiedBefore(raw) {
+	if k.verifiedBefore(raw) != nil {
 		t.Fatal("a token never checked counts as verified")
 	}
 	for range 2 {
@@ -199,7 +199,7 @@ func TestVerifiedTokensAreCachedNotTrustedForever(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if !k.verifiedBefore(raw) {
+	if k.verifiedBefore(raw) == nil {
 		t.Fatal("a checked token does not count as verified")
 	}
 	if len(k.verified) != 1 {

@@ -21,6 +21,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/berth-registry/berth/auth"
 	"github.com/berth-registry/berth/config"
 	"github.com/berth-registry/berth/internal/pgtest"
 )
@@ -412,6 +413,13 @@ func checkDeployment(t *testing.T, objs []object, image string, secrets cluster)
 			t.Errorf("registry.httpSecretFile %s: not in a mounted Secret (%v) nor in a writable directory", f, err)
 		}
 	}
+	// With auth, the token key: replicas must share it, so it comes from a
+	// mounted Secret; one replica may create its own in a writable directory.
+	if cfg.Auth != nil {
+		if f := cfg.Auth.KeyFile; d.replicas() > 1 || !underWritable(f, writable) {
+			checkTokenKey(t, filepath.Join(root, f), f)
+		}
+	}
 	// Validate opens the key files: a copy names them under root.
 	inPod := *cfg
 	for _, f := range []*string{&inPod.Storage.S3.SecretKeyFile, &inPod.Storage.GCS.KeyFile, &inPod.Storage.Azure.AccountKeyFile} {
@@ -500,6 +508,19 @@ func checkDeployment(t *testing.T, objs []object, image string, secrets cluster)
 		}
 	}
 	return d
+}
+
+// checkTokenKey checks that file, the auth.keyFile named, is there and
+// holds a key berth signs with.
+func checkTokenKey(t *testing.T, file, named string) {
+	t.Helper()
+	if _, err := os.Stat(file); err != nil {
+		t.Errorf("auth.keyFile %s: not in a mounted Secret: %v", named, err)
+		return
+	}
+	if _, err := auth.NewAuthn(&config.Auth{KeyFile: file}, auth.AuthnOptions{}); err != nil {
+		t.Errorf("auth.keyFile %s: berth refuses the key: %v", named, err)
+	}
 }
 
 // replicas is the workload's number of replicas (Kubernetes' default: 1).

@@ -452,7 +452,7 @@ func TestBerthTokens(t *testing.T) {
 		{"a refresh token", refresh, `of kind "refresh", not "access"`},
 		{"expired beyond the leeway", sign("berth", "user:alice", -10*time.Minute, -31*time.Second), "expired"},
 		{"not valid yet beyond the leeway", sign("berth", "user:alice", 31*time.Second, time.Hour), "not valid yet"},
-		{"for another service", sign("other", "user:alice", 0, time.Minute), "not trust"},
+		{"for another service", sign("other", "user:alice", 0, time.Minute), "issuer"},
 		{"of a user no longer in htpasswd", sign("berth", "user:ghost", 0, time.Minute), "no longer exists"},
 		{"of an unknown subject kind", sign("berth", "admin:root", 0, time.Minute), "no longer exists"},
 		{"tampered", tok[:len(tok)-4] + "AAAA", "not signed by this registry"},

@@ -66,9 +66,10 @@ type signingKey struct {
 	// uploads bind upload sessions to their subjects (Authn.BindUpload),
 	// under a key derived from the private key with another label.
 	uploads keyBinder
-	// verified holds the claims of tokens whose signature was checked, by
-	// the token's SHA-256, so that a client's requests with one token cost
-	// one ECDSA verification, not one each. Bounded by maxVerified.
+	// verified holds the claims of tokens whose signature was checked, or
+	// that k signed itself, by the token's SHA-256, so that a client's
+	// requests with one token cost one ECDSA verification at most, not one
+	// each, and none on the replica that issued it. Bounded by maxVerified.
 	verifiedMu sync.Mutex
 	verified   map[[sha256.Size]byte]*tokenClaims
 	// fingerprints remembers fingerprint's answers, by data: a user's
@@ -225,7 +226,15 @@ func (k *signingKey) sign(service string, id Identity, use string, grants []Gran
 			c.Access = []Grant{}
 		}
 	}
-	return jwt.Signed(k.signer).Claims(c).Serialize()
+	raw, err := jwt.Signed(k.signer).Claims(c).Serialize()
+	if err != nil {
+		return "", err
+	}
+	// The token is k's own signature over c: a request bearing it is
+	// authenticated as one bearing a token k verified before (signed), by
+	// its SHA-256, and its claims are checked as theirs are.
+	k.remember(sha256.Sum256([]byte(raw)), &c, now)
+	return raw, nil
 }
 
 // fingerprint is a short keyed digest of data that tokens may carry in the
@@ -306,6 +315,14 @@ func (k *signingKey) signed(raw string, now time.Time) (*tokenClaims, error) {
 	if err := tok.Claims(&k.private.PublicKey, c); err != nil {
 		return nil, fmt.Errorf("%w: the token is not signed by this registry", ErrBadCredentials)
 	}
+	k.remember(sum, c, now)
+	return c, nil
+}
+
+// remember caches c as the claims of the token of SHA-256 sum, whose
+// signature is k's; a full cache first drops the tokens that expired, and
+// all of them when none has.
+func (k *signingKey) remember(sum [sha256.Size]byte, c *tokenClaims, now time.Time) {
 	k.verifiedMu.Lock()
 	defer k.verifiedMu.Unlock()
 	if k.verified == nil {
@@ -322,7 +339,6 @@ func (k *signingKey) signed(raw string, now time.Time) (*tokenClaims, error) {
 		}
 	}
 	k.verified[sum] = c
-	return c, nil
 }
 
 // claimsProblem says in words what jwt.Claims.ValidateWithLeeway refused.

@@ -110,6 +110,25 @@ func BenchmarkAuthOverhead(b *testing.B) {
 					s.token(b)
 				}
 			})
+			// What a client pays per repository it comes to: a token, and
+			// the first request that bears it.
+			b.Run(mode+"/token-first-use", func(b *testing.B) {
+				s := newAuthBenchStack(b, on, "filesystem")
+				var m struct{ Config struct{ Digest string } }
+				if err := json.Unmarshal(benchManifest(b, s), &m); err != nil {
+					b.Fatal(err)
+				}
+				req := httptest.NewRequest(http.MethodGet, "/v2/bench/pkg/blobs/"+m.Config.Digest, nil)
+				defer cputime.Report(b)()
+				for b.Loop() {
+					req.Header.Set("Authorization", "Bearer "+s.token(b))
+					w := httptest.NewRecorder()
+					s.ServeHTTP(w, req)
+					if w.Code != http.StatusOK {
+						b.Fatalf("GET %s: %d %s", req.URL, w.Code, w.Body)
+					}
+				}
+			})
 		}
 	}
 }

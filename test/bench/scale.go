@@ -2,8 +2,9 @@ package main
 
 // The scale-out benchmarks (go run ./test/bench -scale, make bench-scale):
 // the catalog on PostgreSQL against SQLite, berth with one and two replicas
-// on PostgreSQL and S3 (versitygw) against the upstream registry on the
-// same S3, and online garbage collection. docs/benchmarks.md says what each
+// on PostgreSQL and S3 (versitygw), and two with auth behind a round-robin
+// reverse proxy, against the upstream registry on the same S3, and online
+// garbage collection. docs/benchmarks.md says what each
 // row measures.
 
 import (

@@ -67,11 +67,13 @@ type signingKey struct {
 	// under a key derived from the private key with another label.
 	uploads keyBinder
 	// verified holds the claims of tokens whose signature was checked, or
-	// that k signed itself, by the token's SHA-256, so that a client's
-	// requests with one token cost one ECDSA verification at most, not one
-	// each, and none on the replica that issued it. Bounded by maxVerified.
+	// that k signed itself, by the whole token, so that a client's requests
+	// with one token cost one ECDSA verification at most, not one each, and
+	// none on the replica that issued it; a look-up costs a map's hash, not
+	// a SHA-256. (The tokens are no secret the process's memory does not
+	// already hold: k itself signs any.) Bounded by maxVerified.
 	verifiedMu sync.Mutex
-	verified   map[[sha256.Size]byte]*tokenClaims
+	verified   map[string]*tokenClaims
 	// fingerprints remembers fingerprint's answers, by data: a user's
 	// password hash, fingerprinted at every request of the user's tokens.
 	// Bounded by maxFingerprints.
@@ -231,9 +233,9 @@ func (k *signingKey) sign(service string, id Identity, use string, grants []Gran
 		return "", err
 	}
 	// The token is k's own signature over c: a request bearing it is
-	// authenticated as one bearing a token k verified before (signed), by
-	// its SHA-256, and its claims are checked as theirs are.
-	k.remember(sha256.Sum256([]byte(raw)), &c, now)
+	// authenticated as one bearing a token k verified before (signed), and
+	// its claims are checked as theirs are.
+	k.remember(raw, &c, now)
 	return raw, nil
 }
 
@@ -291,18 +293,16 @@ func (c *tokenClaims) valid(service, use string, now time.Time) error {
 // before, and nil otherwise: a request bearing it needs no parsing to know
 // its issuer, nor a second look-up for its claims.
 func (k *signingKey) verifiedBefore(raw string) *tokenClaims {
-	sum := sha256.Sum256([]byte(raw))
 	k.verifiedMu.Lock()
 	defer k.verifiedMu.Unlock()
-	return k.verified[sum]
+	return k.verified[raw]
 }
 
 // signed returns the claims of raw once its signature is checked, from the
 // cache of verified tokens when raw was checked before.
 func (k *signingKey) signed(raw string, now time.Time) (*tokenClaims, error) {
-	sum := sha256.Sum256([]byte(raw))
 	k.verifiedMu.Lock()
-	c, ok := k.verified[sum]
+	c, ok := k.verified[raw]
 	k.verifiedMu.Unlock()
 	if ok {
 		return c, nil
@@ -315,18 +315,18 @@ func (k *signingKey) signed(raw string, now time.Time) (*tokenClaims, error) {
 	if err := tok.Claims(&k.private.PublicKey, c); err != nil {
 		return nil, fmt.Errorf("%w: the token is not signed by this registry", ErrBadCredentials)
 	}
-	k.remember(sum, c, now)
+	k.remember(raw, c, now)
 	return c, nil
 }
 
-// remember caches c as the claims of the token of SHA-256 sum, whose
-// signature is k's; a full cache first drops the tokens that expired, and
-// all of them when none has.
-func (k *signingKey) remember(sum [sha256.Size]byte, c *tokenClaims, now time.Time) {
+// remember caches c as the claims of the token raw, whose signature is
+// k's; a full cache first drops the tokens that expired, and all of them
+// when none has.
+func (k *signingKey) remember(raw string, c *tokenClaims, now time.Time) {
 	k.verifiedMu.Lock()
 	defer k.verifiedMu.Unlock()
 	if k.verified == nil {
-		k.verified = map[[sha256.Size]byte]*tokenClaims{}
+		k.verified = map[string]*tokenClaims{}
 	}
 	if len(k.verified) >= maxVerified {
 		for key, v := range k.verified {
@@ -338,7 +338,7 @@ func (k *signingKey) remember(sum [sha256.Size]byte, c *tokenClaims, now time.Ti
 			clear(k.verified)
 		}
 	}
-	k.verified[sum] = c
+	k.verified[raw] = c
 }
 
 // claimsProblem says in words what jwt.Claims.ValidateWithLeeway refused.

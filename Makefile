@@ -92,7 +92,8 @@ bench-catalog:
 	$(GO) run ./test/bench -catalog
 
 ## bench-scale: the catalog on PostgreSQL against SQLite at 100,000 versions, package push and pull through
-## 1 and 2 replicas on PostgreSQL and S3 (versitygw) against the upstream registry on the same S3, and online
+## 1 and 2 replicas on PostgreSQL and S3 (versitygw), and 2 with auth behind a round-robin reverse proxy,
+## against the upstream registry on the same S3, and online
 ## garbage collection of 10,000 versions after deleting half (not part of `make test`)
 bench-scale: tools postgres
 	$(GO) run ./test/bench -scale

@@ -74,12 +74,13 @@ func (a *Auditor) Record(r *http.Request, e Event) {
 	if a == nil {
 		return
 	}
-	attrs := []slog.Attr{
+	// Room for every attribute: the event's, the request's and the time.
+	attrs := make([]slog.Attr, 0, 10)
+	attrs = append(attrs,
 		slog.String("subject", e.Subject),
 		slog.String("action", e.Action),
 		slog.String("resource", e.Resource),
-		slog.String("result", e.Result),
-	}
+		slog.String("result", e.Result))
 	if e.Reason != "" {
 		attrs = append(attrs, slog.String("reason", e.Reason))
 	}

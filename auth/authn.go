@@ -217,15 +217,19 @@ func (a *Authn) bearer(r *http.Request, cred string) (Identity, error) {
 		}
 	}
 	now := a.now()
-	if a.key.verifiedBefore(cred) {
-		return a.tokenIdentity(r, cred, now)
+	if c := a.key.verifiedBefore(cred); c != nil {
+		return a.accessIdentity(r, c, now)
 	}
 	tok, iss, err := parseJWT(cred)
 	if err != nil {
 		return Identity{}, a.failed(r, "", reasonBadToken, err)
 	}
 	if iss == a.cfg.Service {
-		return a.tokenIdentity(r, cred, now)
+		c, err := a.key.signed(cred, now)
+		if err != nil {
+			return Identity{}, a.failed(r, "", reasonBadToken, err)
+		}
+		return a.accessIdentity(r, c, now)
 	}
 	o, ok := a.issuers[iss]
 	if !ok {
@@ -238,11 +242,11 @@ func (a *Authn) bearer(r *http.Request, cred string) (Identity, error) {
 	return id, nil
 }
 
-// tokenIdentity is the identity of an access token berth issued: its
-// subject as it stands now, limited to the token's grants.
-func (a *Authn) tokenIdentity(r *http.Request, raw string, now time.Time) (Identity, error) {
-	c, err := a.key.verify(raw, a.cfg.Service, useAccess, now)
-	if err != nil {
+// accessIdentity is the identity of an access token berth issued, whose
+// signature is checked and whose claims are c: its subject as it stands
+// now, limited to the token's grants.
+func (a *Authn) accessIdentity(r *http.Request, c *tokenClaims, now time.Time) (Identity, error) {
+	if err := c.valid(a.cfg.Service, useAccess, now); err != nil {
 		return Identity{}, a.failed(r, "", reasonBadToken, err)
 	}
 	id, err := a.resolve(r.Context(), c, now)

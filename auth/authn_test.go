@@ -308,6 +308,44 @@ func TestPasswordChecksRunBcryptOnceThenCache(t *testing.T) {
 	}
 }
 
+// Logins with the same credentials at the same time (a client's requests in
+// flight when the cached check expires) share one bcrypt comparison; each
+// gets its answer, a wrong password too.
+func TestConcurrentPasswordChecksShareOneBcrypt(t *testing.T) {
+	for _, tc := range []struct {
+		name, pw string
+		ok       bool
+	}{{"right password", "alice-pw", true}, {"wrong password", "x", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			slow := f.users.compare
+			f.users.compare = func(hash, pw []byte) error {
+				time.Sleep(50 * time.Millisecond)
+				return slow(hash, pw)
+			}
+			const n = 8
+			errs := make(chan error, n)
+			for range n {
+				go func() {
+					_, err := f.Authenticate(basicRequest("alice", tc.pw))
+					errs <- err
+				}()
+			}
+			for range n {
+				if err := <-errs; (err == nil) != tc.ok {
+					t.Errorf("got %v, want ok=%v", err, tc.ok)
+				}
+			}
+			if got := f.bcrypts.Load(); got != 1 {
+				t.Errorf("%d logins at once ran %d bcrypt comparisons, want 1", n, got)
+			}
+			if len(f.users.running) != 0 {
+				t.Errorf("%d checks still marked running", len(f.users.running))
+			}
+		})
+	}
+}
+
 func TestRobots(t *testing.T) {
 	f := newFixture(t)
 	f.addRobot(t, "ci", "s3cret", true)
@@ -414,7 +452,7 @@ func TestBerthTokens(t *testing.T) {
 		{"a refresh token", refresh, `of kind "refresh", not "access"`},
 		{"expired beyond the leeway", sign("berth", "user:alice", -10*time.Minute, -31*time.Second), "expired"},
 		{"not valid yet beyond the leeway", sign("berth", "user:alice", 31*time.Second, time.Hour), "not valid yet"},
-		{"for another service", sign("other", "user:alice", 0, time.Minute), "not trust"},
+		{"for another service", sign("other", "user:alice", 0, time.Minute), "issuer"},
 		{"of a user no longer in htpasswd", sign("berth", "user:ghost", 0, time.Minute), "no longer exists"},
 		{"of an unknown subject kind", sign("berth", "admin:root", 0, time.Minute), "no longer exists"},
 		{"tampered", tok[:len(tok)-4] + "AAAA", "not signed by this registry"},

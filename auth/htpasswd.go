@@ -56,11 +56,24 @@ type htpasswd struct {
 
 	cacheMu sync.Mutex
 	cache   map[[sha256.Size]byte]cachedCheck
+	// running are the bcrypt comparisons under way, by cache key: a check
+	// of the same user and password meanwhile waits for its answer instead
+	// of running bcrypt again (when the cache expires, a client with eight
+	// requests in flight logs in eight times at once). Under cacheMu.
+	running map[[sha256.Size]byte]*runningCheck
 }
 
 type cachedCheck struct {
 	gen     uint64
 	expires time.Time
+}
+
+// runningCheck is a bcrypt comparison under way for a load of the file
+// (gen); ok is its answer once done is closed.
+type runningCheck struct {
+	gen  uint64
+	done chan struct{}
+	ok   bool
 }
 
 // newHtpasswd loads file; file "" is no users at all.
@@ -71,6 +84,7 @@ func newHtpasswd(file string) (*htpasswd, error) {
 		statEvery: htpasswdStatInterval,
 		cacheKey:  make([]byte, 32),
 		cache:     map[[sha256.Size]byte]cachedCheck{},
+		running:   map[[sha256.Size]byte]*runningCheck{},
 	}
 	if _, err := rand.Read(h.cacheKey); err != nil {
 		return nil, err
@@ -155,7 +169,8 @@ func parseHtpasswdLine(line string) (string, []byte, error) {
 }
 
 // check reports whether password is user's. Every check that the cache
-// does not answer runs one bcrypt comparison, for unknown users too.
+// does not answer runs one bcrypt comparison, for unknown users too, or
+// waits for the answer of the same check running at the same time.
 func (h *htpasswd) check(user, password string, now time.Time) bool {
 	h.reloadIfChanged(now)
 	mac := hmac.New(sha256.New, h.cacheKey)
@@ -175,14 +190,31 @@ func (h *htpasswd) check(user, password string, now time.Time) bool {
 
 	h.cacheMu.Lock()
 	c, hit := h.cache[key]
-	h.cacheMu.Unlock()
 	if hit && c.gen == gen && now.Before(c.expires) {
+		h.cacheMu.Unlock()
 		return true
 	}
+	if r, ok := h.running[key]; ok && r.gen == gen {
+		h.cacheMu.Unlock()
+		<-r.done
+		return r.ok
+	}
+	r := &runningCheck{gen: gen, done: make(chan struct{})}
+	h.running[key] = r
+	h.cacheMu.Unlock()
+	defer func() {
+		h.cacheMu.Lock()
+		if h.running[key] == r {
+			delete(h.running, key)
+		}
+		h.cacheMu.Unlock()
+		close(r.done)
+	}()
 	if h.compare(hash, []byte(password)) != nil || !known {
 		return false
 	}
 	h.remember(key, cachedCheck{gen: gen, expires: now.Add(passwordCacheTTL)}, now)
+	r.ok = true
 	return true
 }
 

@@ -108,10 +108,11 @@ func (id Identity) grantsCatalog() bool {
 // a token list what the policy lets it pull but not pull it: requests on a
 // repository under /v2/ are decided on this.
 func (id Identity) withoutCatalogGrant() Identity {
-	if !id.Limited {
+	registryGrant := func(g Grant) bool { return g.Type == "registry" }
+	if !id.Limited || !slices.ContainsFunc(id.Grants, registryGrant) {
 		return id
 	}
-	id.Grants = slices.DeleteFunc(slices.Clone(id.Grants), func(g Grant) bool { return g.Type == "registry" })
+	id.Grants = slices.DeleteFunc(slices.Clone(id.Grants), registryGrant)
 	return id
 }
 

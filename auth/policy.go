@@ -104,6 +104,14 @@ type Decision struct {
 // matches allows; a robot is allowed only by its own scopes and by the rules
 // for anonymous. Otherwise the action is denied.
 func (p *Policy) Decide(id Identity, repo string, action Action) Decision {
+	return p.decide(id, repo, action, true)
+}
+
+// decide is Decide; without explain, an allowed decision may come without
+// its Rule and Reason, whose formatting costs more than the decision, for
+// callers that report only refusals (the gate of the OCI API, Allowed). A
+// refusal always has them.
+func (p *Policy) decide(id Identity, repo string, action Action, explain bool) Decision {
 	if ns, ok := olm.CatalogNamespace(repo); ok {
 		return p.decideOLMCatalog(id, repo, ns, action)
 	}
@@ -120,7 +128,7 @@ func (p *Policy) Decide(id Identity, repo string, action Action) Decision {
 		}
 	}
 	if id.Robot != nil {
-		if d, ok := id.Robot.decide(repo, action); ok {
+		if d, ok := id.Robot.decide(repo, action, explain); ok {
 			return d
 		}
 	}
@@ -132,9 +140,14 @@ func (p *Policy) Decide(id Identity, repo string, action Action) Decision {
 		if id.Robot != nil && !slices.Contains(r.subjects, Anonymous) {
 			continue
 		}
-		if r.matchesSubject(id) {
-			return Decision{Allowed: true, Rule: r.source, Reason: fmt.Sprintf("%s allows %s %s on %s", r.source, id.subject(), action, repo)}
+		if !r.matchesSubject(id) {
+			continue
 		}
+		d := Decision{Allowed: true, Rule: r.source}
+		if explain {
+			d.Reason = fmt.Sprintf("%s allows %s %s on %s", r.source, id.subject(), action, repo)
+		}
+		return d
 	}
 	return Decision{Reason: fmt.Sprintf("no rule allows %s %s on %s", id.subject(), action, repo)}
 }
@@ -166,7 +179,7 @@ func (p *Policy) decideOLMCatalog(id Identity, repo, ns string, action Action) D
 
 // Allowed is Decide's answer alone.
 func (p *Policy) Allowed(id Identity, repo string, action Action) bool {
-	return p.Decide(id, repo, action).Allowed
+	return p.decide(id, repo, action, false).Allowed
 }
 
 func (id Identity) subject() string {

@@ -213,12 +213,15 @@ func (g *registryGate) serveRepository(w http.ResponseWriter, r *http.Request, i
 	if signOnly {
 		r = r.WithContext(registry.WithSignOnly(r.Context()))
 	}
-	switch route.Kind {
-	case registry.RouteUploadStart:
+	read := r.Method == http.MethodGet || r.Method == http.MethodHead
+	switch {
+	case route.Kind == registry.RouteUploadStart:
 		g.serveUploadStart(w, r, id, route)
-	case registry.RouteUpload:
+	case route.Kind == registry.RouteUpload:
 		g.serveUpload(w, r, id, route)
-	case registry.RouteManifest, registry.RouteBlob:
+	case (route.Kind == registry.RouteManifest || route.Kind == registry.RouteBlob) && !read:
+		// Writes are audited once answered; reads (the most frequent
+		// requests) go straight to next.
 		sw := &statusWriter{ResponseWriter: w}
 		g.next.ServeHTTP(sw, r)
 		g.auditWrite(r, id, route, sw, signOnly)
@@ -230,11 +233,11 @@ func (g *registryGate) serveRepository(w http.ResponseWriter, r *http.Request, i
 // decide is the policy's decision on id doing n on repo, with the action it
 // decided: Push, or Sign when Push is denied and Sign suffices and is allowed.
 func (g *registryGate) decide(id Identity, repo string, n need) (Decision, Action) {
-	d := g.opts.Policy.Decide(id, repo, n.action)
+	d := g.opts.Policy.decide(id, repo, n.action, false)
 	if d.Allowed || !n.signs {
 		return d, n.action
 	}
-	if s := g.opts.Policy.Decide(id, repo, Sign); s.Allowed {
+	if s := g.opts.Policy.decide(id, repo, Sign, false); s.Allowed {
 		return s, Sign
 	}
 	return d, n.action

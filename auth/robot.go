@@ -138,13 +138,17 @@ func validName(what, s string) error {
 }
 
 // decide answers from the robot's scopes; ok is false when no scope allows.
-func (r *Robot) decide(repo string, action Action) (Decision, bool) {
+// Without explain, the decision has no Rule nor Reason (Policy.decide).
+func (r *Robot) decide(repo string, action Action, explain bool) (Decision, bool) {
 	for i, s := range r.Scopes {
 		if !slices.ContainsFunc(s.Actions, func(a Action) bool { return a.Covers(action) }) {
 			continue
 		}
 		for _, g := range s.Repositories {
 			if globMatch(g, repo) {
+				if !explain {
+					return Decision{Allowed: true}, true
+				}
 				src := fmt.Sprintf("robot %s+%s scopes[%d]", r.Namespace, r.Name, i)
 				return Decision{Allowed: true, Rule: src, Reason: fmt.Sprintf("%s allows %s on %s", src, action, repo)}, true
 			}

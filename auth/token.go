@@ -66,12 +66,24 @@ type signingKey struct {
 	// uploads bind upload sessions to their subjects (Authn.BindUpload),
 	// under a key derived from the private key with another label.
 	uploads keyBinder
-	// verified holds the claims of tokens whose signature was checked, by
-	// the token's SHA-256, so that a client's requests with one token cost
-	// one ECDSA verification, not one each. Bounded by maxVerified.
+	// verified holds the claims of tokens whose signature was checked, or
+	// that k signed itself, by the whole token, so that a client's requests
+	// with one token cost one ECDSA verification at most, not one each, and
+	// none on the replica that issued it; a look-up costs a map's hash, not
+	// a SHA-256. (The tokens are no secret the process's memory does not
+	// already hold: k itself signs any.) Bounded by maxVerified.
 	verifiedMu sync.Mutex
-	verified   map[[sha256.Size]byte]*tokenClaims
+	verified   map[string]*tokenClaims
+	// fingerprints remembers fingerprint's answers, by data: a user's
+	// password hash, fingerprinted at every request of the user's tokens.
+	// Bounded by maxFingerprints.
+	fingerprintsMu sync.Mutex
+	fingerprints   map[string]string
 }
+
+// maxFingerprints bounds the remembered fingerprints; a full memo starts
+// over.
+const maxFingerprints = 4096
 
 // maxVerified bounds the verified-token cache; a full cache drops the
 // tokens that expired, and all of them when none has.
@@ -216,16 +228,37 @@ func (k *signingKey) sign(service string, id Identity, use string, grants []Gran
 			c.Access = []Grant{}
 		}
 	}
-	return jwt.Signed(k.signer).Claims(c).Serialize()
+	raw, err := jwt.Signed(k.signer).Claims(c).Serialize()
+	if err != nil {
+		return "", err
+	}
+	// The token is k's own signature over c: a request bearing it is
+	// authenticated as one bearing a token k verified before (signed), and
+	// its claims are checked as theirs are.
+	k.remember(raw, &c, now)
+	return raw, nil
 }
 
 // fingerprint is a short keyed digest of data that tokens may carry in the
 // clear: an HMAC-SHA256 under a key derived from the signing key, so that
 // every replica computes the same, and no one without the key can.
 func (k *signingKey) fingerprint(data []byte) string {
+	k.fingerprintsMu.Lock()
+	fp, ok := k.fingerprints[string(data)]
+	k.fingerprintsMu.Unlock()
+	if ok {
+		return fp
+	}
 	mac := hmac.New(sha256.New, k.fingerprintKey)
 	mac.Write(data)
-	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil)[:16])
+	fp = base64.RawURLEncoding.EncodeToString(mac.Sum(nil)[:16])
+	k.fingerprintsMu.Lock()
+	defer k.fingerprintsMu.Unlock()
+	if k.fingerprints == nil || len(k.fingerprints) >= maxFingerprints {
+		k.fingerprints = map[string]string{}
+	}
+	k.fingerprints[string(data)] = fp
+	return fp
 }
 
 // verify checks that raw is a token of use that k signed for service, valid
@@ -235,34 +268,41 @@ func (k *signingKey) verify(raw, service, use string, now time.Time) (*tokenClai
 	if err != nil {
 		return nil, err
 	}
-	if c.Expiry == nil {
-		return nil, fmt.Errorf("%w: the token has no expiry", ErrBadCredentials)
-	}
-	if err := c.ValidateWithLeeway(jwt.Expected{Issuer: service, AnyAudience: jwt.Audience{service}, Time: now}, tokenLeeway); err != nil {
-		return nil, fmt.Errorf("%w: %s", ErrBadCredentials, claimsProblem(err))
-	}
-	if c.Use != use {
-		return nil, fmt.Errorf("%w: the token is of kind %q, not %q", ErrBadCredentials, c.Use, use)
+	if err := c.valid(service, use, now); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
 
-// verifiedBefore reports whether raw is a token whose signature k checked
-// before: a request bearing it needs no parsing to know its issuer.
-func (k *signingKey) verifiedBefore(raw string) bool {
-	sum := sha256.Sum256([]byte(raw))
+// valid checks that c are the claims of a token of use for service, valid
+// at now. Its errors wrap ErrBadCredentials.
+func (c *tokenClaims) valid(service, use string, now time.Time) error {
+	if c.Expiry == nil {
+		return fmt.Errorf("%w: the token has no expiry", ErrBadCredentials)
+	}
+	if err := c.ValidateWithLeeway(jwt.Expected{Issuer: service, AnyAudience: jwt.Audience{service}, Time: now}, tokenLeeway); err != nil {
+		return fmt.Errorf("%w: %s", ErrBadCredentials, claimsProblem(err))
+	}
+	if c.Use != use {
+		return fmt.Errorf("%w: the token is of kind %q, not %q", ErrBadCredentials, c.Use, use)
+	}
+	return nil
+}
+
+// verifiedBefore returns the claims of raw when k checked its signature
+// before, and nil otherwise: a request bearing it needs no parsing to know
+// its issuer, nor a second look-up for its claims.
+func (k *signingKey) verifiedBefore(raw string) *tokenClaims {
 	k.verifiedMu.Lock()
 	defer k.verifiedMu.Unlock()
-	_, ok := k.verified[sum]
-	return ok
+	return k.verified[raw]
 }
 
 // signed returns the claims of raw once its signature is checked, from the
 // cache of verified tokens when raw was checked before.
 func (k *signingKey) signed(raw string, now time.Time) (*tokenClaims, error) {
-	sum := sha256.Sum256([]byte(raw))
 	k.verifiedMu.Lock()
-	c, ok := k.verified[sum]
+	c, ok := k.verified[raw]
 	k.verifiedMu.Unlock()
 	if ok {
 		return c, nil
@@ -275,10 +315,18 @@ func (k *signingKey) signed(raw string, now time.Time) (*tokenClaims, error) {
 	if err := tok.Claims(&k.private.PublicKey, c); err != nil {
 		return nil, fmt.Errorf("%w: the token is not signed by this registry", ErrBadCredentials)
 	}
+	k.remember(raw, c, now)
+	return c, nil
+}
+
+// remember caches c as the claims of the token raw, whose signature is
+// k's; a full cache first drops the tokens that expired, and all of them
+// when none has.
+func (k *signingKey) remember(raw string, c *tokenClaims, now time.Time) {
 	k.verifiedMu.Lock()
 	defer k.verifiedMu.Unlock()
 	if k.verified == nil {
-		k.verified = map[[sha256.Size]byte]*tokenClaims{}
+		k.verified = map[string]*tokenClaims{}
 	}
 	if len(k.verified) >= maxVerified {
 		for key, v := range k.verified {
@@ -290,8 +338,7 @@ func (k *signingKey) signed(raw string, now time.Time) (*tokenClaims, error) {
 			clear(k.verified)
 		}
 	}
-	k.verified[sum] = c
-	return c, nil
+	k.verified[raw] = c
 }
 
 // claimsProblem says in words what jwt.Claims.ValidateWithLeeway refused.

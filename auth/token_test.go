@@ -13,6 +13,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -183,16 +184,22 @@ func TestHtpasswdIsReloadedWhenItChanges(t *testing.T) {
 // A token checked once is not checked again, but its claims still are: the
 // cache never lets an expired token through, nor one of another kind.
 func TestVerifiedTokensAreCachedNotTrustedForever(t *testing.T) {
-	k, err := loadSigningKey(filepath.Join(t.TempDir(), "key.pem"))
+	dir := t.TempDir()
+	k, err := loadSigningKey(filepath.Join(dir, "key.pem"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	raw, err := k.sign("berth", Identity{Subject: "user:alice"}, useAccess, nil, now, now.Add(time.Minute))
+	// k signs; the same key loaded again, as another replica has it, checks.
+	signer := k
+	if k, err = loadSigningKey(filepath.Join(dir, "key.pem")); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := signer.sign("berth", Identity{Subject: "user:alice"}, useAccess, nil, now, now.Add(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if k.verifiedBefore(raw) {
+	if k.verifiedBefore(raw) != nil {
 		t.Fatal("a token never checked counts as verified")
 	}
 	for range 2 {
@@ -200,7 +207,7 @@ func TestVerifiedTokensAreCachedNotTrustedForever(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if !k.verifiedBefore(raw) {
+	if k.verifiedBefore(raw) == nil {
 		t.Fatal("a checked token does not count as verified")
 	}
 	if len(k.verified) != 1 {
@@ -249,5 +256,44 @@ func TestTokensAcrossReplicas(t *testing.T) {
 	}
 	if _, err := other.Authenticate(bearerRequest(tok)); !errors.Is(err, ErrBadCredentials) || !strings.Contains(err.Error(), "not signed by this registry") {
 		t.Errorf("A's token on a replica with another key: %v, want not signed by this registry", err)
+	}
+}
+
+// A token a key signs needs no verification where it was issued: its
+// claims are remembered, the very ones a replica with the same key reads
+// from it when it verifies it, and they are checked at every request as
+// those of any other token.
+func TestIssuedTokensNeedNoVerificationWhereIssued(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "key.pem")
+	issuer, err := loadSigningKey(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := loadSigningKey(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	id := Identity{Subject: "user:alice", password: "fp"}
+	raw, err := issuer.sign("berth", id, useAccess, []Grant{{Type: "repository", Name: "a/app", Actions: []string{"pull"}}}, now, now.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	remembered := issuer.verifiedBefore(raw)
+	if remembered == nil {
+		t.Fatal("the issuer does not count its own token as verified")
+	}
+	verified, err := other.verify(raw, "berth", useAccess, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(remembered, verified) {
+		t.Errorf("claims remembered at issue %+v, verified %+v", remembered, verified)
+	}
+	if _, err := issuer.verify(raw, "berth", useAccess, now.Add(time.Minute+tokenLeeway+time.Second)); err == nil {
+		t.Error("an issued token past its expiry was accepted")
+	}
+	if _, err := issuer.verify(raw, "berth", useRefresh, now); err == nil {
+		t.Error("an issued access token was accepted as a refresh token")
 	}
 }

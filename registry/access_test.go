@@ -277,22 +277,23 @@ func TestParseRoute(t *testing.T) {
 // as distribution's router does.
 func TestQuickRouteAgreesWithTheRouter(t *testing.T) {
 	const d = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
-	var quick int
+	quick := map[RouteKind]int{}
 	for _, name := range []string{"a", "a/b", "a/blobs/uploads", "a/manifests/b", "a/referrers", "a-b/c.d", "A", "a//b", "a/../b", "_a"} {
-		for _, ref := range []string{d, "v1", "1.0.0-rc.1", "-x", "sha256:abc", "sha512:" + strings.Repeat("0", 128), "bad:tag", "x/y", "uploads", "uploads/", ""} {
-			for _, kind := range []string{"blobs", "manifests"} {
+		for _, ref := range []string{d, "v1", "1.0.0-rc.1", "-x", "sha256:abc", "sha512:" + strings.Repeat("0", 128), "bad:tag", "x/y", "uploads", "uploads/", "",
+			"3f1c2a9e-5b7d-4c8e-9f0a-1b2c3d4e5f60", "u_1.x=", "u:v", "u/v", "sha256:" + strings.Repeat("0", 64)} {
+			for _, kind := range []string{"blobs", "manifests", "blobs/uploads"} {
 				path := "/v2/" + name + "/" + kind + "/" + ref
 				got, ok := quickRoute(path)
 				if !ok {
 					continue
 				}
-				quick++
+				quick[got.Kind]++
 				req := httptest.NewRequest("GET", "http://x"+path, nil)
 				req.URL.Path = path
 				var m mux.RouteMatch
 				want := Route{}
 				if v2.Router().Match(req, &m) && m.Route != nil {
-					want = Route{Kind: routeKinds[m.Route.GetName()], Repository: m.Vars["name"], Reference: m.Vars["reference"] + m.Vars["digest"]}
+					want = Route{Kind: routeKinds[m.Route.GetName()], Repository: m.Vars["name"], Reference: m.Vars["reference"] + m.Vars["digest"] + m.Vars["uuid"]}
 				}
 				if got != want {
 					t.Errorf("quickRoute(%s) = %+v, the router %+v", path, got, want)
@@ -300,7 +301,9 @@ func TestQuickRouteAgreesWithTheRouter(t *testing.T) {
 			}
 		}
 	}
-	if quick == 0 {
-		t.Fatal("quickRoute answered none of the paths")
+	for _, k := range []RouteKind{RouteManifest, RouteBlob, RouteUploadStart, RouteUpload} {
+		if quick[k] == 0 {
+			t.Errorf("quickRoute answered no path of kind %d", k)
+		}
 	}
 }

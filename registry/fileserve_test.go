@@ -178,3 +178,21 @@ func TestNamesAndTagsFollowTheReferenceGrammar(t *testing.T) {
 		}
 	}
 }
+
+// sha256Digest, which parses by hand, accepts exactly what digest.Parse
+// accepts as a sha256 digest.
+func TestSHA256DigestAgreesWithDigestParse(t *testing.T) {
+	hex := strings.Repeat("0123456789abcdef", 4)
+	for _, s := range []string{
+		"sha256:" + hex, "sha256:" + strings.ToUpper(hex), "sha256:" + hex[1:], "sha256:" + hex + "0", "sha256:" + hex[:63] + "g",
+		"sha256:", "sha256", "SHA256:" + hex, "sha512:" + hex + hex, "sha384:" + hex[:48] + hex[:48], "sha256+b64:" + hex,
+		" sha256:" + hex, "sha256:" + hex + " ", "sha256::" + hex[1:], "", hex,
+	} {
+		d, err := digest.Parse(s)
+		want := err == nil && d.Algorithm() == digest.SHA256
+		got, ok := sha256Digest(s)
+		if ok != want || ok && got != d {
+			t.Errorf("sha256Digest(%q) = %q, %v; digest.Parse says sha256: %v", s, got, ok, want)
+		}
+	}
+}

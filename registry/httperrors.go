@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"regexp"
@@ -120,6 +121,22 @@ func (w *serverErrorWriter) Write(p []byte) (int, error) {
 		return w.held.Write(p)
 	}
 	return w.ResponseWriter.Write(p)
+}
+
+// ReadFrom writes what r holds as Write does, through the underlying
+// writer's ReadFrom when it has one: net/http's sends a file with
+// sendfile(2), as the blob reads of fileServer hand it one.
+func (w *serverErrorWriter) ReadFrom(r io.Reader) (int64, error) {
+	if w.status == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	if w.held != nil {
+		return w.held.ReadFrom(r)
+	}
+	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok {
+		return rf.ReadFrom(r)
+	}
+	return io.Copy(w.ResponseWriter, r)
 }
 
 // Flush sends what has been written, unless it is held back.

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/distribution/distribution/v3/registry/api/errcode"
 )
@@ -140,6 +141,14 @@ func TestServerErrorsKeepTheirDetails(t *testing.T) {
 			w.Header().Set("Content-Type", "text/plain")
 			_, _ = w.Write([]byte("ok"))
 		}, 200, "ok", "text/plain"},
+		{"success, read from a reader (a file sent by http.ServeContent)", func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "text/plain")
+			_, _ = w.(io.ReaderFrom).ReadFrom(strings.NewReader("ok"))
+		}, 200, "ok", "text/plain"},
+		{"server error, read from a reader", func(w http.ResponseWriter) {
+			w.WriteHeader(http.StatusInternalServerError)
+			_, _ = w.(io.ReaderFrom).ReadFrom(strings.NewReader("open " + secret))
+		}, 500, `{"errors":[{"code":"UNKNOWN","message":"unknown error","detail":{"requestId":"req-1"}}]}` + "\n", "application/json"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := httptest.NewRecorder()
@@ -151,5 +160,28 @@ func TestServerErrorsKeepTheirDetails(t *testing.T) {
 				t.Errorf("got %d %q %s\nwant %d %q %s", rec.Code, rec.Header().Get("Content-Type"), rec.Body, tc.status, tc.wantCType, tc.want)
 			}
 		})
+	}
+}
+
+// readerFromRecorder is a ResponseRecorder whose ReadFrom says it was called,
+// as net/http's response writer has one that sends files with sendfile(2).
+type readerFromRecorder struct {
+	*httptest.ResponseRecorder
+	readFrom bool
+}
+
+func (r *readerFromRecorder) ReadFrom(src io.Reader) (int64, error) {
+	r.readFrom = true
+	return io.Copy(r.ResponseRecorder, src)
+}
+
+// A blob read reaches the underlying writer's ReadFrom, so that net/http can
+// send the file with sendfile(2) instead of copying it through a buffer.
+func TestServerErrorWriterHandsReadsToReadFrom(t *testing.T) {
+	rec := &readerFromRecorder{ResponseRecorder: httptest.NewRecorder()}
+	sw := &serverErrorWriter{ResponseWriter: rec}
+	http.ServeContent(sw, httptest.NewRequest(http.MethodGet, "/v2/a/blobs/x", nil), "x", time.Time{}, strings.NewReader("blob content"))
+	if !rec.readFrom || rec.Body.String() != "blob content" || rec.Code != http.StatusOK {
+		t.Errorf("ReadFrom called %v; got %d %q", rec.readFrom, rec.Code, rec.Body)
 	}
 }

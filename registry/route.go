@@ -81,13 +81,20 @@ func ParseRoute(req *http.Request) Route {
 }
 
 // quickRoute parses the routes of every pull and push, a manifest by tag or
-// sha256 digest and a blob by sha256 digest, without distribution's router
-// and its regular expressions; it leaves every other path to the router,
-// with which it agrees (TestQuickRouteAgreesWithTheRouter).
+// sha256 digest, a blob by sha256 digest and a blob upload, without
+// distribution's router and its regular expressions; it leaves every other
+// path to the router, with which it agrees
+// (TestQuickRouteAgreesWithTheRouter).
 func quickRoute(p string) (Route, bool) {
 	rest, ok := strings.CutPrefix(p, "/v2/")
 	if !ok {
 		return Route{}, false
+	}
+	if name, ok := strings.CutSuffix(rest, "/blobs/uploads/"); ok && validName(name) {
+		return Route{Kind: RouteUploadStart, Repository: name}, true
+	}
+	if name, id, ok := splitRef(rest, "/blobs/uploads/"); ok && validUploadID(id) {
+		return Route{Kind: RouteUpload, Repository: name, Reference: id}, true
 	}
 	if name, ref, ok := splitRef(rest, "/blobs/"); ok {
 		if _, ok := sha256Digest(ref); ok {
@@ -101,4 +108,16 @@ func quickRoute(p string) (Route, bool) {
 		}
 	}
 	return Route{}, false
+}
+
+// validUploadID reports whether id is an upload's UUID as distribution's
+// router reads it: [a-zA-Z0-9-_.=]+.
+func validUploadID(id string) bool {
+	for i := 0; i < len(id); i++ {
+		b := id[i]
+		if !(b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '-' || b == '_' || b == '.' || b == '=') {
+			return false
+		}
+	}
+	return id != ""
 }

@@ -23,24 +23,12 @@ const benchUser = "bench"
 // every repository the workloads use. It returns the server and the user's
 // password.
 func startBerthAuth(ctx context.Context, bin, dir string) (*server, string, error) {
-	password := fmt.Sprintf("bench-%d", time.Now().UnixNano())
-	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
+	htpasswd, password, err := writeBenchUser(dir)
 	if err != nil {
 		return nil, "", err
 	}
-	htpasswd := filepath.Join(dir, "htpasswd")
-	if err := os.WriteFile(htpasswd, []byte(benchUser+":"+string(hash)+"\n"), 0o600); err != nil {
-		return nil, "", err
-	}
-	config := fmt.Sprintf(`auth:
-  htpasswd: %q
-  rules:
-    - subjects: ["user:%s"]
-      repositories: ["bench/*", "bench/*/*"]
-      actions: [pull, push]
-`, htpasswd, benchUser)
 	file := filepath.Join(dir, "berth.yaml")
-	if err := os.WriteFile(file, []byte(config), 0o644); err != nil {
+	if err := os.WriteFile(file, []byte(authSection(htpasswd, "")), 0o644); err != nil {
 		return nil, "", err
 	}
 	addr, err := freeAddr()
@@ -50,6 +38,40 @@ func startBerthAuth(ctx context.Context, bin, dir string) (*server, string, erro
 	s, err := start(ctx, "berth+auth", addr, dir, "/readyz", bin,
 		"serve", "--addr", addr, "--data", filepath.Join(dir, "data"), "--config", file)
 	return s, password, err
+}
+
+// writeBenchUser writes dir/htpasswd with benchUser and a fresh password
+// (bcrypt at the default cost, as htpasswd -B -C 10 writes it), and returns
+// the file and the password.
+func writeBenchUser(dir string) (file, password string, err error) {
+	password = fmt.Sprintf("bench-%d", time.Now().UnixNano())
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
+	if err != nil {
+		return "", "", err
+	}
+	file = filepath.Join(dir, "htpasswd")
+	if err := os.WriteFile(file, []byte(benchUser+":"+string(hash)+"\n"), 0o600); err != nil {
+		return "", "", err
+	}
+	return file, password, nil
+}
+
+// authSection is the auth section of the configuration of a berth with auth
+// on: the users of htpasswd, one rule granting benchUser pull and push on
+// every repository the workloads use, and the token key keyFile ("" for
+// its default place under the data directory; replicas share one).
+func authSection(htpasswd, keyFile string) string {
+	key := ""
+	if keyFile != "" {
+		key = fmt.Sprintf("  keyFile: %q\n", keyFile)
+	}
+	return fmt.Sprintf(`auth:
+  htpasswd: %q
+%s  rules:
+    - subjects: ["user:%s"]
+      repositories: ["bench/*", "bench/*/*", "scale/*"]
+      actions: [pull, push]
+`, htpasswd, key, benchUser)
 }
 
 // newLoginTarget is a target whose registry client logs in as user through

@@ -2,8 +2,9 @@ package main
 
 // The scale-out benchmarks (go run ./test/bench -scale, make bench-scale):
 // the catalog on PostgreSQL against SQLite, berth with one and two replicas
-// on PostgreSQL and S3 (versitygw) against the upstream registry on the
-// same S3, and online garbage collection. docs/benchmarks.md says what each
+// on PostgreSQL and S3 (versitygw), and two with auth behind a round-robin
+// reverse proxy, against the upstream registry on the same S3, and online
+// garbage collection. docs/benchmarks.md says what each
 // row measures.
 
 import (
@@ -16,6 +17,8 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -272,7 +275,9 @@ func parseMs(s string) time.Duration {
 }
 
 // replicaRows pushes and pulls packages through berth with one replica,
-// with two (each package through one, round-robin by repository), and
+// with two (each package through one, round-robin by repository), with two
+// with auth behind a round-robin reverse proxy (every request, of a push
+// too, to either replica; the client logs in through the token flow), and
 // through the upstream registry, each on its own bucket of one versitygw,
 // the berths on one PostgreSQL database each.
 func replicaRows(ctx context.Context, cluster *pgtest.Cluster, root string, o scaleOptions) ([]catRow, error) {
@@ -293,24 +298,32 @@ func replicaRows(ctx context.Context, cluster *pgtest.Cluster, root string, o sc
 	}
 	defer gw.stop()
 
+	htpasswd, password, err := writeBenchUser(root)
+	if err != nil {
+		return nil, err
+	}
+	// setup starts a topology for run: its servers, and the target the
+	// workload goes through; stop stops what it started besides the servers.
 	type setup struct {
 		name  string
-		start func(run int) ([]*server, error)
+		start func(run int) (servers []*server, t *target, stop func(), err error)
 	}
-	berths := func(n int) func(run int) ([]*server, error) {
+	// berths starts n replicas on one database and one bucket, with the
+	// auth section auth ("" for none) and a shared token key.
+	berths := func(n int, tag, auth string) func(run int) ([]*server, error) {
 		return func(run int) ([]*server, error) {
 			dsn, _, err := cluster.CreateDatabase(ctx)
 			if err != nil {
 				return nil, err
 			}
-			bucket, err := gw.bucket(fmt.Sprintf("berth%d-%d", n, run))
+			bucket, err := gw.bucket(fmt.Sprintf("berth%d%s-%d", n, tag, run))
 			if err != nil {
 				return nil, err
 			}
 			var out []*server
 			for i := range n {
-				dir := filepath.Join(root, fmt.Sprintf("berth%d-%d-%d", n, run, i))
-				s, err := startBerthOnS3(ctx, bins.berth, dir, gw, bucket, dsn, filepath.Join(root, "http-secret"))
+				dir := filepath.Join(root, fmt.Sprintf("berth%d%s-%d-%d", n, tag, run, i))
+				s, err := startBerthOnS3(ctx, bins.berth, dir, gw, bucket, dsn, filepath.Join(root, "http-secret"), auth)
 				if err != nil {
 					stopAll(out)
 					return nil, err
@@ -320,42 +333,60 @@ func replicaRows(ctx context.Context, cluster *pgtest.Cluster, root string, o sc
 			return out, nil
 		}
 	}
-	setups := []setup{
-		{"berth, 1 replica", berths(1)},
-		{"berth, 2 replicas", berths(2)},
-		{"upstream registry", func(run int) ([]*server, error) {
-			bucket, err := gw.bucket(fmt.Sprintf("upstream-%d", run))
+	// direct: each repository through one replica, by its name.
+	direct := func(name string, n int) func(run int) ([]*server, *target, func(), error) {
+		return func(run int) ([]*server, *target, func(), error) {
+			servers, err := berths(n, "", "")(run)
 			if err != nil {
-				return nil, err
-			}
-			s, err := startUpstreamOnS3(ctx, bins.upstream, filepath.Join(root, fmt.Sprintf("upstream-%d", run)), gw, bucket)
-			if err != nil {
-				return nil, err
-			}
-			return []*server{s}, nil
-		}},
-	}
-	push, pull := map[string][]float64{}, map[string][]float64{}
-	for run := range o.runs {
-		for _, st := range setups {
-			servers, err := st.start(run)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", st.name, err)
-			}
-			pkgs, err := newPackages(rand.NewChaCha8([32]byte{byte(run), 3}), packageSet{prefix: "scale", count: o.packages, repos: 30, contentSize: 50 << 10})
-			if err != nil {
-				stopAll(servers)
-				return nil, err
+				return nil, nil, nil, err
 			}
 			var also []string
 			for _, s := range servers[1:] {
 				also = append(also, s.addr)
 			}
-			t := newTarget(st.name, servers[0].addr, also...)
-			ps, pl, err := packageRound(ctx, t, pkgs, 8)
+			return servers, newTarget(name, servers[0].addr, also...), func() {}, nil
+		}
+	}
+	const proxied = "berth, 2 replicas + auth, round-robin proxy"
+	setups := []setup{
+		{"berth, 1 replica", direct("berth, 1 replica", 1)},
+		{"berth, 2 replicas", direct("berth, 2 replicas", 2)},
+		{proxied, func(run int) ([]*server, *target, func(), error) {
+			servers, err := berths(2, "auth", authSection(htpasswd, filepath.Join(root, fmt.Sprintf("token-key-%d.pem", run))))(run)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			proxy := roundRobin(servers)
+			return servers, newLoginTarget(proxied, strings.TrimPrefix(proxy.URL, "http://"), benchUser, password), proxy.Close, nil
+		}},
+		{"upstream registry", func(run int) ([]*server, *target, func(), error) {
+			bucket, err := gw.bucket(fmt.Sprintf("upstream-%d", run))
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			s, err := startUpstreamOnS3(ctx, bins.upstream, filepath.Join(root, fmt.Sprintf("upstream-%d", run)), gw, bucket)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			return []*server{s}, newTarget("upstream registry", s.addr), func() {}, nil
+		}},
+	}
+	push, pull := map[string][]float64{}, map[string][]float64{}
+	for run := range o.runs {
+		for _, st := range setups {
+			servers, t, stopMore, err := st.start(run)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", st.name, err)
+			}
+			pkgs, err := newPackages(rand.NewChaCha8([32]byte{byte(run), 3}), packageSet{prefix: "scale", count: o.packages, repos: 30, contentSize: 50 << 10})
+			var ps, pl float64
+			if err == nil {
+				ps, pl, err = packageRound(ctx, t, pkgs, 8)
+			}
+			stopMore()
 			stopAll(servers)
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("%s: %w", st.name, err)
 			}
 			push[st.name] = append(push[st.name], ps)
 			pull[st.name] = append(pull[st.name], pl)
@@ -363,15 +394,41 @@ func replicaRows(ctx context.Context, cluster *pgtest.Cluster, root string, o sc
 		}
 	}
 	var rows []catRow
-	up := "upstream registry"
+	// detail compares name's median in m with upstream's, and the proxied
+	// replicas' with two replicas' without auth.
+	detail := func(m map[string][]float64, name string) string {
+		d := formatRatio(median(m[name]), median(m["upstream registry"])) + " of upstream"
+		if name == proxied {
+			d += "; " + formatRatio(median(m[name]), median(m["berth, 2 replicas"])) + " of 2 replicas without auth"
+		}
+		return d + "; runs " + formatSamples(m[name])
+	}
 	for _, st := range setups {
 		rows = append(rows,
-			catRow{name: st.name + ": push", value: fmt.Sprintf("%.1f packages/s", median(push[st.name])),
-				detail: fmt.Sprintf("%s of upstream; runs %s", formatRatio(median(push[st.name]), median(push[up])), formatSamples(push[st.name]))},
-			catRow{name: st.name + ": pull", value: fmt.Sprintf("%.1f packages/s", median(pull[st.name])),
-				detail: fmt.Sprintf("%s of upstream; runs %s", formatRatio(median(pull[st.name]), median(pull[up])), formatSamples(pull[st.name]))})
+			catRow{name: st.name + ": push", value: fmt.Sprintf("%.1f packages/s", median(push[st.name])), detail: detail(push, st.name)},
+			catRow{name: st.name + ": pull", value: fmt.Sprintf("%.1f packages/s", median(pull[st.name])), detail: detail(pull, st.name)})
 	}
 	return rows, nil
+}
+
+// roundRobin is a reverse proxy in front of servers that sends each
+// request, /v2/ and the token endpoint alike, to the next server in turn,
+// as a load balancer without session affinity does. It keeps the Host the
+// client asked for, so that the token realm and upload locations the
+// servers answer with name the proxy.
+func roundRobin(servers []*server) *httptest.Server {
+	var next atomic.Uint64
+	addrs := make([]string, len(servers))
+	for i, s := range servers {
+		addrs[i] = s.addr
+	}
+	return httptest.NewServer(&httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(&url.URL{Scheme: "http", Host: addrs[(next.Add(1)-1)%uint64(len(addrs))]})
+			r.Out.Host = r.In.Host
+		},
+		Transport: loopbackTransport(addrs...),
+	})
 }
 
 func stopAll(servers []*server) {
@@ -426,7 +483,10 @@ func (gw *s3Server) bucket(name string) (string, error) {
 	return name, os.Mkdir(filepath.Join(gw.dir, name), 0o755)
 }
 
-func startBerthOnS3(ctx context.Context, bin, dir string, gw *s3Server, bucket, dsn, secret string) (*server, error) {
+// startBerthOnS3 runs berth on the bucket of gw and the catalog database
+// dsn, with the HTTP secret file secret and the configuration's auth
+// section auth ("" for none).
+func startBerthOnS3(ctx context.Context, bin, dir string, gw *s3Server, bucket, dsn, secret, auth string) (*server, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -453,7 +513,7 @@ registry:
   httpSecretFile: %s
 catalog:
   database: %s
-`, addr, filepath.Join(dir, "data"), bucket, gw.addr, gw.accessKey, gw.secretFile, secret, dsn), 0o600); err != nil {
+%s`, addr, filepath.Join(dir, "data"), bucket, gw.addr, gw.accessKey, gw.secretFile, secret, dsn, auth), 0o600); err != nil {
 		return nil, err
 	}
 	return start(ctx, "berth", addr, dir, "/readyz", bin, "serve", "--config", config)

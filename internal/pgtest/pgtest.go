@@ -14,7 +14,6 @@ package pgtest
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -126,11 +125,7 @@ func Start() (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{dir: dir, bin: bin}
-	if c.password, err = randomPassword(); err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
+	c := &Cluster{dir: dir, bin: bin, password: rand.Text()}
 	if os.Geteuid() == 0 {
 		if c.cred, err = postgresUser(); err != nil {
 			os.RemoveAll(dir)
@@ -184,15 +179,6 @@ func (c *Cluster) writeFile(name, content string) error {
 		return os.Chown(name, int(c.cred.Uid), int(c.cred.Gid))
 	}
 	return nil
-}
-
-// randomPassword is 32 random hexadecimal digits.
-func randomPassword() (string, error) {
-	b := make([]byte, 16)
-	if _, err := rand.Read(b); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(b), nil
 }
 
 // Stop stops the server at once and removes the cluster's directory.

@@ -131,6 +131,21 @@ func NewAuthn(cfg *config.Auth, opts AuthnOptions) (*Authn, error) {
 	return a, nil
 }
 
+// KeyID is the key ID (kid) of the token signing key: the RFC 7638
+// thumbprint of its public key, as the JWKS and every token's header name
+// it. It is safe to store and print; replicas that must verify each other's
+// tokens have the same.
+func (a *Authn) KeyID() string { return a.key.kid }
+
+// BindUpload binds the upload session uuid to subject (UploadOwnerParam),
+// under a key derived from the token signing key, so that every replica
+// with the same key file computes the same.
+func (a *Authn) BindUpload(uuid, subject string) string {
+	return a.key.uploads.BindUpload(uuid, subject)
+}
+
+var _ UploadBinder = (*Authn)(nil)
+
 // Issue signs an access token for id granting grants, and returns it with
 // its expiry.
 func (a *Authn) Issue(id Identity, grants []Grant) (string, time.Time, error) {

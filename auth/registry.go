@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/distribution/distribution/v3/registry/api/errcode"
 
@@ -32,6 +31,11 @@ type RegistryOptions struct {
 	Audit *Auditor
 	// Metrics count the decisions.
 	Metrics *Metrics
+	// Uploads bind upload sessions to the subjects that opened them;
+	// every replica must have the same (an Authn with the same key file).
+	// nil binds with a random key of this process: an upload must then be
+	// finished on the process that opened it.
+	Uploads UploadBinder
 }
 
 // Registry enforces the policy on next, the handler of the OCI API under
@@ -50,8 +54,9 @@ type RegistryOptions struct {
 // /v2/_catalog lists only the repositories the caller may pull (a token must
 // grant registry:catalog:*). A cross-repository blob mount from a repository
 // the caller may not pull becomes a plain upload; an upload session answers
-// only the subject that opened it. A subject who may sign but not push a
-// repository may push only signatures and referrers there
+// only the subject that opened it, which its URL binds it to
+// (UploadOwnerParam). A subject who may sign but not push a repository may
+// push only signatures and referrers there
 // (registry.WithSignOnly). A namespace's OLM catalog, which berth
 // generates, can be pulled only by who may pull every package of the
 // namespace, and written by no one: 403 DENIED, even to an anonymous
@@ -66,14 +71,18 @@ func Registry(next http.Handler, opts RegistryOptions) http.Handler {
 	if opts.Authenticator == nil {
 		panic("auth.Registry: a Policy without an Authenticator")
 	}
-	return &registryGate{next: next, opts: opts, uploads: newUploadOwners(uploadOwnersMax, uploadOwnerTTL, time.Now)}
+	g := &registryGate{next: next, opts: opts, uploads: opts.Uploads}
+	if g.uploads == nil {
+		g.uploads = processBinder()
+	}
+	return g
 }
 
 // registryGate is the handler Registry returns.
 type registryGate struct {
 	next    http.Handler
 	opts    RegistryOptions
-	uploads *uploadOwners
+	uploads UploadBinder
 }
 
 // need is what a request on a repository requires.

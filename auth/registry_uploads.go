@@ -1,10 +1,13 @@
 package auth
 
 import (
-	"container/list"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
 	"net/http"
-	"sync"
-	"time"
+	"net/url"
+	"strings"
 
 	"github.com/distribution/distribution/v3"
 	"github.com/distribution/distribution/v3/registry/api/errcode"
@@ -12,14 +15,46 @@ import (
 	"github.com/berth-registry/berth/registry"
 )
 
-const (
-	// uploadOwnersMax bounds the upload sessions whose subject is kept; past
-	// it, the least recently used is forgotten.
-	uploadOwnersMax = 100_000
-	// uploadOwnerTTL is how long an upload session's subject is kept after
-	// its last request. distribution purges uploads a week old.
-	uploadOwnerTTL = 24 * time.Hour
-)
+// UploadOwnerParam is the query parameter of an upload session's URL that
+// binds the session to the subject that opened it: a keyed MAC of the
+// session's UUID and the subject. berth adds it to the Location of every
+// response that names the session (POST and PATCH 202, GET 204), beside
+// distribution's _state, and clients send the Location back verbatim, as
+// they must for _state; no replica keeps the binding, so any replica with
+// the same key checks it.
+const UploadOwnerParam = "_owner"
+
+// UploadBinder computes the binding of an upload session to a subject.
+// Every replica must compute the same: Authn derives it from the token
+// signing key, which replicas share.
+type UploadBinder interface {
+	// BindUpload returns the value of UploadOwnerParam that binds the
+	// upload uuid to subject.
+	BindUpload(uuid, subject string) string
+}
+
+// keyBinder binds uploads under a key of its own.
+type keyBinder []byte
+
+// BindUpload is an HMAC-SHA256 of uuid and subject under the key, truncated
+// to 128 bits.
+func (k keyBinder) BindUpload(uuid, subject string) string {
+	mac := hmac.New(sha256.New, k)
+	mac.Write([]byte(uuid))
+	mac.Write([]byte{0})
+	mac.Write([]byte(subject))
+	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil)[:16])
+}
+
+// processBinder binds uploads under a random key of this process: the
+// binder of a gate given none, whose uploads stay on one process.
+func processBinder() keyBinder {
+	k := make(keyBinder, 32)
+	if _, err := rand.Read(k); err != nil {
+		panic(err) // crypto/rand never fails on supported platforms
+	}
+	return k
+}
 
 // serveUploadStart opens an upload session (POST /v2/<name>/blobs/uploads/)
 // and binds it to id's subject. A cross-repository mount from a repository
@@ -36,13 +71,7 @@ func (g *registryGate) serveUploadStart(w http.ResponseWriter, r *http.Request, 
 			dropMount(r)
 		}
 	}
-	subject := id.Name()
-	sw := &statusWriter{ResponseWriter: w, onStatus: func(status int, h http.Header) {
-		if uuid := h.Get("Docker-Upload-UUID"); status == http.StatusAccepted && uuid != "" {
-			g.uploads.bind(uuid, subject)
-		}
-	}}
-	g.next.ServeHTTP(sw, r)
+	g.next.ServeHTTP(g.binding(w, id), r)
 }
 
 // dropMount removes the cross-repository mount parameters from r.
@@ -59,89 +88,37 @@ func dropMount(r *http.Request) {
 }
 
 // serveUpload serves a request on an upload session
-// (/v2/<name>/blobs/uploads/<uuid>) from the subject that opened it. Any
-// other subject, and any request on a session whose subject is no longer
-// known, gets what a session that does not exist gets.
+// (/v2/<name>/blobs/uploads/<uuid>) whose URL binds it to id's subject. Any
+// other subject, and a request whose binding is missing or forged, gets what
+// a session that does not exist gets, and is audited.
 func (g *registryGate) serveUpload(w http.ResponseWriter, r *http.Request, id Identity, route registry.Route) {
 	subject := id.Name()
-	if owner, ok := g.uploads.owner(route.Reference); !ok || owner != subject {
-		if ok {
-			g.opts.Audit.Record(r, Event{Subject: subject, Action: string(Push), Resource: route.Repository, Result: ResultDenied, Reason: "the upload session was opened by another subject"})
-		}
+	want := g.uploads.BindUpload(route.Reference, subject)
+	if got := r.URL.Query().Get(UploadOwnerParam); !hmac.Equal([]byte(got), []byte(want)) {
+		g.opts.Audit.Record(r, Event{Subject: subject, Action: string(Push), Resource: route.Repository, Result: ResultDenied,
+			Reason: "the upload session's URL does not bind it to this subject (" + UploadOwnerParam + " missing, forged, or of another subject or session)"})
 		serveError(w, errcode.ErrorCodeBlobUploadUnknown.WithDetail(distribution.ErrBlobUploadUnknown))
 		return
 	}
-	sw := &statusWriter{ResponseWriter: w}
-	g.next.ServeHTTP(sw, r)
-	if (r.Method == http.MethodPut || r.Method == http.MethodDelete) && sw.status >= 200 && sw.status <= 299 {
-		g.uploads.forget(route.Reference)
-	}
+	g.next.ServeHTTP(g.binding(w, id), r)
 }
 
-// uploadOwners remembers which subject opened each upload session, for at
-// most max sessions, each until ttl after its last use. Safe for concurrent use.
-type uploadOwners struct {
-	mu   sync.Mutex
-	max  int
-	ttl  time.Duration
-	now  func() time.Time
-	lru  *list.List // of *uploadOwner, most recently used first
-	byID map[string]*list.Element
-}
-
-type uploadOwner struct {
-	uuid, subject string
-	expires       time.Time
-}
-
-func newUploadOwners(limit int, ttl time.Duration, now func() time.Time) *uploadOwners {
-	return &uploadOwners{max: limit, ttl: ttl, now: now, lru: list.New(), byID: map[string]*list.Element{}}
-}
-
-// bind records that subject opened the upload uuid.
-func (u *uploadOwners) bind(uuid, subject string) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	now := u.now()
-	if e, ok := u.byID[uuid]; ok {
-		u.lru.Remove(e)
-	}
-	u.byID[uuid] = u.lru.PushFront(&uploadOwner{uuid: uuid, subject: subject, expires: now.Add(u.ttl)})
-	for e := u.lru.Back(); e != nil && (u.lru.Len() > u.max || !now.Before(e.Value.(*uploadOwner).expires)); e = u.lru.Back() {
-		u.remove(e)
-	}
-}
-
-// owner returns the subject that opened the upload uuid, and keeps it
-// another ttl; ok is false when it is not known (any more).
-func (u *uploadOwners) owner(uuid string) (subject string, ok bool) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	e, ok := u.byID[uuid]
-	if !ok {
-		return "", false
-	}
-	o := e.Value.(*uploadOwner)
-	now := u.now()
-	if !now.Before(o.expires) {
-		u.remove(e)
-		return "", false
-	}
-	o.expires = now.Add(u.ttl)
-	u.lru.MoveToFront(e)
-	return o.subject, true
-}
-
-// forget drops the upload uuid, which has completed or been cancelled.
-func (u *uploadOwners) forget(uuid string) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if e, ok := u.byID[uuid]; ok {
-		u.remove(e)
-	}
-}
-
-func (u *uploadOwners) remove(e *list.Element) {
-	u.lru.Remove(e)
-	delete(u.byID, e.Value.(*uploadOwner).uuid)
+// binding wraps w so that a response naming an upload session (its
+// Docker-Upload-UUID, and a Location ending in that UUID) binds it to id's
+// subject in its Location.
+func (g *registryGate) binding(w http.ResponseWriter, id Identity) http.ResponseWriter {
+	return &statusWriter{ResponseWriter: w, onStatus: func(_ int, h http.Header) {
+		uuid, loc := h.Get("Docker-Upload-UUID"), h.Get("Location")
+		if uuid == "" || loc == "" {
+			return
+		}
+		u, err := url.Parse(loc)
+		if err != nil || !strings.HasSuffix(u.Path, "/blobs/uploads/"+uuid) {
+			return
+		}
+		q := u.Query()
+		q.Set(UploadOwnerParam, g.uploads.BindUpload(uuid, id.Name()))
+		u.RawQuery = q.Encode()
+		h.Set("Location", u.String())
+	}}
 }

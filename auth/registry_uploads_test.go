@@ -6,9 +6,10 @@ import (
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/opencontainers/go-digest"
+
+	"github.com/berth-registry/berth/config"
 )
 
 func TestRegistryMountNeedsPullOnFrom(t *testing.T) {
@@ -92,11 +93,130 @@ func TestRegistryUploadsAreBoundToTheirSubject(t *testing.T) {
 	if w.Code != http.StatusCreated {
 		t.Fatalf("alice: finish her upload: %d %s", w.Code, w.Body)
 	}
-	if _, ok := e.gate.(*registryGate).uploads.owner(uploadUUID(t, loc)); ok {
-		t.Error("a finished upload is still remembered")
-	}
 	// A signer may upload too (signature layers), to its own session.
 	e.putBlob(t, e.gate, signer, "a/app", []byte("signature layer"), "application/octet-stream")
+}
+
+// TestRegistryUploadBindings: every request on an upload session whose URL
+// does not bind it to the caller gets what a session that does not exist
+// gets, and is audited; and every response naming the session binds it
+// again in its Location.
+func TestRegistryUploadBindings(t *testing.T) {
+	e := newEnv(t)
+	start := func() string {
+		t.Helper()
+		w := do(e.gate, alice, http.MethodPost, "/v2/a/app/blobs/uploads/", "", nil)
+		if w.Code != http.StatusAccepted {
+			t.Fatalf("alice: start upload: %d %s", w.Code, w.Body)
+		}
+		return w.Header().Get("Location")
+	}
+	loc, other := start(), start()
+	own := query(t, loc).Get(UploadOwnerParam)
+	if own == "" || query(t, loc).Get("_state") == "" {
+		t.Fatalf("Location %q lacks %s or _state", loc, UploadOwnerParam)
+	}
+	bobSubject := identities[bob].Subject
+	uuid := uploadUUID(t, loc)
+	for _, tc := range []struct{ name, owner string }{
+		{"missing", ""},
+		{"forged", strings.Repeat("A", len(own))},
+		{"another upload's", query(t, other).Get(UploadOwnerParam)},
+		{"another subject's", e.gate.(*registryGate).uploads.BindUpload(uuid, bobSubject)},
+		{"truncated", own[:len(own)-1]},
+	} {
+		e.audit.Reset()
+		target := withOwner(t, loc, tc.owner)
+		for _, method := range []string{http.MethodGet, http.MethodPatch, http.MethodDelete} {
+			w := do(e.gate, alice, method, target, "application/octet-stream", []byte("x"))
+			if w.Code != http.StatusNotFound || !strings.Contains(w.Body.String(), "BLOB_UPLOAD_UNKNOWN") {
+				t.Errorf("%s binding: %s = %d %s, want 404 BLOB_UPLOAD_UNKNOWN", tc.name, method, w.Code, w.Body)
+			}
+		}
+		if !strings.Contains(e.audit.String(), "does not bind it to this subject") {
+			t.Errorf("%s binding: refusal not audited: %s", tc.name, e.audit)
+		}
+	}
+	// The session is untouched, and every response binds it again.
+	w := do(e.gate, alice, http.MethodGet, loc, "", nil)
+	if w.Code != http.StatusNoContent || query(t, w.Header().Get("Location")).Get(UploadOwnerParam) != own {
+		t.Fatalf("alice: GET her upload = %d, Location %q, want 204 bound by %s", w.Code, w.Header().Get("Location"), own)
+	}
+	w = do(e.gate, alice, http.MethodPatch, w.Header().Get("Location"), "application/octet-stream", []byte("data"))
+	if w.Code != http.StatusAccepted || query(t, w.Header().Get("Location")).Get(UploadOwnerParam) != own {
+		t.Fatalf("alice: PATCH her upload = %d, Location %q, want 202 bound by %s", w.Code, w.Header().Get("Location"), own)
+	}
+	w = do(e.gate, alice, http.MethodPut, w.Header().Get("Location")+"&digest="+digestOf([]byte("data")), "", nil)
+	if w.Code != http.StatusCreated || strings.Contains(w.Header().Get("Location"), UploadOwnerParam) {
+		t.Fatalf("alice: finish her upload = %d, Location %q, want 201 naming the blob", w.Code, w.Header().Get("Location"))
+	}
+}
+
+// TestRegistryUploadsCrossReplicas: an upload opened through one replica is
+// finished through another whose Authn has the same key file, and is
+// refused to another subject there.
+func TestRegistryUploadsCrossReplicas(t *testing.T) {
+	e := newEnv(t)
+	fa := newFixture(t, func(c *config.Auth) {
+		c.Rules = append(c.Rules, config.AuthRule{Subjects: []string{"user:bob"}, Repositories: []string{"a/*"}, Actions: []string{"push"}})
+	})
+	fb := newReplica(t, fa.cfg, fa.revoked)
+	gate := func(f *fixture) http.Handler {
+		return Registry(e.raw, RegistryOptions{Authenticator: f.Authn, Policy: f.policy, Service: "berth", Audit: NewAuditor(f.auditLog), Uploads: f.Authn})
+	}
+	a, b := gate(fa), gate(fb)
+	aliceCred, bobCred := "Basic "+b64("alice:alice-pw"), "Basic "+b64("bob:bob-pw")
+	data := []byte("crossing replicas")
+	w := do(a, aliceCred, http.MethodPost, "/v2/a/app/blobs/uploads/", "", nil)
+	if w.Code != http.StatusAccepted {
+		t.Fatalf("alice through A: start upload: %d %s", w.Code, w.Body)
+	}
+	loc := w.Header().Get("Location")
+	if w := do(b, bobCred, http.MethodPatch, loc, "application/octet-stream", data); w.Code != http.StatusNotFound {
+		t.Errorf("bob through B on alice's upload: %d %s, want 404", w.Code, w.Body)
+	}
+	if !strings.Contains(fb.auditLog.String(), "does not bind it to this subject") {
+		t.Errorf("bob's attempt is not audited on B: %s", fb.auditLog)
+	}
+	w = do(b, aliceCred, http.MethodPatch, loc, "application/octet-stream", data)
+	if w.Code != http.StatusAccepted {
+		t.Fatalf("alice through B: PATCH: %d %s", w.Code, w.Body)
+	}
+	w = do(a, aliceCred, http.MethodPut, w.Header().Get("Location")+"&digest="+digestOf(data), "", nil)
+	if w.Code != http.StatusCreated {
+		t.Fatalf("alice through A: finish: %d %s", w.Code, w.Body)
+	}
+	// A replica with another key cannot check A's bindings.
+	other := newFixture(t)
+	w = do(a, aliceCred, http.MethodPost, "/v2/a/app/blobs/uploads/", "", nil)
+	if w := do(gate(other), aliceCred, http.MethodGet, w.Header().Get("Location"), "", nil); w.Code != http.StatusNotFound {
+		t.Errorf("alice through a replica with another key: %d, want 404", w.Code)
+	}
+}
+
+func query(t *testing.T, loc string) url.Values {
+	t.Helper()
+	u, err := url.Parse(loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Query()
+}
+
+// withOwner is loc with its binding replaced by owner, or removed when owner is "".
+func withOwner(t *testing.T, loc, owner string) string {
+	t.Helper()
+	u, err := url.Parse(loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Del(UploadOwnerParam)
+	if owner != "" {
+		q.Set(UploadOwnerParam, owner)
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 func uploadUUID(t *testing.T, loc string) string {
@@ -105,38 +225,6 @@ func uploadUUID(t *testing.T, loc string) string {
 		t.Fatal(err)
 	}
 	return u.Path[strings.LastIndexByte(u.Path, '/')+1:]
-}
-
-func TestUploadOwnersAreBounded(t *testing.T) {
-	now := time.Unix(0, 0)
-	u := newUploadOwners(3, time.Hour, func() time.Time { return now })
-	for i := range 5 {
-		u.bind(fmt.Sprint(i), fmt.Sprint("user:", i))
-	}
-	for i, want := range []bool{false, false, true, true, true} {
-		if s, ok := u.owner(fmt.Sprint(i)); ok != want || ok && s != fmt.Sprint("user:", i) {
-			t.Errorf("owner(%d) = %q %v, want known %v", i, s, ok, want)
-		}
-	}
-	// Using an upload keeps it: 2 is the least recently used now.
-	u.owner("2")
-	u.owner("3")
-	now = now.Add(30 * time.Minute)
-	u.owner("4")
-	u.bind("5", "user:5")
-	if _, ok := u.owner("2"); ok {
-		t.Error("the least recently used upload was kept past the bound")
-	}
-	now = now.Add(45 * time.Minute)
-	for id, want := range map[string]bool{"3": false, "4": true, "5": true} {
-		if _, ok := u.owner(id); ok != want {
-			t.Errorf("after 75 minutes owner(%s) known = %v, want %v", id, ok, want)
-		}
-	}
-	u.forget("4")
-	if _, ok := u.owner("4"); ok || u.lru.Len() != 1 || len(u.byID) != 1 {
-		t.Errorf("after forget: %d in the list, %d in the map, want 1", u.lru.Len(), len(u.byID))
-	}
 }
 
 func digestOf(b []byte) string { return digest.FromBytes(b).String() }

@@ -8,9 +8,8 @@ import (
 
 // Revocations keep the IDs (jti) of the tokens berth issued that were
 // revoked before they expired: UI sessions signed out and refresh tokens
-// given back. Every replica must read the same ones, so they live in the
-// robot store's SQLite file for one process (robotdb) and in PostgreSQL
-// for replicas (revokepg), never in a process's memory. Implementations are
+// given back. Every replica must read the same ones, so they live in an
+// IdentityStore, never in a process's memory. Implementations are
 // safe for concurrent use.
 type Revocations interface {
 	// RevokeToken records that the token id is revoked. The record may be
@@ -46,4 +45,12 @@ func (a *Authn) checkRevoked(ctx context.Context, c *tokenClaims) error {
 		return fmt.Errorf("%w: the %s token was revoked", ErrBadCredentials, c.Use)
 	}
 	return nil
+}
+
+// IdentityStore keeps the identity state every replica must share: robot
+// accounts and revocations. auth/robotdb keeps it in a SQLite file for one
+// process, auth/authpg in the catalog's PostgreSQL for replicas.
+type IdentityStore interface {
+	RobotStore
+	Revocations
 }

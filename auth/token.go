@@ -63,6 +63,9 @@ type signingKey struct {
 	jwks []byte
 	// fingerprintKey keys fingerprint; derived from the private key.
 	fingerprintKey []byte
+	// uploads bind upload sessions to their subjects (Authn.BindUpload),
+	// under a key derived from the private key with another label.
+	uploads keyBinder
 	// verified holds the claims of tokens whose signature was checked, by
 	// the token's SHA-256, so that a client's requests with one token cost
 	// one ECDSA verification, not one each. Bounded by maxVerified.
@@ -176,8 +179,14 @@ func newSigningKey(key *ecdsa.PrivateKey) (*signingKey, error) {
 	if err != nil {
 		return nil, err
 	}
-	fp := sha256.Sum256(append([]byte("berth token fingerprint\x00"), scalar...))
-	return &signingKey{private: key, kid: pub.KeyID, signer: signer, jwks: jwks, fingerprintKey: fp[:]}, nil
+	// derive is a key for one use, named by label: knowing it tells
+	// nothing of the private key or of the keys of other labels.
+	derive := func(label string) []byte {
+		sum := sha256.Sum256(append([]byte(label+"\x00"), scalar...))
+		return sum[:]
+	}
+	return &signingKey{private: key, kid: pub.KeyID, signer: signer, jwks: jwks,
+		fingerprintKey: derive("berth token fingerprint"), uploads: derive("berth upload owner")}, nil
 }
 
 // sign issues a token of use for id, from now until exp, with an access

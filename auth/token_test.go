@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -220,5 +221,33 @@ func TestVerifiedTokensAreCachedNotTrustedForever(t *testing.T) {
 	}
 	if _, err := k.verify(raw[:i]+string(c)+raw[i+1:], "berth", useAccess, now); err == nil {
 		t.Fatal("a tampered token was accepted")
+	}
+}
+
+// TestTokensAcrossReplicas: a token minted by one Authn verifies on another
+// with the same key file, whose KeyID is the same, and fails on one with
+// another key, whose KeyID differs.
+func TestTokensAcrossReplicas(t *testing.T) {
+	a := newFixture(t)
+	b := newReplica(t, a.cfg, a.revoked)
+	other := newFixture(t)
+	if a.KeyID() == "" || a.KeyID() != b.KeyID() {
+		t.Errorf("KeyID of A %q, of B %q with the same key file: want one, not empty", a.KeyID(), b.KeyID())
+	}
+	if a.KeyID() == other.KeyID() {
+		t.Errorf("two keys have one KeyID %q", a.KeyID())
+	}
+	if !strings.Contains(string(a.key.jwks), `"kid":"`+a.KeyID()+`"`) {
+		t.Errorf("KeyID %q is not the kid of the JWKS %s", a.KeyID(), a.key.jwks)
+	}
+	tok, _, err := a.Issue(a.user(t, "alice"), []Grant{{Type: "repository", Name: "a/x", Actions: []string{"pull"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, err := b.Authenticate(bearerRequest(tok)); err != nil || id.Subject != "user:alice" {
+		t.Errorf("A's token on B = %+v, %v; want alice", id, err)
+	}
+	if _, err := other.Authenticate(bearerRequest(tok)); !errors.Is(err, ErrBadCredentials) || !strings.Contains(err.Error(), "not signed by this registry") {
+		t.Errorf("A's token on a replica with another key: %v, want not signed by this registry", err)
 	}
 }

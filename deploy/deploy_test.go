@@ -2,8 +2,13 @@ package deploy
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/x509"
 	"encoding/base64"
+	"encoding/pem"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -412,6 +417,13 @@ func checkDeployment(t *testing.T, objs []object, image string, secrets cluster)
 			t.Errorf("registry.httpSecretFile %s: not in a mounted Secret (%v) nor in a writable directory", f, err)
 		}
 	}
+	// With auth, the token key: replicas must share it, so it comes from a
+	// mounted Secret; one replica may create its own in a writable directory.
+	if cfg.Auth != nil {
+		if f := cfg.Auth.KeyFile; d.replicas() > 1 || !underWritable(f, writable) {
+			checkTokenKey(t, filepath.Join(root, f), f)
+		}
+	}
 	// Validate opens the key files: a copy names them under root.
 	inPod := *cfg
 	for _, f := range []*string{&inPod.Storage.S3.SecretKeyFile, &inPod.Storage.GCS.KeyFile, &inPod.Storage.Azure.AccountKeyFile} {
@@ -500,6 +512,34 @@ func checkDeployment(t *testing.T, objs []object, image string, secrets cluster)
 		}
 	}
 	return d
+}
+
+// checkTokenKey checks that file, the auth.keyFile named, holds an ECDSA
+// P-256 private key in PEM, as berth reads it.
+func checkTokenKey(t *testing.T, file, named string) {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Errorf("auth.keyFile %s: not in a mounted Secret: %v", named, err)
+		return
+	}
+	block, _ := pem.Decode(b)
+	if block == nil {
+		t.Errorf("auth.keyFile %s: no PEM block", named)
+		return
+	}
+	var key any
+	switch block.Type {
+	case "EC PRIVATE KEY":
+		key, err = x509.ParseECPrivateKey(block.Bytes)
+	case "PRIVATE KEY":
+		key, err = x509.ParsePKCS8PrivateKey(block.Bytes)
+	default:
+		err = fmt.Errorf("PEM block %q", block.Type)
+	}
+	if k, ok := key.(*ecdsa.PrivateKey); err != nil || !ok || k.Curve != elliptic.P256() {
+		t.Errorf("auth.keyFile %s: want an ECDSA P-256 private key (%v)", named, err)
+	}
 }
 
 // replicas is the workload's number of replicas (Kubernetes' default: 1).

@@ -2,6 +2,11 @@ package deploy
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"os"
 	"os/exec"
@@ -219,5 +224,51 @@ func TestHelmRefuses(t *testing.T) {
 				t.Errorf("helm template --set %s: %v, want an error saying %q", strings.Join(tc.set, ","), err, tc.want)
 			}
 		})
+	}
+}
+
+// TestHelmAuthTokenKey: with an auth section, every replica reads one token
+// key from a Secret mounted at auth.keyFile: the chart's own, or an existing
+// one; without auth there is none.
+func TestHelmAuthTokenKey(t *testing.T) {
+	t.Parallel()
+	secrets := cluster{
+		"berth-postgres":    {"url": "postgres://berth:pw@postgres.db.svc:5432/berth?sslmode=require"},
+		"berth-s3":          {"accessKey": "AKIAEXAMPLE", "secretKey": "s3-secret"},
+		"berth-http-secret": {"http-secret": "shared-upload-secret"},
+	}
+	own := render(t, "--values", scaleOutValues, "--set", "config.auth.service=berth,config.auth.keyFile=/data/mine.pem")
+	d := checkDeployment(t, own, chartImage(t), secrets)
+	if v := d.mounts[path.Dir(d.config.Auth.KeyFile)]; v.Secret == nil || v.Secret.SecretName != "berth-token-key" {
+		t.Errorf("auth.keyFile %s is not in the chart's Secret berth-token-key", d.config.Auth.KeyFile)
+	}
+	if d.config.Auth.Service != "berth" {
+		t.Errorf("auth.service %q: the chart's auth.keyFile replaced the auth section", d.config.Auth.Service)
+	}
+
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	existing := string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}))
+	secrets["berth-tokens"] = map[string]string{"key.pem": existing}
+	objs := render(t, "--values", scaleOutValues, "--set", "config.auth.service=berth,tokenKey.existingSecret=berth-tokens,tokenKey.key=key.pem")
+	d = checkDeployment(t, objs, chartImage(t), secrets)
+	if v := d.mounts[path.Dir(d.config.Auth.KeyFile)]; v.Secret == nil || v.Secret.SecretName != "berth-tokens" || path.Base(d.config.Auth.KeyFile) != "key.pem" {
+		t.Errorf("auth.keyFile %s is not key.pem of the existing Secret berth-tokens", d.config.Auth.KeyFile)
+	}
+	if _, ok := find(objs, "Secret", "berth-token-key"); ok {
+		t.Error("the chart renders a token key beside the existing Secret")
+	}
+
+	for _, args := range [][]string{{"--values", scaleOutValues}, nil} {
+		objs := render(t, args...)
+		if _, ok := find(objs, "Secret", "berth-token-key"); ok {
+			t.Errorf("values %v without auth: a token key Secret is rendered", args)
+		}
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/berth-registry/berth/auth"
-	"github.com/berth-registry/berth/auth/robotdb"
+	"github.com/berth-registry/berth/auth/authstore"
 	"github.com/berth-registry/berth/config"
 	"github.com/berth-registry/berth/olm"
 )
@@ -80,7 +80,7 @@ ACTION is pull, push, delete, sign or admin.`,
 				if policy, err = auth.NewPolicy(cfg.Auth); err != nil {
 					return fmt.Errorf("config: %w", err)
 				}
-				if id, err = identity(cmd.Context(), cfg.Auth, subject, groups); err != nil {
+				if id, err = identity(cmd.Context(), cfg, subject, groups); err != nil {
 					return err
 				}
 			}
@@ -177,12 +177,12 @@ func checkResource(repo string) error {
 // identity is the identity of subject as berth would establish it: a user's
 // groups from the configuration, an oidc subject's from groups, a robot from
 // the robot store.
-func identity(ctx context.Context, cfg *config.Auth, subject string, groups []string) (auth.Identity, error) {
+func identity(ctx context.Context, cfg *config.Config, subject string, groups []string) (auth.Identity, error) {
 	id := auth.Identity{Subject: subject}
 	kind, name, _ := strings.Cut(subject, ":")
 	switch kind {
 	case "user":
-		for g, users := range cfg.Groups {
+		for g, users := range cfg.Auth.Groups {
 			if slices.Contains(users, name) {
 				id.Groups = append(id.Groups, g)
 			}
@@ -191,7 +191,7 @@ func identity(ctx context.Context, cfg *config.Auth, subject string, groups []st
 	case "oidc":
 		id.Groups = groups
 	case "robot":
-		robot, err := lookupRobot(ctx, cfg.Robots.Database, name)
+		robot, err := lookupRobot(ctx, cfg, name)
 		if err != nil {
 			return id, err
 		}
@@ -200,12 +200,13 @@ func identity(ctx context.Context, cfg *config.Auth, subject string, groups []st
 	return id, nil
 }
 
-// lookupRobot returns the robot NAMESPACE+NAME from the robot store in file.
-func lookupRobot(ctx context.Context, file, name string) (*auth.Robot, error) {
+// lookupRobot returns the robot NAMESPACE+NAME from the robot store cfg
+// names (authstore.Open).
+func lookupRobot(ctx context.Context, cfg *config.Config, name string) (*auth.Robot, error) {
 	namespace, robotName, _ := strings.Cut(name, "+")
-	store, err := robotdb.Open(ctx, file)
+	store, err := authstore.Open(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("auth.robots.database: %w", err)
+		return nil, err
 	}
 	defer store.Close()
 	robot, err := store.Get(ctx, namespace, robotName)

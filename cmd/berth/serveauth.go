@@ -9,8 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/berth-registry/berth/auth"
-	"github.com/berth-registry/berth/auth/revokepg"
-	"github.com/berth-registry/berth/auth/robotdb"
+	"github.com/berth-registry/berth/auth/authstore"
 	"github.com/berth-registry/berth/catalog"
 	"github.com/berth-registry/berth/config"
 )
@@ -46,10 +45,12 @@ func startAuth(ctx context.Context, cfg *config.Config, log *slog.Logger) (*auth
 	if err != nil {
 		return nil, nil, fmt.Errorf("auth.audit: %w", err)
 	}
-	robots, err := robotdb.Open(ctx, cfg.Auth.Robots.Database)
+	// Robots and revoked sessions live where every replica reads them: the
+	// catalog's PostgreSQL for replicas, auth.db for one process.
+	robots, err := authstore.Open(ctx, cfg)
 	if err != nil {
 		auditFile.Close()
-		return nil, nil, fmt.Errorf("auth.robots.database: %w", err)
+		return nil, nil, err
 	}
 	closeAll := func() {
 		if err := robots.Close(); err != nil {
@@ -59,24 +60,12 @@ func startAuth(ctx context.Context, cfg *config.Config, log *slog.Logger) (*auth
 			log.Error("auth: close the audit log", "err", err)
 		}
 	}
-	// Revoked sessions and refresh tokens live where every replica reads
-	// them: the catalog's PostgreSQL for replicas, auth.db for one process.
-	var revocations auth.Revocations = robots
-	if cfg.Catalog.Postgres() {
-		pg, err := revokepg.Open(ctx, cfg.Catalog.Database)
-		if err != nil {
-			closeAll()
-			return nil, nil, fmt.Errorf("catalog.database: %w", err)
-		}
-		revocations = pg
-		closeRobots := closeAll
-		closeAll = func() {
-			pg.Close()
-			closeRobots()
-		}
+	if err := authstore.ImportSQLite(ctx, cfg, robots, log); err != nil {
+		closeAll()
+		return nil, nil, err
 	}
 	metrics := auth.NewMetrics(prometheus.DefaultRegisterer)
-	authn, err := auth.NewAuthn(cfg.Auth, auth.AuthnOptions{Policy: policy, Robots: robots, Revocations: revocations, Audit: audit, Metrics: metrics})
+	authn, err := auth.NewAuthn(cfg.Auth, auth.AuthnOptions{Policy: policy, Robots: robots, Revocations: robots, Audit: audit, Metrics: metrics})
 	if err != nil {
 		closeAll()
 		return nil, nil, err
@@ -84,7 +73,7 @@ func startAuth(ctx context.Context, cfg *config.Config, log *slog.Logger) (*auth
 	parts := &authParts{
 		authorizer: auth.CatalogAuthorizer{Policy: policy, Audit: audit, Metrics: metrics},
 		registry: func(h http.Handler) http.Handler {
-			return auth.Registry(h, auth.RegistryOptions{Authenticator: authn, Policy: policy, Service: cfg.Auth.Service, Audit: audit, Metrics: metrics})
+			return auth.Registry(h, auth.RegistryOptions{Authenticator: authn, Policy: policy, Service: cfg.Auth.Service, Audit: audit, Metrics: metrics, Uploads: authn})
 		},
 		token:    authn.Handler(),
 		robots:   auth.RobotsHandler(auth.RobotsOptions{Store: robots, Policy: policy, MaxExpiry: cfg.Auth.Robots.MaxExpiry, Audit: audit}),

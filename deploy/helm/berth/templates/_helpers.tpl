@@ -49,6 +49,19 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- printf "/etc/berth-secrets/http/%s" .Values.httpSecret.key }}
 {{- end }}
 
+{{/* "true" when config has an auth section. */}}
+{{- define "berth.auth" -}}
+{{- if hasKey (default (dict) .Values.config) "auth" }}true{{ end }}
+{{- end }}
+
+{{- define "berth.tokenKeyName" -}}
+{{- default (printf "%s-token-key" (include "berth.fullname" .)) .Values.tokenKey.existingSecret }}
+{{- end }}
+
+{{- define "berth.tokenKeyFile" -}}
+{{- printf "/etc/berth-secrets/token/%s" .Values.tokenKey.key }}
+{{- end }}
+
 {{/* "true" when /data is a PersistentVolumeClaim: persistence on and one replica. */}}
 {{- define "berth.persistent" -}}
 {{- if and .Values.persistence.enabled (le (int .Values.replicas) 1) }}true{{ end }}
@@ -83,6 +96,9 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 {{- with .Values.trustedProxies }}
 {{- $_ := set $owned "trustedProxies" . }}
+{{- end }}
+{{- if include "berth.auth" . }}
+{{- $_ := set $owned "auth" (dict "keyFile" (include "berth.tokenKeyFile" .)) }}
 {{- end }}
 {{- toYaml (mustMergeOverwrite $config $owned) }}
 {{- end }}

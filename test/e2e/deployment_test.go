@@ -123,7 +123,7 @@ func deployedClients(t *testing.T, s *authServer, issuer *oidcIssuer, sub string
 	robot := s.account(t, "robot+a+puller", secret)
 	robot.login(t, orasBin, "login", "--plain-http")
 	robot.must(t, orasBin, "pull", "--plain-http", s.addr+"/a/cowsay:0.2.0", "-o", "pulled")
-	robot.refused(t, orasBin, orasPush(s.addr+"/a/cowsay:0.2.1", file)...)
+	robot.refused(t, orasBin, orasPush(s.addr+"/a/cowsay:0.2.1", packageTarball(t, robot.home, "cowsay", "0.2.0"))...)
 }
 
 // deployedAcrossReplicas checks what one replica does is honoured by the

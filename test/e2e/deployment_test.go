@@ -29,7 +29,9 @@ import (
 //   - a UI session signed out through A is refused by B;
 //   - an upload alice opens on A is unknown (404 BLOB_UPLOAD_UNKNOWN) to
 //     another subject with push on its repository, on B; alice finishes it
-//     on B.
+//     on B;
+//   - a manifest and a blob deleted through A are gone at once through B,
+//     which read them just before.
 func TestDeployedReplicasBehindRoundRobinProxy(t *testing.T) {
 	requireOras(t)
 	requireTool(t, "the helm CLI", helmBin)
@@ -132,7 +134,8 @@ func deployedAcrossReplicas(t *testing.T, ra, rb *authServer) {
 	alice, admin := ra.users["alice"], ra.users["admin"]
 	alice.login(t, berthBin, "login")
 	// A version pushed to A alone, for what follows to read.
-	if flow, _ := ra.pushPlain(t, admin.creds(), "a/direct", "1.0.0"); last(flow).status != http.StatusCreated {
+	flow, direct := ra.pushPlain(t, admin.creds(), "a/direct", "1.0.0")
+	if last(flow).status != http.StatusCreated {
 		t.Fatalf("push a/direct:1.0.0 to A: %s", last(flow))
 	}
 	manifest := "/v2/a/direct/manifests/1.0.0"
@@ -226,5 +229,25 @@ func deployedAcrossReplicas(t *testing.T, ra, rb *authServer) {
 	}
 	if e := roundTrip(t, "GET", ra.url()+"/v2/a/hijack/blobs/"+digest, creds{}, aliceToken, nil, nil); e.status != http.StatusOK || !bytes.Equal(e.body, blob) {
 		t.Errorf("the blob alice uploaded through both replicas, at A: %d, %d bytes; want 200 and the blob", e.status, len(e.body))
+	}
+
+	// What is deleted through A is gone at once through B, though B read it
+	// just before.
+	for _, gone := range []struct{ repo, path string }{
+		{"a/direct", "/v2/a/direct/manifests/" + direct},
+		{"a/hijack", "/v2/a/hijack/blobs/" + digest},
+	} {
+		_, token := ra.token(t, admin.creds(), "", "", "repository:"+gone.repo+":pull,delete")
+		if e := roundTrip(t, "HEAD", rb.url()+gone.path, creds{}, token, manifestAccept, nil); e.status != http.StatusOK {
+			t.Errorf("%s at B before the delete: %d, want 200", gone.path, e.status)
+		}
+		if e := roundTrip(t, "DELETE", ra.url()+gone.path, creds{}, token, nil, nil); e.status != http.StatusAccepted {
+			t.Fatalf("DELETE %s at A: %s, want 202", gone.path, e)
+		}
+		for name, r := range map[string]*authServer{"A": ra, "B": rb} {
+			if e := roundTrip(t, "HEAD", r.url()+gone.path, creds{}, token, manifestAccept, nil); e.status != http.StatusNotFound {
+				t.Errorf("%s at %s after its delete through A: %d, want 404", gone.path, name, e.status)
+			}
+		}
 	}
 }

@@ -81,15 +81,15 @@ type authServer struct {
 }
 
 // startAuthServer writes the htpasswd file and the configuration and starts
-// berth serve with them.
+// berth serve with them. The token key it creates at its default place is a
+// secret; a test that names another auth.keyFile registers that one.
 func startAuthServer(t *testing.T, o authOptions) *authServer {
 	t.Helper()
 	cfg, audit := writeAuthConfig(t, o)
 	a := newAuthServer(t, startServer(t, "", "--config", cfg), audit)
 	a.config = cfg
-	key := filepath.Join(a.data, "auth", "token-key.pem")
-	if _, err := os.Stat(key); err == nil {
-		secrets.addPEM(t, "the token key", key)
+	if !strings.Contains(o.auth+o.extra, "keyFile:") {
+		secrets.addPEM(t, "the token key", filepath.Join(a.data, "auth", "token-key.pem"))
 	}
 	return a
 }

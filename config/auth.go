@@ -61,7 +61,9 @@ type AuthRule struct {
 type Robots struct {
 	// MaxExpiry is the longest lifetime a robot may be given (default 90 days).
 	MaxExpiry time.Duration `yaml:"maxExpiry"`
-	// Database is the SQLite file robots are kept in (default <data>/auth.db).
+	// Database is the SQLite file robots are kept in (default <data>/auth.db)
+	// while the catalog is in SQLite; with the catalog in PostgreSQL they
+	// live there, and the robots of this file are imported at start.
 	Database string `yaml:"database"`
 }
 

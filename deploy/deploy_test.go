@@ -2,13 +2,8 @@ package deploy
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/x509"
 	"encoding/base64"
-	"encoding/pem"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"os"
@@ -26,6 +21,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/berth-registry/berth/auth"
 	"github.com/berth-registry/berth/config"
 	"github.com/berth-registry/berth/internal/pgtest"
 )
@@ -514,31 +510,16 @@ func checkDeployment(t *testing.T, objs []object, image string, secrets cluster)
 	return d
 }
 
-// checkTokenKey checks that file, the auth.keyFile named, holds an ECDSA
-// P-256 private key in PEM, as berth reads it.
+// checkTokenKey checks that file, the auth.keyFile named, is there and
+// holds a key berth signs with.
 func checkTokenKey(t *testing.T, file, named string) {
 	t.Helper()
-	b, err := os.ReadFile(file)
-	if err != nil {
+	if _, err := os.Stat(file); err != nil {
 		t.Errorf("auth.keyFile %s: not in a mounted Secret: %v", named, err)
 		return
 	}
-	block, _ := pem.Decode(b)
-	if block == nil {
-		t.Errorf("auth.keyFile %s: no PEM block", named)
-		return
-	}
-	var key any
-	switch block.Type {
-	case "EC PRIVATE KEY":
-		key, err = x509.ParseECPrivateKey(block.Bytes)
-	case "PRIVATE KEY":
-		key, err = x509.ParsePKCS8PrivateKey(block.Bytes)
-	default:
-		err = fmt.Errorf("PEM block %q", block.Type)
-	}
-	if k, ok := key.(*ecdsa.PrivateKey); err != nil || !ok || k.Curve != elliptic.P256() {
-		t.Errorf("auth.keyFile %s: want an ECDSA P-256 private key (%v)", named, err)
+	if _, err := auth.NewAuthn(&config.Auth{KeyFile: file}, auth.AuthnOptions{}); err != nil {
+		t.Errorf("auth.keyFile %s: berth refuses the key: %v", named, err)
 	}
 }
 

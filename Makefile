@@ -9,7 +9,7 @@ GOFLAGS ?=
 TEST_TIMEOUT ?= 30m
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build run test tools axe postgres chromium bench bench-catalog bench-scale bench-provenance bench-mirror bench-olm bench-yaml lint conformance conformance-auth clean
+.PHONY: all build run test tools axe postgres chromium bench bench-catalog bench-scale bench-provenance bench-mirror bench-olm bench-yaml lint conformance conformance-auth conformance-replicas clean
 
 all: build
 
@@ -129,6 +129,11 @@ conformance: build
 ## pull, push and delete on conformance/* (OCI_USERNAME/OCI_PASSWORD, through the token flow)
 conformance-auth: build
 	./test/conformance/run.sh --auth "$(CONFORMANCE_SRC)"
+
+## conformance-replicas: the same suite with auth on, against berth as docs/scale-out.md deploys it:
+## two replicas on one PostgreSQL and one versitygw bucket behind a round-robin proxy
+conformance-replicas: build bin/versitygw postgres
+	./test/conformance/run.sh --replicas --auth "$(CONFORMANCE_SRC)"
 
 clean:
 	rm -rf bin

@@ -1,8 +1,9 @@
 // Package pgtest gives tests a real PostgreSQL: a throwaway cluster made by
 // the OS package's initdb and started by its pg_ctl in a temporary
 // directory, listening on a free loopback port, and one fresh database per
-// test. A package's tests share one cluster, started by the first test that
-// asks for a database and stopped when the package's tests end:
+// test, whose URL carries the cluster's random password. A package's tests
+// share one cluster, started by the first test that asks for a database and
+// stopped when the package's tests end:
 //
 //	func TestMain(m *testing.M) { os.Exit(pgtest.Run(m)) }
 //
@@ -12,6 +13,7 @@ package pgtest
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"net"
@@ -102,7 +104,11 @@ type Cluster struct {
 	dir, bin string
 	// Port is its loopback port.
 	Port int
-	cred *syscall.Credential
+	// password is the superuser's, random per cluster: connections
+	// authenticate with it (scram-sha-256), as in production, so that a test
+	// can tell whether a program prints the password of its database URL.
+	password string
+	cred     *syscall.Credential
 }
 
 // Start makes a cluster in a new temporary directory and starts it on a
@@ -119,7 +125,7 @@ func Start() (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{dir: dir, bin: bin}
+	c := &Cluster{dir: dir, bin: bin, password: rand.Text()}
 	if os.Geteuid() == 0 {
 		if c.cred, err = postgresUser(); err != nil {
 			os.RemoveAll(dir)
@@ -130,7 +136,13 @@ func Start() (*Cluster, error) {
 			return nil, err
 		}
 	}
-	if err := c.run("initdb", "-D", c.data(), "-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C"); err != nil {
+	pwfile := filepath.Join(dir, "pwfile")
+	if err := c.writeFile(pwfile, c.password); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	err = c.run("initdb", "-D", c.data(), "-U", "postgres", "--auth=scram-sha-256", "--pwfile", pwfile, "--no-sync", "-E", "UTF8", "--locale=C")
+	if err := errors.Join(err, os.Remove(pwfile)); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
@@ -155,7 +167,18 @@ func Start() (*Cluster, error) {
 
 // URL is the connection URL of database name in the cluster.
 func (c *Cluster) URL(name string) string {
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", c.Port, name)
+	return fmt.Sprintf("postgres://postgres:%s@127.0.0.1:%d/%s?sslmode=disable", c.password, c.Port, name)
+}
+
+// writeFile writes a file of the cluster's user, readable by it alone.
+func (c *Cluster) writeFile(name, content string) error {
+	if err := os.WriteFile(name, []byte(content), 0o600); err != nil {
+		return err
+	}
+	if c.cred != nil {
+		return os.Chown(name, int(c.cred.Uid), int(c.cred.Gid))
+	}
+	return nil
 }
 
 // Stop stops the server at once and removes the cluster's directory.

@@ -229,6 +229,7 @@ func TestAuthRobots(t *testing.T) {
 	if secret == "" || !strings.Contains(created.stdout, "robot+a+ci") {
 		t.Fatalf("berth robot create printed no user name robot+a+ci and secret berth_...:\n%s", created.stdout)
 	}
+	secrets.add(t, "the secret of robot a/ci", secret)
 	robot := s.account(t, "robot+a+ci", secret)
 	listed := alice.must(t, berthBin, "robot", "list", "a").stdout
 	if !strings.Contains(listed, "ci") || strings.Contains(listed, secret) {
@@ -366,6 +367,7 @@ func (o *oidcIssuer) mint(t *testing.T, k *rsa.PrivateKey, aud, sub string, ttl 
 	if err != nil {
 		t.Fatal(err)
 	}
+	secrets.add(t, "an OIDC token for "+sub, tok)
 	return tok
 }
 

@@ -226,6 +226,7 @@ func (m *matrix) robot(t *testing.T, c creds, name, expiresIn string, actions ..
 	if e.status != http.StatusCreated || json.Unmarshal(e.body, &doc) != nil || doc.Username != "robot+a+"+name || doc.Secret == "" {
 		t.Fatalf("create robot a/%s: %s", name, e)
 	}
+	secrets.add(t, "the secret of robot a/"+name, doc.Secret)
 	return creds{doc.Username, doc.Secret}
 }
 

@@ -81,12 +81,16 @@ type authServer struct {
 }
 
 // startAuthServer writes the htpasswd file and the configuration and starts
-// berth serve with them.
+// berth serve with them. The token key it creates at its default place is a
+// secret; a test that names another auth.keyFile registers that one.
 func startAuthServer(t *testing.T, o authOptions) *authServer {
 	t.Helper()
 	cfg, audit := writeAuthConfig(t, o)
 	a := newAuthServer(t, startServer(t, "", "--config", cfg), audit)
 	a.config = cfg
+	if !strings.Contains(o.auth+o.extra, "keyFile:") {
+		secrets.addPEM(t, "the token key", filepath.Join(a.data, "auth", "token-key.pem"))
+	}
 	return a
 }
 
@@ -95,6 +99,7 @@ func startAuthServer(t *testing.T, o authOptions) *authServer {
 func newAuthServer(t *testing.T, s *server, audit string) *authServer {
 	a := &authServer{server: s, users: map[string]*account{}, audit: audit}
 	for _, u := range authUsers {
+		secrets.add(t, u+"'s password", passwordOf(u))
 		a.users[u] = a.account(t, u, passwordOf(u))
 	}
 	return a
@@ -280,6 +285,7 @@ func roundTrip(t *testing.T, method, target string, c creds, bearer string, head
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, target, err)
 	}
+	secrets.report(t)
 	return hop{method: method, url: target, status: resp.StatusCode, header: resp.Header, body: b}
 }
 

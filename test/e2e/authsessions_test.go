@@ -32,6 +32,7 @@ func TestAuthCredentialsAcrossReplicas(t *testing.T) {
 		auth:  fmt.Sprintf("  keyFile: %q\n", filepath.Join(dir, "token-key.pem")),
 		extra: shared,
 	})
+	secrets.addPEM(t, "the token key", filepath.Join(dir, "token-key.pem"))
 	b := a.replica(t)
 	t.Cleanup(func() {
 		if t.Failed() {

@@ -77,8 +77,14 @@ func runMain(m *testing.M) int {
 	}
 	// The browser tests share one Chromium, stopped here.
 	defer browsertest.Stop()
+	// Every answer the tests read is looked through for their secrets.
+	http.DefaultTransport = scanningTransport{next: http.DefaultTransport}
 	// The tests that need PostgreSQL share one throwaway cluster, stopped here.
-	return pgtest.Run(m)
+	code := pgtest.Run(m)
+	if secrets.pending() && code == 0 {
+		code = 1
+	}
+	return code
 }
 
 // requireOras skips (or, in CI, fails) a test that needs the oras CLI.
@@ -148,7 +154,11 @@ func startProcess(t *testing.T, dir string, args ...string) *server {
 		s.err = s.cmd.Wait()
 		close(s.done)
 	}()
-	t.Cleanup(func() { s.stop(t) })
+	t.Cleanup(func() {
+		s.stop(t)
+		secrets.scanLines("the log of berth "+args[0], s.logs())
+		secrets.report(t)
+	})
 	select {
 	case s.addr = <-addr:
 	case <-s.done:
@@ -235,6 +245,8 @@ func runWith(t *testing.T, c command, bin string, args ...string) result {
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
 	r := result{stdout: stdout.String(), stderr: stderr.String()}
+	secrets.scanLines("the output of "+strings.Join(append([]string{filepath.Base(bin)}, args[:min(1, len(args))]...), " "), r.stdout+r.stderr)
+	secrets.report(t)
 	var exit *exec.ExitError
 	switch {
 	case errors.As(err, &exit):

@@ -19,8 +19,8 @@ const clientHeader = "X-Test-Client"
 
 // TestReplicasBehindProxyWithAuth runs two berth serve replicas (PostgreSQL,
 // S3) with auth on behind a reverse proxy they trust (trustedProxies), which
-// sends /v2/ to the first and everything else to both in turn, and checks
-// through it that:
+// sends every request, /v2/ included, to both in turn, and checks through it
+// that:
 //   - the download links name the host the proxy forwards, not a replica;
 //   - what alice and anonymous read of the change feed and the indexes
 //     (body, next, ETag) is the same on both replicas, and the same before
@@ -30,27 +30,14 @@ func TestReplicasBehindProxyWithAuth(t *testing.T) {
 	dir := t.TempDir()
 	_, shared := sharedState(t, "proxied", dir)
 	const maxFailures = 3
+	keyFile := filepath.Join(dir, "token-key.pem")
 	cfg, audit := writeAuthConfig(t, authOptions{maxFailures: maxFailures, extra: fmt.Sprintf(`  keyFile: %s
 %strustedProxies: [127.0.0.1/32]
-`, filepath.Join(dir, "token-key.pem"), shared)})
+`, keyFile, shared)})
 	a := startServer(t, "", "--config", cfg)
+	secrets.addPEM(t, "the token key", keyFile)
 	b := startServer(t, "", "--config", cfg)
-	var next atomic.Int64
-	proxy := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
-		// Pushes keep to one replica, as behind a load balancer with
-		// session affinity: this test is about what the replicas answer.
-		backend := a
-		if !strings.HasPrefix(r.In.URL.Path, "/v2/") {
-			backend = []*server{a, b}[next.Add(1)%2]
-		}
-		r.SetURL(&url.URL{Scheme: "http", Host: backend.addr})
-		r.SetXForwarded()
-		if c := r.In.Header.Get(clientHeader); c != "" {
-			r.Out.Header.Set("X-Forwarded-For", c)
-		}
-	}})
-	t.Cleanup(proxy.Close)
-	front := &server{addr: strings.TrimPrefix(proxy.URL, "http://"), done: make(chan struct{})}
+	front := roundRobinProxy(t, a, b)
 	s := newAuthServer(t, front, audit)
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -110,7 +97,7 @@ func TestReplicasBehindProxyWithAuth(t *testing.T) {
 	// Failed logins from one client behind the proxy lock alice out from
 	// that client only, on every replica.
 	token := func(client, password string) int {
-		h := roundTrip(t, "GET", proxy.URL+"/auth/token?service=berth", creds{"alice", password}, "",
+		h := roundTrip(t, "GET", front.url()+"/auth/token?service=berth", creds{"alice", password}, "",
 			http.Header{clientHeader: {client}}, nil)
 		return h.status
 	}
@@ -127,4 +114,24 @@ func TestReplicasBehindProxyWithAuth(t *testing.T) {
 			t.Errorf("alice's password from another client behind the proxy: %d, want 200", code)
 		}
 	}
+}
+
+// roundRobinProxy starts a reverse proxy that sends each request, whatever
+// its path, to the next of the replicas in turn, as a load balancer without
+// session affinity does, and stops it when the test ends. It sets the
+// X-Forwarded headers, X-Forwarded-For from clientHeader when a request
+// has it. It returns the proxy as a server, for its address and URL.
+func roundRobinProxy(t *testing.T, replicas ...*server) *server {
+	t.Helper()
+	var next atomic.Int64
+	proxy := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		backend := replicas[next.Add(1)%int64(len(replicas))]
+		r.SetURL(&url.URL{Scheme: "http", Host: backend.addr})
+		r.SetXForwarded()
+		if c := r.In.Header.Get(clientHeader); c != "" {
+			r.Out.Header.Set("X-Forwarded-For", c)
+		}
+	}})
+	t.Cleanup(proxy.Close)
+	return &server{addr: strings.TrimPrefix(proxy.URL, "http://"), done: make(chan struct{})}
 }

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"maps"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,6 +29,13 @@ import (
 func sharedState(t *testing.T, bucket, dir string) (*versitygw, string) {
 	t.Helper()
 	dsn := pgtest.Database(t)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if password, ok := u.User.Password(); ok {
+		secrets.add(t, "the PostgreSQL password", password)
+	}
 	gw := startVersitygw(t)
 	return gw, fmt.Sprintf("%sregistry:\n  httpSecretFile: %s\ncatalog:\n  database: %s\n",
 		gw.storageConfig(gw.bucket(t, bucket), false), filepath.Join(dir, "http-secret"), dsn)

@@ -190,6 +190,7 @@ func startVersitygw(t *testing.T) *versitygw {
 	gw := &versitygw{addr: freeAddr(t), root: filepath.Join(dir, "posix"), accessKey: "berth-e2e",
 		secretKeyFile: filepath.Join(dir, "secret-key")}
 	const secret = "berth-e2e-secret"
+	secrets.add(t, "the S3 secret key", secret)
 	if err := os.Mkdir(gw.root, 0o700); err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/berth-registry/berth/internal/pgpool"
@@ -69,25 +70,14 @@ func openDB(ctx context.Context, dsn string) (*dbPlace, string, error) {
 // catalogID creates the tables and the catalog's identity if missing, and
 // reads the identity.
 func catalogID(ctx context.Context, pool *pgxpool.Pool) (string, error) {
-	tx, err := pool.Begin(ctx)
-	if err != nil {
-		return "", err
-	}
-	defer tx.Rollback(ctx) // pgx.ErrTxClosed after Commit
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, schemaLock); err != nil {
-		return "", err
-	}
-	if _, err := tx.Exec(ctx, schema); err != nil {
-		return "", fmt.Errorf("create the tables: %w", err)
-	}
-	if _, err := tx.Exec(ctx, `INSERT INTO berth_catalog_identity (id) VALUES ($1) ON CONFLICT DO NOTHING`, randomID()); err != nil {
-		return "", err
-	}
 	var id string
-	if err := tx.QueryRow(ctx, `SELECT id FROM berth_catalog_identity`).Scan(&id); err != nil {
-		return "", err
-	}
-	return id, tx.Commit(ctx)
+	err := pgpool.CreateSchema(ctx, pool, schemaLock, schema, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO berth_catalog_identity (id) VALUES ($1) ON CONFLICT DO NOTHING`, randomID()); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, `SELECT id FROM berth_catalog_identity`).Scan(&id)
+	})
+	return id, err
 }
 
 func (d *dbPlace) close() { d.pool.Close() }

@@ -76,18 +76,9 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("auth store: connect to PostgreSQL at %s: %w", cfg.ConnConfig.Host, err)
 	}
-	tx, err := pool.Begin(ctx)
-	if err == nil {
-		defer tx.Rollback(ctx) // pgx.ErrTxClosed after Commit
-		if _, err = tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, schemaLock); err == nil {
-			if _, err = tx.Exec(ctx, schema); err == nil {
-				err = tx.Commit(ctx)
-			}
-		}
-	}
-	if err != nil {
+	if err := pgpool.CreateSchema(ctx, pool, schemaLock, schema, nil); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("auth store: create the tables in PostgreSQL at %s: %w", cfg.ConnConfig.Host, err)
+		return nil, fmt.Errorf("auth store: PostgreSQL at %s: %w", cfg.ConnConfig.Host, err)
 	}
 	return &Store{pool: pool}, nil
 }

@@ -1,10 +1,13 @@
 // Package pgpool parses the PostgreSQL URL of catalog.database into a pgx
-// pool configuration, the one way coord and catalog/postgres both read it.
+// pool configuration, the one way every user of the database reads it, and
+// holds what they share on a pool: LISTEN, and the creation of their tables
+// under an advisory lock.
 package pgpool
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"time"
 
@@ -64,4 +67,28 @@ func listenOnce(ctx context.Context, pool *pgxpool.Pool, channel string, fn func
 		}
 		fn(n.Payload)
 	}
+}
+
+// CreateSchema runs schema (CREATE … IF NOT EXISTS statements), then fn
+// when it is not nil, in one transaction under the transaction advisory
+// lock lock, so that replicas starting together create the tables one at a
+// time.
+func CreateSchema(ctx context.Context, pool *pgxpool.Pool, lock int64, schema string, fn func(pgx.Tx) error) error {
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(ctx) // pgx.ErrTxClosed after Commit
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lock); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, schema); err != nil {
+		return fmt.Errorf("create the tables: %w", err)
+	}
+	if fn != nil {
+		if err := fn(tx); err != nil {
+			return err
+		}
+	}
+	return tx.Commit(ctx)
 }

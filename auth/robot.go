@@ -2,6 +2,8 @@ package auth
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
@@ -68,6 +70,25 @@ func ParseRobotUsername(user string) (namespace, name string, ok bool) {
 		return "", "", false
 	}
 	return namespace, name, true
+}
+
+// RobotNotFound is a store's error for the robot namespace+name it does not
+// hold: it names the robot's user name and wraps ErrRobotNotFound.
+func RobotNotFound(namespace, name string) error {
+	return fmt.Errorf("%s%s+%s: %w", RobotUserPrefix, namespace, name, ErrRobotNotFound)
+}
+
+// StoredScopes checks that r can be stored, its SecretHash a SHA-256, and
+// returns its scopes as the JSON array the stores keep.
+func (r *Robot) StoredScopes() (string, error) {
+	if len(r.SecretHash) != sha256.Size {
+		return "", fmt.Errorf("the secret hash is %d bytes, not a SHA-256", len(r.SecretHash))
+	}
+	scopes, err := json.Marshal(r.Scopes)
+	if err != nil {
+		return "", err
+	}
+	return string(scopes), nil
 }
 
 // Active returns nil when the robot may authenticate at now, else an error

@@ -10,7 +10,6 @@ package authpg
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -92,17 +91,14 @@ func (s *Store) Close() error {
 // Create stores r; auth.ErrRobotExists when its name is taken, even by a
 // revoked robot. r.SecretHash must be a SHA-256.
 func (s *Store) Create(ctx context.Context, r *auth.Robot) error {
-	if len(r.SecretHash) != sha256.Size {
-		return fmt.Errorf("robots: create %s: the secret hash is %d bytes, not a SHA-256", r.Username(), len(r.SecretHash))
-	}
-	scopes, err := json.Marshal(r.Scopes)
+	scopes, err := r.StoredScopes()
 	if err != nil {
 		return fmt.Errorf("robots: create %s: %w", r.Username(), err)
 	}
 	tag, err := s.pool.Exec(ctx, `INSERT INTO auth_robots
 	(namespace, name, description, scopes, created_by, created_at, expires_at, revoked_at, last_used, secret_hash)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING`,
-		r.Namespace, r.Name, r.Description, string(scopes), r.CreatedBy,
+		r.Namespace, r.Name, r.Description, scopes, r.CreatedBy,
 		r.CreatedAt.UTC(), r.ExpiresAt.UTC(), nullTime(r.RevokedAt), nullTime(r.LastUsed), r.SecretHash)
 	if err != nil {
 		return fmt.Errorf("robots: create %s: %w", r.Username(), err)
@@ -126,7 +122,7 @@ func (s *Store) Get(ctx context.Context, namespace, name string) (*auth.Robot, e
 		return nil, fmt.Errorf("robots: get %s+%s: %w", namespace, name, err)
 	}
 	if len(robots) == 0 {
-		return nil, fmt.Errorf("%s%s+%s: %w", auth.RobotUserPrefix, namespace, name, auth.ErrRobotNotFound)
+		return nil, auth.RobotNotFound(namespace, name)
 	}
 	return robots[0], nil
 }
@@ -167,7 +163,7 @@ func (s *Store) update(ctx context.Context, what, namespace, name, query string,
 		return fmt.Errorf("robots: %s %s+%s: %w", what, namespace, name, err)
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("%s%s+%s: %w", auth.RobotUserPrefix, namespace, name, auth.ErrRobotNotFound)
+		return auth.RobotNotFound(namespace, name)
 	}
 	return nil
 }

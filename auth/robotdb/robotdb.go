@@ -11,7 +11,6 @@ package robotdb
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
 	"encoding/json"
 	"errors"
@@ -79,10 +78,7 @@ func (s *Store) Close() error {
 // Create stores r; auth.ErrRobotExists when its name is taken, even by a
 // revoked robot. r.SecretHash must be a SHA-256.
 func (s *Store) Create(ctx context.Context, r *auth.Robot) error {
-	if len(r.SecretHash) != sha256.Size {
-		return fmt.Errorf("robots: create %s: the secret hash is %d bytes, not a SHA-256", r.Username(), len(r.SecretHash))
-	}
-	scopes, err := json.Marshal(r.Scopes)
+	scopes, err := r.StoredScopes()
 	if err != nil {
 		return fmt.Errorf("robots: create %s: %w", r.Username(), err)
 	}
@@ -101,7 +97,7 @@ func (s *Store) Create(ctx context.Context, r *auth.Robot) error {
 	if _, err := tx.ExecContext(ctx, `INSERT INTO robots
 	(namespace, name, description, scopes, created_by, created_at, expires_at, revoked_at, last_used, secret_hash)
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		r.Namespace, r.Name, r.Description, string(scopes), r.CreatedBy,
+		r.Namespace, r.Name, r.Description, scopes, r.CreatedBy,
 		sqlitedb.EncodeTime(r.CreatedAt), sqlitedb.EncodeTime(r.ExpiresAt), sqlitedb.EncodeTime(r.RevokedAt), sqlitedb.EncodeTime(r.LastUsed), r.SecretHash); err != nil {
 		return fmt.Errorf("robots: create %s: %w", r.Username(), err)
 	}
@@ -124,7 +120,7 @@ func (s *Store) Get(ctx context.Context, namespace, name string) (*auth.Robot, e
 		return nil, fmt.Errorf("robots: get %s+%s: %w", namespace, name, err)
 	}
 	if len(robots) == 0 {
-		return nil, fmt.Errorf("%s%s+%s: %w", auth.RobotUserPrefix, namespace, name, auth.ErrRobotNotFound)
+		return nil, auth.RobotNotFound(namespace, name)
 	}
 	return robots[0], nil
 }
@@ -201,7 +197,7 @@ func (s *Store) update(ctx context.Context, what, namespace, name, query string,
 		if err != nil {
 			return fmt.Errorf("robots: %s %s+%s: %w", what, namespace, name, err)
 		}
-		return fmt.Errorf("%s%s+%s: %w", auth.RobotUserPrefix, namespace, name, auth.ErrRobotNotFound)
+		return auth.RobotNotFound(namespace, name)
 	}
 	return nil
 }

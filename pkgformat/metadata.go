@@ -63,6 +63,14 @@ type Metadata struct {
 	MaxKubeVersion   string               `json:"maxKubeVersion,omitempty"`
 	Permissions      *Permissions         `json:"permissions,omitempty"`
 	RelatedImages    []string             `json:"relatedImages,omitempty"`
+	// Images are the container images the version runs, derived from its
+	// content per format (docs/package-format.md, "Images"), ordered by
+	// reference.
+	Images []Image `json:"images,omitempty"`
+	// ImagesIncomplete says why Images may miss some: a chart or operator
+	// whose templates do not render with their default values. Empty when
+	// every image could be derived.
+	ImagesIncomplete string `json:"imagesIncomplete,omitempty"`
 	// Created comes from the package content (e.g. a CSV's createdAt), never
 	// from the clock, so that the same directory always yields the same digest.
 	Created *time.Time `json:"created,omitempty"`
@@ -132,6 +140,24 @@ type PolicyRule struct {
 	ResourceNames   []string `json:"resourceNames,omitempty"`
 	Verbs           []string `json:"verbs"`
 	NonResourceURLs []string `json:"nonResourceURLs,omitempty"`
+}
+
+// Image is a container image a version runs, as its content names it.
+type Image struct {
+	// Reference is the reference as written, normalised to its full form
+	// (docker.io/library/nginx:1.25 for nginx:1.25); as written when it
+	// does not parse (Problem says why).
+	Reference string `json:"reference"`
+	// Found lists where the content names it, e.g. "CSV spec.relatedImages
+	// (etcd-operator)" or "templates/deployment.yaml: Deployment my-app,
+	// container app".
+	Found []string `json:"found"`
+	// Mutable is true when the reference names a tag rather than a digest:
+	// what it pulls can change.
+	Mutable bool `json:"mutable,omitempty"`
+	// Problem says why the reference is not a valid image reference; empty
+	// when it is.
+	Problem string `json:"problem,omitempty"`
 }
 
 // FileInfo is one file of the package content.

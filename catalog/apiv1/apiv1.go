@@ -256,6 +256,90 @@ type Upgrades struct {
 	Path []string `json:"path"`
 }
 
+// VersionImages is the answer of GET
+// /api/v1/packages/{ns}/{name}/versions/{version}/images: the container
+// images the version runs, and where each lives at this site.
+type VersionImages struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Version   string `json:"version"`
+	// Images are ordered by reference.
+	Images []VersionImage `json:"images"`
+	// Incomplete is the version's pkgformat.Metadata.ImagesIncomplete.
+	Incomplete string `json:"incomplete,omitempty"`
+}
+
+// VersionImage is one image of a version.
+type VersionImage struct {
+	// Reference is the reference the content names, normalised.
+	Reference string `json:"reference"`
+	// Repository is Reference without its tag or digest (quay.io/org/img).
+	Repository string `json:"repository,omitempty"`
+	Tag        string `json:"tag,omitempty"`
+	Digest     string `json:"digest,omitempty"`
+	// Mutable is true when Reference names a tag rather than a digest.
+	Mutable bool     `json:"mutable,omitempty"`
+	Found   []string `json:"found"`
+	// Problem says why Reference is not a valid image reference.
+	Problem string `json:"problem,omitempty"`
+	// Mirror is where the image lives at this site when an ImageMirror
+	// covers its repository: the mirror repository with Reference's tag or
+	// digest.
+	Mirror string `json:"mirror,omitempty"`
+}
+
+// ImageMirrors is the body of PUT and the answer of GET
+// /api/v1/image-mirrors: where the images of source repositories live at
+// this site, as berth mirror import records it.
+type ImageMirrors struct {
+	Mirrors []ImageMirror `json:"mirrors"`
+}
+
+// ImageMirror maps a source repository, or every repository under a
+// prefix, to where its images live at this site.
+type ImageMirror struct {
+	// Source is a repository or a prefix of repositories (quay.io/org or
+	// quay.io/org/img), compared by whole path components.
+	Source string `json:"source"`
+	// Mirror is host[:port]/path, which replaces Source in a reference.
+	Mirror string `json:"mirror"`
+}
+
+// Installable is the answer of GET
+// /api/v1/packages/{ns}/{name}/versions/{version}/installable, and what
+// berth mirror check reports per version: whether everything the version
+// needs to install is at this site and its signatures verify.
+type Installable struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Version   string `json:"version"`
+	// Installable is true when nothing below is missing or refused.
+	Installable bool `json:"installable"`
+	// Verified and VerifiedReason are the version's own verdict, as in Version.
+	Verified       bool   `json:"verified"`
+	VerifiedReason string `json:"verifiedReason,omitempty"`
+	// Images are the version's images, each checked at its mirror.
+	Images []ImageCheck `json:"images"`
+	// Problems name, one per line, what stops the version installing.
+	Problems []string `json:"problems,omitempty"`
+}
+
+// ImageCheck is one image of an Installable.
+type ImageCheck struct {
+	Reference string `json:"reference"`
+	// Mirror is where it was looked for.
+	Mirror string `json:"mirror,omitempty"`
+	// Present is true when the image, and for an index every platform the
+	// mirror carried, is there by digest.
+	Present bool `json:"present"`
+	// Signed is true when a signature was found; Verified when a trust
+	// policy rule covers the image's source repository and verified it.
+	Signed   bool `json:"signed,omitempty"`
+	Verified bool `json:"verified,omitempty"`
+	// Reason says what is missing or refused; empty when nothing is.
+	Reason string `json:"reason,omitempty"`
+}
+
 // Approval records that a version may be tagged although its permissions
 // go beyond those admitted for its package name, in a namespace whose
 // policy refuses that (docs/permissions.md). It approves exactly the permissions reviewed: a

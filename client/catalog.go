@@ -246,15 +246,8 @@ func (c *Catalog) Package(ctx context.Context, namespace, name string) (*apiv1.P
 // reference, files and signatures. The version may be given as the package
 // has it or as its tag ('+' written '_', see pkgformat.Tag).
 func (c *Catalog) Version(ctx context.Context, namespace, name, version string) (*apiv1.Version, error) {
-	op, path, err := packagePath(namespace, name)
-	if err != nil {
-		return nil, err
-	}
-	if err := pkgformat.ValidVersion(version); err != nil {
-		return nil, fmt.Errorf("%s: %w: %w", op, ErrInvalid, err)
-	}
 	var res apiv1.Version
-	if err := c.get(ctx, op, path+"/versions/"+url.PathEscape(pkgformat.Tag(version)), nil, &res); err != nil {
+	if err := c.versionGet(ctx, namespace, name, version, "", &res); err != nil {
 		return nil, err
 	}
 	return &res, nil

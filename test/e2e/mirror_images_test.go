@@ -88,6 +88,11 @@ func TestMirrorImages(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stdout+r.stderr, site.img.repo) {
 		t.Errorf("mirror check after %s was deleted at the mirror: exit %d, want 1 naming it\n%s%s", site.img.byDigest(), r.code, r.stdout, r.stderr)
 	}
+	var inst apiv1.Installable
+	if h := far.api(t, admin.creds(), http.MethodGet, "/api/v1/packages/apps/web/versions/0.1.0/installable"); h.status != http.StatusOK ||
+		json.Unmarshal(h.body, &inst) != nil || inst.Installable || !strings.Contains(strings.Join(inst.Problems, "\n"), site.img.repo) {
+		t.Errorf("installable of apps/web after %s was deleted at the mirror: %s", site.img.byDigest(), h)
+	}
 
 	// Into distribution's registry, which keeps indexes whose platforms
 	// were filtered out.
@@ -118,10 +123,13 @@ type siteImage struct {
 	ref string
 }
 
-// mirrorRef is where the public reference ref lives at target under mirrorPrefix.
+// mirrorRef is where the public reference (or repository, or registry
+// host) ref lives at target under mirrorPrefix.
 func mirrorRef(target, ref string) string {
-	_, rest, _ := strings.Cut(ref, "/")
-	return target + "/" + mirrorPrefix + "/" + rest
+	if _, rest, ok := strings.Cut(ref, "/"); ok {
+		return target + "/" + mirrorPrefix + "/" + rest
+	}
+	return target + "/" + mirrorPrefix
 }
 
 // runner runs a tool as some caller: an account of the far berth
@@ -190,35 +198,60 @@ type sourceMirrors struct {
 	Mirrors []string `json:"mirrors"`
 }
 
-// checkDigestMirrorSet checks that the ImageDigestMirrorSet the import
-// wrote maps every source repository of images, and only those, onto its
-// mirror at target, and that the ImageTagMirrorSet maps those named by tag.
+// checkDigestMirrorSet checks the mirror sets the import wrote: the
+// ImageDigestMirrorSet maps every source repository of images onto its
+// mirror at target, and the ImageTagMirrorSet those some package names by
+// tag. An entry may name a repository or a prefix of repositories (the
+// longest prefix by whole path components maps a repository), and each
+// maps its source exactly onto the same path under target/mirrorPrefix.
 func checkDigestMirrorSet(t *testing.T, resources, target string, images []siteImage) {
 	t.Helper()
-	want, wantTags := map[string]string{}, map[string]string{}
+	var all, byTag []string
 	for _, img := range images {
-		want[img.repo] = mirrorRef(target, img.repo)
+		all = append(all, img.repo)
 		if !strings.Contains(img.ref, "@") {
-			wantTags[img.repo] = mirrorRef(target, img.repo)
+			byTag = append(byTag, img.repo)
 		}
 	}
-	for file, w := range map[string]map[string]string{"imagedigestmirrorset.yaml": want, "imagetagmirrorset.yaml": wantTags} {
+	for _, f := range []struct {
+		file, kind string
+		repos      []string
+	}{{"imagedigestmirrorset.yaml", "ImageDigestMirrorSet", all}, {"imagetagmirrorset.yaml", "ImageTagMirrorSet", byTag}} {
 		var set digestMirrorSet
-		if err := yaml.Unmarshal(readFile(t, filepath.Join(resources, file)), &set); err != nil {
-			t.Fatalf("%s: %v", file, err)
+		if err := yaml.Unmarshal(readFile(t, filepath.Join(resources, f.file)), &set); err != nil {
+			t.Fatalf("%s: %v", f.file, err)
 		}
-		got := map[string]string{}
-		for _, m := range append(set.Spec.ImageDigestMirrors, set.Spec.ImageTagMirrors...) {
-			if len(m.Mirrors) != 1 {
-				t.Errorf("%s: %s has mirrors %v, want one", file, m.Source, m.Mirrors)
-				continue
+		entries := append(set.Spec.ImageDigestMirrors, set.Spec.ImageTagMirrors...)
+		if set.Kind != f.kind || set.APIVersion != "config.openshift.io/v1" || len(entries) == 0 {
+			t.Errorf("%s: %s %s with %d entries, want a config.openshift.io/v1 %s", f.file, set.APIVersion, set.Kind, len(entries), f.kind)
+		}
+		for _, m := range entries {
+			if want := mirrorRef(target, m.Source); !slices.Equal(m.Mirrors, []string{want}) {
+				t.Errorf("%s: %s has mirrors %v, want [%s]", f.file, m.Source, m.Mirrors, want)
 			}
-			got[m.Source] = m.Mirrors[0]
 		}
-		if !maps.Equal(got, w) {
-			t.Errorf("%s (%s) maps %v, want %v", file, set.Kind, got, w)
+		for _, repo := range f.repos {
+			if got, want := mirroredAt(entries, repo), mirrorRef(target, repo); got != want {
+				t.Errorf("%s maps %s to %q, want %s", f.file, repo, got, want)
+			}
 		}
 	}
+}
+
+// mirroredAt is where the entries send repo: the mirror of the longest
+// source that is repo or a prefix of it by whole path components, followed
+// by the rest of repo's path; "" when none covers it.
+func mirroredAt(entries []sourceMirrors, repo string) string {
+	best := -1
+	for i, m := range entries {
+		if (repo == m.Source || strings.HasPrefix(repo, m.Source+"/")) && len(m.Mirrors) > 0 && (best < 0 || len(m.Source) > len(entries[best].Source)) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return ""
+	}
+	return entries[best].Mirrors[0] + strings.TrimPrefix(repo, entries[best].Source)
 }
 
 // startImageMirrorBerth starts the far berth with auth on: the auth tests'

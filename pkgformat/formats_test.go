@@ -30,6 +30,8 @@ func TestHelm(t *testing.T) {
 		RequiredPackages: []PackageRequirement{{Name: "redis", VersionRange: ">=17.0.0"}},
 		MinKubeVersion:   "1.21.0",
 		MaxKubeVersion:   "1.30.0",
+		Images:           []Image{{Reference: "docker.io/library/nginx:1.25", Found: []string{"templates/deployment.yaml: Deployment release-name, container hello"}, Mutable: true}},
+		ImagesIncomplete: "Chart.yaml: dependency redis is not in charts/, so its templates are not rendered",
 		Source:           "https://github.com/example/hello",
 		Readme:           "# hello\n\nSays hello.\n",
 		Files:            md.Files,

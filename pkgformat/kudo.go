@@ -41,7 +41,9 @@ func kudoVersion(appVersion, operatorVersion string) string {
 }
 
 // readKUDO reads a KUDO operator package: operator.yaml for the identity, the
-// templates for the CRDs, RBAC rules and images.
+// templates for the CRDs, RBAC rules and images as written, and the
+// templates rendered with params.yaml's defaults for the images it runs
+// (kudoImages).
 func readKUDO(pf *pkgFiles) (*parsed, error) {
 	const file = kudoOperatorFile
 	var op kudoOperator
@@ -82,6 +84,9 @@ func readKUDO(pf *pkgFiles) (*parsed, error) {
 		return nil, err
 	}
 	md.ProvidedAPIs, md.Permissions, md.RelatedImages = objs.provided, objs.permissions(), objs.images
+	if md.Images, md.ImagesIncomplete, err = pf.kudoImages(&op); err != nil {
+		return nil, err
+	}
 	return &parsed{md: md, nameFile: file, versionFile: file}, nil
 }
 

@@ -16,8 +16,8 @@ import (
 // a Limits: 16 MiB per file, 128 MiB for all files, 10000 files, 128 MiB of
 // compressed archive and 1024 bytes per path; for YAML, 10000 documents per
 // file, 250000 nodes per document (some 50 MiB of yaml.v3 nodes), 1000000
-// nodes and 64 MiB parsed per package; for rendering templates, 2,000,000
-// steps and 20 seconds.
+// nodes and 64 MiB parsed per package; for rendering templates, 1,000,000
+// steps and 10 seconds.
 func DefaultLimits() Limits {
 	return Limits{
 		MaxFileSize:          16 << 20,
@@ -29,8 +29,8 @@ func DefaultLimits() Limits {
 		MaxYAMLDocumentNodes: 250000,
 		MaxYAMLNodes:         1000000,
 		MaxYAMLSize:          64 << 20,
-		MaxRenderSteps:       2_000_000,
-		RenderTimeout:        20 * time.Second,
+		MaxRenderSteps:       1_000_000,
+		RenderTimeout:        10 * time.Second,
 	}
 }
 

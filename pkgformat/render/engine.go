@@ -55,10 +55,10 @@ type Budget struct {
 	Context context.Context
 }
 
-// DefaultBudget is 2,000,000 steps, 16 MiB of output per template, 200
-// nested template calls and 20 seconds.
+// DefaultBudget is 1,000,000 steps, 16 MiB of output per template, 200
+// nested template calls and 10 seconds.
 func DefaultBudget() Budget {
-	return Budget{Steps: 2_000_000, Output: 16 << 20, Depth: 200, Timeout: 20 * time.Second}
+	return Budget{Steps: 1_000_000, Output: 16 << 20, Depth: 200, Timeout: 10 * time.Second}
 }
 
 // withDefaults fills the zero fields of b.
@@ -117,6 +117,7 @@ type engine struct {
 	budget   Budget
 	deadline time.Time
 	steps    int64
+	clockAt  int64 // the step count at which charge next reads the clock
 	depth    int
 	current  string // the template being rendered, named in refusals
 	refused  error
@@ -149,6 +150,10 @@ func (e *engine) refuse(format string, args ...any) error {
 	return e.refused
 }
 
+// clockEvery is how many steps charge lets pass between two readings of
+// the clock and the context.
+const clockEvery = 64
+
 // charge spends cost steps, and fails once the budget, the time or the
 // context is spent.
 func (e *engine) charge(cost int64) error {
@@ -156,9 +161,14 @@ func (e *engine) charge(cost int64) error {
 		return e.refused
 	}
 	e.steps += cost
-	switch {
-	case e.steps > e.budget.Steps:
+	if e.steps > e.budget.Steps {
 		return e.refuse("rendering takes more than %d steps (a loop or a recursion too long for a package)", e.budget.Steps)
+	}
+	if e.steps < e.clockAt {
+		return nil
+	}
+	e.clockAt = e.steps + clockEvery
+	switch {
 	case time.Now().After(e.deadline):
 		return e.refuse("rendering takes longer than %s", e.budget.Timeout)
 	case e.budget.Context.Err() != nil:

@@ -57,6 +57,10 @@ func (e *engine) sprigFuncs(drop ...string) template.FuncMap {
 		sized("printf", widths(format), maxBytes)
 		return fmt.Sprintf(format, args...)
 	}
+	// text/template's own functions that build strings, so that they are
+	// counted and checked like the others.
+	f["print"], f["println"] = fmt.Sprint, fmt.Sprintln
+	f["html"], f["js"], f["urlquery"] = template.HTMLEscaper, template.JSEscaper, template.URLQueryEscaper
 	f["getHostByName"] = func(string) string { return "" }
 	for name, fn := range placeholders {
 		if _, ok := f[name]; ok {

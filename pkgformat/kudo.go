@@ -19,14 +19,19 @@ type kudoOperator struct {
 	Tasks             []kudoTask   `yaml:"tasks"`
 }
 
-// kudoTask is a task of operator.yaml; only KudoOperator tasks, which install
-// another operator, matter to the metadata.
+// kudoTask is a task of operator.yaml; KudoOperator tasks, which install
+// another operator, matter to the metadata, and Pipe tasks to rendering.
 type kudoTask struct {
 	Kind string `yaml:"kind"`
 	Spec struct {
 		Package         string `yaml:"package"`
 		AppVersion      string `yaml:"appVersion"`
 		OperatorVersion string `yaml:"operatorVersion"`
+		// Pipe are the files a Pipe task makes into ConfigMaps or
+		// Secrets, which templates name as .Pipes.<key>.
+		Pipe []struct {
+			Key string `yaml:"key"`
+		} `yaml:"pipe"`
 	} `yaml:"spec"`
 }
 

@@ -1,6 +1,8 @@
 package pkgformat
 
 import (
+	"strings"
+
 	"github.com/berth-registry/berth/pkgformat/render"
 	"go.yaml.in/yaml/v3"
 )
@@ -27,7 +29,8 @@ const (
 
 // kudoImages renders the operator's templates with its parameters'
 // defaults (render.KUDO) and reads the images of what they rendered
-// (renderedImages). A parameter with no default is nil, as in KUDO.
+// (renderedImages). A parameter with no default is nil, as in KUDO, and
+// each pipe key of a Pipe task names a ConfigMap or Secret of the instance.
 func (pf *pkgFiles) kudoImages(op *kudoOperator) ([]Image, string, error) {
 	params := map[string]any{}
 	if data := pf.data(kudoParamsFile); data != nil {
@@ -39,14 +42,21 @@ func (pf *pkgFiles) kudoImages(op *kudoOperator) ([]Image, string, error) {
 			params[param.Name] = pf.kudoDefault(param.Type, &param.Default)
 		}
 	}
+	instance := op.Name + kudoInstanceSuffix
+	pipes := map[string]any{}
+	for _, t := range op.Tasks {
+		for _, p := range t.Spec.Pipe {
+			pipes[p.Key] = strings.ToLower(instance + "-" + p.Key)
+		}
+	}
 	vars := map[string]any{
 		"OperatorName":    op.Name,
-		"Name":            op.Name + kudoInstanceSuffix,
+		"Name":            instance,
 		"Namespace":       kudoNamespace,
 		"AppVersion":      op.AppVersion,
 		"OperatorVersion": op.OperatorVersion,
 		"Params":          params,
-		"Pipes":           map[string]any{},
+		"Pipes":           pipes,
 		"PlanName":        kudoPlan,
 		"PhaseName":       "",
 		"StepName":        "",

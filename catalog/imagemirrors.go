@@ -43,9 +43,18 @@ func (r ImageRef) String() string {
 // ParseImageRef parses a reference, normalising it (nginx is
 // docker.io/library/nginx). Its error wraps ErrInvalid and says why.
 func ParseImageRef(s string) (ImageRef, error) {
+	r, err := parseImageRef(s)
+	if err != nil {
+		return ImageRef{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return r, nil
+}
+
+// parseImageRef is ParseImageRef, its error saying why without a sentinel.
+func parseImageRef(s string) (ImageRef, error) {
 	named, err := reference.ParseNormalizedNamed(s)
 	if err != nil {
-		return ImageRef{}, fmt.Errorf("%w: %q is not an image reference: %v", ErrInvalid, s, err)
+		return ImageRef{}, fmt.Errorf("%q is not an image reference: %v", s, err)
 	}
 	r := ImageRef{Repository: reference.TrimNamed(named).String()}
 	if t, ok := named.(reference.Tagged); ok {

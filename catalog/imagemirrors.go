@@ -141,7 +141,8 @@ func CheckImageMirrors(ms []apiv1.ImageMirror) error {
 
 // checkRepositoryPrefix checks that s is a registry host or a repository
 // under one, written in full (docker.io/library/nginx, not nginx), without
-// tag or digest.
+// tag or digest. A prefix need not be a repository Docker would normalise
+// to itself: docker.io/library covers docker.io/library/nginx.
 func checkRepositoryPrefix(s string) error {
 	if s == "" {
 		return fmt.Errorf("is empty: give a registry host or repository, e.g. quay.io/org")
@@ -154,23 +155,19 @@ func checkRepositoryPrefix(s string) error {
 		// A host alone: a repository under it must parse with it as its domain.
 		probe = s + "/x"
 	}
-	named, err := reference.ParseNormalizedNamed(probe)
+	ref, err := reference.Parse(probe)
 	if err != nil {
 		return fmt.Errorf("%q is not a repository: %v", s, err)
 	}
-	if !reference.IsNameOnly(named) {
+	named, ok := ref.(reference.Named)
+	if !ok || !reference.IsNameOnly(named) {
 		return fmt.Errorf("%q has a tag or digest: give the repository alone", s)
 	}
-	if reference.Domain(named) != strings.SplitN(s, "/", 2)[0] || (probe == s && named.String() != s) {
-		return fmt.Errorf("%q is not written in full: write %s", s, fullName(named, probe != s))
+	if host := reference.Domain(named); !strings.ContainsAny(host, ".:") && host != "localhost" {
+		if n, err := reference.ParseNormalizedNamed(s); err == nil && probe == s {
+			return fmt.Errorf("%q does not start with a registry host: write %s", s, n.String())
+		}
+		return fmt.Errorf("%q is not a registry host: give one with a dot or a port, e.g. quay.io or localhost:5000", s)
 	}
 	return nil
-}
-
-// fullName is how a repository, or a host alone, is written in full.
-func fullName(named reference.Named, hostOnly bool) string {
-	if hostOnly {
-		return "a registry host with a dot or a port, e.g. quay.io or localhost:5000"
-	}
-	return named.String()
 }

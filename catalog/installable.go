@@ -123,6 +123,9 @@ func (c *Catalog) checkImage(ctx context.Context, im apiv1.VersionImage, registr
 func (c *Catalog) findImage(ctx context.Context, repo string, loc ImageRef) (dgst, reason string) {
 	dgst = loc.Digest
 	if dgst == "" {
+		if loc.Tag == "" {
+			loc.Tag = "latest" // what a reference without tag or digest pulls
+		}
 		d, err := c.source.Resolve(ctx, repo, loc.Tag)
 		if err != nil {
 			return "", missing(loc.String(), err)

@@ -133,6 +133,7 @@ func TestInstallable(t *testing.T) {
 		{"docker.io/library/busybox:1.36", "no mirror recorded for docker.io/library/busybox"},
 		{gone, "is not at this berth"},
 		{"quay.io/org/operand:2.0", e.host + "/mirror/org/operand:2.0 is not at this berth"},
+		{"quay.io/org/operand", e.host + "/mirror/org/operand:latest is not at this berth"},
 		{"ghcr.io/far/img@" + operator.Digest.String(), "mirrored at other.example/far/img, not at this berth"},
 	} {
 		inst := check(opRef, tc.ref)

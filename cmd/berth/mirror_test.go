@@ -109,7 +109,7 @@ func TestMirrorVerifyJSON(t *testing.T) {
 	if got.Source != "berth.example:5000" || got.Created == nil || !got.Created.Equal(created) || len(got.Files) != 1 || got.Files[0] != archive {
 		t.Errorf("verify --format json: %s", stdout)
 	}
-	if code, stdout, _ := berth(t, "mirror", "verify", archive); code != 0 || !strings.Contains(stdout, "Archive of 0 versions from berth.example:5000") {
+	if code, stdout, _ := berth(t, "mirror", "verify", archive); code != 0 || !strings.Contains(stdout, "Archive of 0 versions and 0 images from berth.example:5000") {
 		t.Errorf("verify: exit %d, %s", code, stdout)
 	}
 }

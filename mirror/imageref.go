@@ -2,6 +2,7 @@ package mirror
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -50,11 +51,14 @@ func splitSourceRepository(repo string) (host, path string, err error) {
 	return reference.Domain(named), reference.Path(named), nil
 }
 
+// registryHostRE is distribution's grammar of a registry, host[:port].
+var registryHostRE = regexp.MustCompile("^" + reference.DomainRegexp.String() + "$")
+
 // checkRegistryHost checks that s is a registry, host[:port], as the first
-// component of an image reference names it.
+// component of an image reference names one: with a dot or a port, or
+// localhost.
 func checkRegistryHost(s string) error {
-	named, err := reference.ParseNamed(s + "/x")
-	if err != nil || reference.Domain(named) != s {
+	if !registryHostRE.MatchString(s) || !strings.ContainsAny(s, ".:") && s != "localhost" {
 		return fmt.Errorf("%q is not a registry host[:port]", s)
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -275,6 +276,43 @@ func TestExportImportImages(t *testing.T) {
 	}
 	if got, err := mapped.Resolve(ctx, "1.0"); err != nil || got.Digest != u.index.Digest {
 		t.Errorf("after import mirror/org/app:1.0 is %v (%v), want %s", got.Digest, err, u.index.Digest)
+	}
+
+	// A registry that refuses an index whose children are not all there
+	// is told how to accept it.
+	strict, _ := importImages(t, src.c, out, registrytest.New(t, nil), mirror.ImagePrefixes{})
+	if len(strict.ImagesFailed) != 1 || !strings.Contains(strict.ImagesFailed[0].Reason, "validation.manifests.indexes.platforms: none") {
+		t.Errorf("import into a strict registry: %+v", strict.ImagesFailed)
+	}
+
+	// verify and import check the images of the archive manifest: one that
+	// needs what the content list lacks is refused, naming it.
+	path := filepath.Join(out, mirror.ManifestFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw map[string]any
+	if err := json.Unmarshal(b, &raw); err != nil {
+		t.Fatal(err)
+	}
+	content := raw["content"].([]any)
+	for i, en := range content {
+		if en.(map[string]any)["digest"] == u.children["linux/amd64"].Digest.String() {
+			raw["content"] = append(content[:i], content[i+1:]...)
+		}
+	}
+	if err := os.WriteFile(path, mustJSON(t, raw), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a, err = mirror.OpenArchive(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	want := "image 2 (quay.io/org/app:1.0) needs " + u.children["linux/amd64"].Digest.String() + ", which the content list lacks"
+	if err := a.Verify(ctx, nil); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("verify of a manifest whose image lacks an entry: %v, want %q", err, want)
 	}
 }
 

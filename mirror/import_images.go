@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/opencontainers/go-digest"
+	"oras.land/oras-go/v2/registry/remote/errcode"
 
 	"github.com/berth-registry/berth/catalog/apiv1"
 	"github.com/berth-registry/berth/client"
@@ -75,19 +76,36 @@ func (t *target) importImage(ctx context.Context, a *Archive, img Image, dst str
 	}
 	repo := t.c.Repository(t.host, dst)
 	if err := t.putContent(ctx, repo, g, src, mountFrom, img.Tag); err != nil {
-		return err
+		return partialIndexRefused(img, err)
 	}
 	if img.Tag == "" {
 		return nil
 	}
 	_, was, err := t.tag(ctx, repo, g.nodes[img.Digest], img.Tag)
 	if err != nil {
-		return err
+		return partialIndexRefused(img, err)
 	}
 	if was != "" {
 		t.counts.move(fmt.Sprintf("%s/%s:%s named %s; it now names %s, what %s named when exported", t.host, dst, img.Tag, was, img.Digest, img.Reference))
 	}
 	return nil
+}
+
+// partialIndexRefused explains err when the target refused the index of an
+// image exported with --platform because the children of the other
+// platforms are missing, as distribution's registry does by default.
+func partialIndexRefused(img Image, err error) error {
+	var resp *errcode.ErrorResponse
+	if len(img.Platforms) == 0 || !errors.As(err, &resp) {
+		return err
+	}
+	for _, e := range resp.Errors {
+		if e.Code == "MANIFEST_BLOB_UNKNOWN" {
+			return fmt.Errorf("%w: the target refuses an index whose manifests are not all present, and the archive carries those of %s only (--platform): let it accept such an index (distribution: validation.manifests.indexes.platforms: none, or list these platforms), or export without --platform",
+				err, strings.Join(img.Platforms, ", "))
+		}
+	}
+	return err
 }
 
 // mountFrom returns, for a blob the archive does not carry, the repository

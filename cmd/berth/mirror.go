@@ -647,8 +647,12 @@ func reportMirror(cmd *cobra.Command, format outputFormat, verb string, sum *mir
 		}
 	} else {
 		w := cmd.OutOrStdout()
-		fmt.Fprintf(w, "%s %d versions and %d images: %d blobs, %d manifests, %s sent, %s already there, in %.1fs\n",
-			verb, sum.Versions, sum.Images, sum.Blobs, sum.Manifests, mebibytes(sum.Bytes), mebibytes(sum.BytesSkipped), sum.Seconds)
+		what := fmt.Sprintf("%d versions", sum.Versions)
+		if sum.Images+len(sum.ImagesFailed) > 0 {
+			what += fmt.Sprintf(" and %d images", sum.Images)
+		}
+		fmt.Fprintf(w, "%s %s: %d blobs, %d manifests, %s sent, %s already there, in %.1fs\n",
+			verb, what, sum.Blobs, sum.Manifests, mebibytes(sum.Bytes), mebibytes(sum.BytesSkipped), sum.Seconds)
 		for _, f := range sum.Files {
 			fmt.Fprintln(w, "Wrote "+f)
 		}

@@ -30,6 +30,10 @@ const maxGraphManifests = 1024
 // each with its signatures, cannot take more.
 const maxGraphBytes = 64 << 20
 
+// maxRepositoryTags caps the tags listed of one repository, so that a
+// registry that pages its tag list without end cannot make a walk endless.
+const maxRepositoryTags = 1 << 17
+
 // childFilter chooses, of the manifests an image's index lists, those to
 // carry, and returns them with the platforms they are for.
 type childFilter func(children []ocispec.Descriptor) (kept []ocispec.Descriptor, platforms []string)
@@ -204,6 +208,9 @@ func (w *walker) tagsOf(ctx context.Context, name string) (map[string]bool, erro
 		l.err = w.repo(name).Tags(ctx, "", func(tags []string) error {
 			for _, t := range tags {
 				l.tags[t] = true
+			}
+			if len(l.tags) > maxRepositoryTags {
+				return fmt.Errorf("more than %d tags; refusing to list more", maxRepositoryTags)
 			}
 			return nil
 		})

@@ -2,7 +2,6 @@ package mirror
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -16,74 +15,20 @@ import (
 	"github.com/berth-registry/berth/catalog/apiv1"
 	"github.com/berth-registry/berth/client"
 	"github.com/berth-registry/berth/client/registrytest"
+	"github.com/berth-registry/berth/mirror/mirrortest"
 	"github.com/berth-registry/berth/pkgformat"
 	"github.com/berth-registry/berth/signing"
 	"github.com/berth-registry/berth/signing/signingtest"
 )
 
-// checkFakeBerth serves the parts of a berth's catalog API CheckInstall
-// reads: the search, packages, and each version's installable answer
-// (installable, by "namespace/name@version"; a version without one is
-// answered with the API's NOT_FOUND).
+// checkFakeBerth is a client of a mirrortest.NewBerth.
 func checkFakeBerth(t *testing.T, packages []*apiv1.Package, installable map[string]*apiv1.Installable) *client.Catalog {
 	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		write := func(status int, v any) {
-			w.Header().Set("Content-Type", apiv1.MediaTypeJSON)
-			w.WriteHeader(status)
-			json.NewEncoder(w).Encode(v)
-		}
-		notFound := func(what string) {
-			write(http.StatusNotFound, apiv1.Errors{Errors: []apiv1.Error{{Code: "NOT_FOUND", Message: what + " not found"}}})
-		}
-		rest, ok := strings.CutPrefix(r.URL.Path, "/api/v1/packages")
-		if !ok {
-			http.NotFound(w, r)
-			return
-		}
-		parts := strings.Split(strings.TrimPrefix(rest, "/"), "/")
-		switch {
-		case rest == "":
-			res := apiv1.SearchResponse{}
-			for _, p := range packages {
-				if ns := r.URL.Query().Get("namespace"); ns == "" || ns == p.Namespace {
-					res.Packages = append(res.Packages, apiv1.PackageSummary{Namespace: p.Namespace, Name: p.Name, Format: p.Format})
-				}
-			}
-			res.Total = len(res.Packages)
-			write(http.StatusOK, res)
-		case len(parts) == 2:
-			for _, p := range packages {
-				if p.Namespace == parts[0] && p.Name == parts[1] {
-					write(http.StatusOK, p)
-					return
-				}
-			}
-			notFound("package")
-		case len(parts) == 5 && parts[2] == "versions" && parts[4] == "installable":
-			if inst, ok := installable[parts[0]+"/"+parts[1]+"@"+parts[3]]; ok {
-				write(http.StatusOK, inst)
-				return
-			}
-			notFound("version")
-		default:
-			http.NotFound(w, r)
-		}
-	}))
-	t.Cleanup(srv.Close)
-	cat, err := client.NewCatalog(srv.URL, client.Options{Credentials: credentials.NewMemoryStore(), HTTPClient: &http.Client{}})
+	cat, err := client.NewCatalog(mirrortest.NewBerth(t, packages, installable), client.Options{Credentials: credentials.NewMemoryStore(), HTTPClient: &http.Client{}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return cat
-}
-
-func checkPackage(ns, name string, format pkgformat.Format, versions ...string) *apiv1.Package {
-	p := &apiv1.Package{Namespace: ns, Name: name, Format: format}
-	for _, v := range versions {
-		p.Versions = append(p.Versions, apiv1.VersionSummary{Version: v, Digest: digest.FromString(ns + name + v).String(), Verified: true})
-	}
-	return p
 }
 
 func TestCheckInstall(t *testing.T) {
@@ -91,7 +36,7 @@ func TestCheckInstall(t *testing.T) {
 	etcd := "quay.io/coreos/etcd@sha256:" + strings.Repeat("a", 64)
 	web := "docker.io/library/nginx:1.27"
 	cat := checkFakeBerth(t,
-		[]*apiv1.Package{checkPackage("olm", "etcd", pkgformat.OLM, "0.9.4", "0.9.2"), checkPackage("charts", "web", pkgformat.Helm, "1.0.0", "2.0.0")},
+		[]*apiv1.Package{mirrortest.Package("olm", "etcd", pkgformat.OLM, "0.9.4", "0.9.2"), mirrortest.Package("charts", "web", pkgformat.Helm, "1.0.0", "2.0.0")},
 		map[string]*apiv1.Installable{
 			"olm/etcd@0.9.4": {Namespace: "olm", Name: "etcd", Version: "0.9.4", Installable: true, Verified: true,
 				Images: []apiv1.ImageCheck{{Reference: etcd, Mirror: far + "/mirror/coreos/etcd@sha256:" + strings.Repeat("a", 64), Present: true}}},
@@ -203,7 +148,7 @@ func TestCheckInstallPolicy(t *testing.T) {
 		check("quay.io/org/foreign", "mirror/org/foreign", foreign),
 		check("ghcr.io/x/y", "gh/x/y", uncovered),
 	}}
-	cat := checkFakeBerth(t, []*apiv1.Package{checkPackage("olm", "etcd", pkgformat.OLM, "1.0.0")}, map[string]*apiv1.Installable{"olm/etcd@1.0.0": inst})
+	cat := checkFakeBerth(t, []*apiv1.Package{mirrortest.Package("olm", "etcd", pkgformat.OLM, "1.0.0")}, map[string]*apiv1.Installable{"olm/etcd@1.0.0": inst})
 	policy := signing.NewPolicyOf(signing.Rule{Repositories: []string{"quay.io/org/*"}, Keys: []signing.Key{trusted.Key}, Require: true})
 	sel := &Selection{Packages: []Rule{{Namespace: "olm"}}}
 	rep, err := CheckInstall(ctx, CheckOptions{Catalog: cat, Selection: sel, Policy: policy, Fetchers: c})

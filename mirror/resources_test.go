@@ -2,8 +2,6 @@ package mirror
 
 import (
 	"bytes"
-	"context"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,15 +10,12 @@ import (
 	"testing"
 
 	"github.com/BurntSushi/toml"
-	"github.com/distribution/reference"
-	"github.com/opencontainers/go-digest"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
 	"github.com/berth-registry/berth/catalog/apiv1"
-	"github.com/berth-registry/berth/client/registrytest"
 )
 
 // The patterns openshift/api's CRDs validate an ImageDigestMirrorSet's
@@ -305,100 +300,6 @@ func checkMirrorSet(t *testing.T, file, kind string, want []idmsEntry) {
 			}
 		}
 	}
-}
-
-// TestClusterResourcesReachImages pushes an image to a real registry at
-// each mirror location, and checks that a digest pull of each source image,
-// mapped as the IDMS, the registries.conf drop-in and containerd's
-// hosts.toml each map it, finds that image there.
-func TestClusterResourcesReachImages(t *testing.T) {
-	host := registrytest.New(t, nil)
-	in := resourcesInput(host)
-	c := invClient(t)
-	p := &invPusher{t: t, c: c, host: host, want: map[string]map[digest.Digest]bool{}}
-	images := map[string]digest.Digest{} // source repository → digest pushed at its mirror
-	for _, src := range []string{"quay.io/org/operator", "quay.io/org/operand", "docker.io/library/nginx", "ghcr.io/team/tool", "ghcr.io/team/sub/other"} {
-		m, ok := mirrorOf(in.Mirrors, src)
-		if !ok {
-			t.Fatalf("no mirror for %s", src)
-		}
-		repo := strings.TrimPrefix(m, host+"/")
-		images[src] = p.manifest(repo, "", p.blob(repo, "{}"), nil, "", p.blob(repo, src)).Digest
-	}
-	dir := t.TempDir()
-	if _, err := WriteClusterResources(dir, in); err != nil {
-		t.Fatal(err)
-	}
-	exists := func(t *testing.T, how, ref string) {
-		t.Helper()
-		named, err := reference.ParseNormalizedNamed(ref)
-		if err != nil {
-			t.Fatalf("%s: %s: %v", how, ref, err)
-		}
-		d := named.(reference.Digested).Digest()
-		resp := headManifest(t, "http://"+reference.Domain(named)+"/v2/"+reference.Path(named)+"/manifests/"+d.String())
-		if resp != http.StatusOK {
-			t.Errorf("%s: %s: HEAD answered %d", how, ref, resp)
-		}
-	}
-	var idms idmsDoc
-	if err := yaml.Unmarshal(readFile(t, filepath.Join(dir, IDMSFile)), &idms); err != nil {
-		t.Fatal(err)
-	}
-	var conf registriesConfDoc
-	if _, err := toml.Decode(string(readFile(t, filepath.Join(dir, RegistriesConfFile))), &conf); err != nil {
-		t.Fatal(err)
-	}
-	for src, d := range images {
-		// IDMS and registries.conf: the longest source or prefix matching by
-		// whole path components is replaced by its mirror.
-		var idmsMirror, confMirror, idmsSource, confPrefix string
-		for _, e := range idms.Spec.ImageDigestMirrors {
-			if (src == e.Source || strings.HasPrefix(src, e.Source+"/")) && len(e.Source) > len(idmsSource) {
-				idmsSource, idmsMirror = e.Source, e.Mirrors[0]
-			}
-		}
-		for _, r := range conf.Registry {
-			if (src == r.Prefix || strings.HasPrefix(src, r.Prefix+"/")) && len(r.Prefix) > len(confPrefix) {
-				confPrefix, confMirror = r.Prefix, r.Mirror[0].Location
-			}
-		}
-		exists(t, "IDMS", idmsMirror+strings.TrimPrefix(src, idmsSource)+"@"+d.String())
-		exists(t, "registries.conf", confMirror+strings.TrimPrefix(src, confPrefix)+"@"+d.String())
-		// containerd: the hosts.toml of the source's host; a host URL's path
-		// with override_path is the API root, to which the repository's path
-		// within its registry is appended (containerd docs/hosts.md).
-		named, _ := reference.ParseNormalizedNamed(src)
-		var hosts hostsDoc
-		if _, err := toml.Decode(string(readFile(t, filepath.Join(dir, ContainerdHostsDir, reference.Domain(named), "hosts.toml"))), &hosts); err != nil {
-			t.Fatal(err)
-		}
-		for url, h := range hosts.Host {
-			root := strings.TrimPrefix(url, "https://")
-			if !h.OverridePath {
-				root += "/v2"
-			}
-			code := headManifest(t, "http://"+root+"/"+reference.Path(named)+"/manifests/"+d.String())
-			if code != http.StatusOK {
-				t.Errorf("containerd: %s via %s: HEAD answered %d", src, url, code)
-			}
-		}
-	}
-}
-
-func headManifest(t *testing.T, url string) int {
-	t.Helper()
-	req, err := http.NewRequestWithContext(context.Background(), http.MethodHead, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Accept", "application/vnd.oci.image.manifest.v1+json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	return resp.StatusCode
 }
 
 // TestWriteClusterResourcesDeterministic: the same resources given in

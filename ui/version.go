@@ -39,6 +39,11 @@ type versionPage struct {
 	// default one when the version is in it, else the first it is in.
 	Channel string
 	Install []snippet
+	// Images are the images the version runs, each with what the
+	// installable check found at this site; Installable is that check.
+	Images      []imageRow
+	Incomplete  string
+	Installable *apiv1.Installable
 }
 
 func (p versionPage) title() string {
@@ -86,7 +91,16 @@ func (h *handler) versionPage(w http.ResponseWriter, r *http.Request) error {
 	if err := h.permissions(r.Context(), access, &p); err != nil {
 		return err
 	}
-	p.Install = h.install(r, v, p.Channel)
+	imgs, mirrors, err := h.siteImages(r.Context(), access, v, host)
+	if err != nil {
+		return err
+	}
+	p.Installable, err = h.cat.Installable(r.Context(), access, ns, name, version, host)
+	if err != nil {
+		return err
+	}
+	p.Images, p.Incomplete = imageRows(imgs, p.Installable), imgs.Incomplete
+	p.Install = h.install(r, v, p.Channel, imgs, mirrors)
 	for _, scope := range []string{permissions.Namespace, permissions.Cluster} {
 		var rules []permissions.Rule
 		for _, rule := range p.Review.Rules {

@@ -143,6 +143,7 @@ type filter struct {
 	none bool
 	// Symbols the package must have; -1 when not filtered on.
 	namespace, format, channel, group, kind int32
+	image                                   imageID
 	verified                                int8 // -1, or 0 or 1
 	kube                                    string
 	// access is what the caller may pull; nil when it may pull everything.
@@ -154,7 +155,7 @@ type filter struct {
 
 // filter compiles the filters of q.
 func (ix *Index) filter(q catalog.Query) *filter {
-	f := &filter{namespace: -1, format: -1, channel: -1, group: -1, kind: -1, verified: -1, kube: q.KubeVersion}
+	f := &filter{namespace: -1, format: -1, channel: -1, group: -1, kind: -1, image: imageID{-1, -1, -1}, verified: -1, kube: q.KubeVersion}
 	need := func(s *symbols, value string) int32 {
 		id := s.lookup(value)
 		f.none = f.none || id < 0
@@ -174,6 +175,15 @@ func (ix *Index) filter(q catalog.Query) *filter {
 	}
 	if q.Provides.Kind != "" {
 		f.kind = need(&ix.values, strings.ToLower(q.Provides.Kind))
+	}
+	if q.Image.Repository != "" {
+		f.image.repository = need(&ix.images, q.Image.Repository)
+	}
+	if q.Image.Tag != "" {
+		f.image.tag = need(&ix.images, q.Image.Tag)
+	}
+	if q.Image.Digest != "" {
+		f.image.digest = need(&ix.images, q.Image.Digest)
 	}
 	if q.Verified != nil {
 		f.verified = 0
@@ -205,6 +215,12 @@ func (f *filter) ok(h *hot, d *doc) bool {
 		}) {
 			return false
 		}
+	}
+	if f.image.repository >= 0 && !slices.ContainsFunc(d.images, func(i imageID) bool {
+		return i.repository == f.image.repository &&
+			(f.image.tag < 0 || i.tag == f.image.tag) && (f.image.digest < 0 || i.digest == f.image.digest)
+	}) {
+		return false
 	}
 	if f.kube != "" && !slices.ContainsFunc(d.kube, func(r KubeRange) bool {
 		return (r.Min == "" || r.Min <= f.kube) && (r.Max == "" || r.Max >= f.kube)

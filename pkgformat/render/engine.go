@@ -1,0 +1,352 @@
+// Package render renders the Go templates of Helm charts and KUDO operators
+// as their own engines do, within a budget, so that berth can read the
+// objects (and so the images) a package deploys with its default values.
+//
+// Go's text/template cannot be stopped once it runs, so every way a template
+// spends time or memory goes through a counter that can stop it: each
+// function call, each iteration of a range (the parse tree of every template
+// is given a counting action at the start of each range body before it
+// runs), each call of a defined template (which also counts the depth of
+// nested calls) and each byte written. Functions that build a string or a
+// list from a number (until, seq, repeat, indent, printf's widths...) are
+// checked before they allocate; the result of every function is checked
+// after. A template that spends its budget, nests too deep, or reads a file
+// outside its chart is refused with ErrRefused, naming the template;
+// ordinary failures (a required value, fail, a missing key) only leave that
+// template out of the result.
+package render
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"text/template"
+	"text/template/parse"
+	"time"
+)
+
+// ErrRefused: a template does what no package may (spends more than its
+// budget, nests too deep, reads a file outside its chart).
+var ErrRefused = errors.New("template refused")
+
+// ErrBudget: a template spends more than its budget (steps, time, output,
+// depth). It wraps ErrRefused.
+var ErrBudget = fmt.Errorf("%w: over its budget", ErrRefused)
+
+// Budget bounds the rendering of one package. Zero fields take the
+// defaults of DefaultBudget.
+type Budget struct {
+	// Steps bounds the work: one step for every function call, range
+	// iteration and defined-template call, plus one for every 256 bytes of
+	// strings and every 16 items of lists and maps a function takes or
+	// returns.
+	Steps int64
+	// Output bounds the bytes one template writes, and the size of any one
+	// string or list a function returns.
+	Output int64
+	// Depth bounds nested template calls (template, include, tpl).
+	Depth int
+	// Timeout bounds the time the whole rendering may take, checked at
+	// every step.
+	Timeout time.Duration
+	// Context, when set, stops the rendering when it ends.
+	Context context.Context
+}
+
+// DefaultBudget is 1,000,000 steps, 16 MiB of output per template, 200
+// nested template calls and 10 seconds.
+func DefaultBudget() Budget {
+	return Budget{Steps: 1_000_000, Output: 16 << 20, Depth: 200, Timeout: 10 * time.Second}
+}
+
+// withDefaults fills the zero fields of b.
+func (b Budget) withDefaults() Budget {
+	d := DefaultBudget()
+	if b.Steps <= 0 {
+		b.Steps = d.Steps
+	}
+	if b.Output <= 0 {
+		b.Output = d.Output
+	}
+	if b.Depth <= 0 {
+		b.Depth = d.Depth
+	}
+	if b.Timeout <= 0 {
+		b.Timeout = d.Timeout
+	}
+	if b.Context == nil {
+		b.Context = context.Background()
+	}
+	return b
+}
+
+// Output is what one template rendered.
+type Output struct {
+	// Name is the template's path in the package, e.g.
+	// templates/deployment.yaml or charts/db/templates/statefulset.yaml.
+	Name string
+	Text string
+}
+
+// Result is what a package's templates rendered.
+type Result struct {
+	// Outputs are the templates that rendered, in the order they ran.
+	Outputs []Output
+	// Failures are the templates that did not.
+	Failures []Failure
+}
+
+// Failure is a template that did not render, and why.
+type Failure struct {
+	Name   string
+	Reason string
+}
+
+// The names of the counting actions added to every parse tree.
+const (
+	stepFunc  = "berthRenderStep"
+	enterFunc = "berthRenderEnter"
+	leaveFunc = "berthRenderLeave"
+)
+
+// engine is the state of one package's rendering: what it has spent, the
+// template running and the first refusal, after which every step fails.
+type engine struct {
+	budget   Budget
+	deadline time.Time
+	steps    int64
+	clockAt  int64 // the step count at which charge next reads the clock
+	depth    int
+	current  string // the template being rendered, named in refusals
+	refused  error
+	set      *template.Template
+	funcs    template.FuncMap
+}
+
+// newEngine returns an engine for budget (defaults filled) whose templates
+// have funcs, each counted and checked (wrap), and missingkey.
+func newEngine(budget Budget, funcs template.FuncMap, missingkey string) *engine {
+	e := &engine{budget: budget.withDefaults()}
+	e.deadline = time.Now().Add(e.budget.Timeout)
+	e.funcs = make(template.FuncMap, len(funcs)+3)
+	for name, fn := range funcs {
+		e.funcs[name] = e.wrap(name, fn)
+	}
+	e.funcs[stepFunc] = func() (string, error) { return "", e.charge(1) }
+	e.funcs[enterFunc] = e.enter
+	e.funcs[leaveFunc] = func() string { e.depth--; return "" }
+	e.set = template.New("").Funcs(e.funcs).Option("missingkey=" + missingkey)
+	return e
+}
+
+// refuse records (once) that the current template spent its budget, for
+// why, and returns the refusal.
+func (e *engine) refuse(format string, args ...any) error {
+	if e.refused == nil {
+		e.refused = fmt.Errorf("%s: %s: %w", e.current, fmt.Sprintf(format, args...), ErrBudget)
+	}
+	return e.refused
+}
+
+// clockEvery is how many steps charge lets pass between two readings of
+// the clock and the context.
+const clockEvery = 64
+
+// charge spends cost steps, and fails once the budget, the time or the
+// context is spent.
+func (e *engine) charge(cost int64) error {
+	if e.refused != nil {
+		return e.refused
+	}
+	e.steps += cost
+	if e.steps > e.budget.Steps {
+		return e.refuse("rendering takes more than %d steps (a loop or a recursion too long for a package)", e.budget.Steps)
+	}
+	if e.steps < e.clockAt {
+		return nil
+	}
+	e.clockAt = e.steps + clockEvery
+	switch {
+	case time.Now().After(e.deadline):
+		return e.refuse("rendering takes longer than %s", e.budget.Timeout)
+	case e.budget.Context.Err() != nil:
+		e.refused = fmt.Errorf("%s: rendering stopped: %w", e.current, e.budget.Context.Err())
+		return e.refused
+	}
+	return nil
+}
+
+// enter counts a call of a defined template, and its depth.
+func (e *engine) enter() (string, error) {
+	e.depth++
+	if e.depth > e.budget.Depth {
+		return "", e.refuse("templates call each other more than %d deep", e.budget.Depth)
+	}
+	return "", e.charge(1)
+}
+
+// wrap returns fn counted and checked: each call costs a step and the size
+// of its arguments, and a result larger than the budget's Output (bytes of
+// a string, items of a list or map) is refused. A refusal panics, which
+// text/template turns into the error of the call.
+func (e *engine) wrap(name string, fn any) any {
+	v := reflect.ValueOf(fn)
+	t := v.Type()
+	return reflect.MakeFunc(t, func(args []reflect.Value) []reflect.Value {
+		if err := e.charge(1 + cost(args...)); err != nil {
+			panic(err)
+		}
+		var out []reflect.Value
+		if t.IsVariadic() {
+			out = v.CallSlice(args)
+		} else {
+			out = v.Call(args)
+		}
+		if size := largest(out[0]); size > e.budget.Output {
+			panic(e.refuse("%s returns more than %d bytes or items", name, e.budget.Output))
+		}
+		if err := e.charge(cost(out[0])); err != nil {
+			panic(err)
+		}
+		return out
+	}).Interface()
+}
+
+// cost is what handling values costs in steps: one for every 256 bytes of a
+// string and every 16 items of a list or map (the outer ones: what a
+// function walks is mostly its top level).
+func cost(values ...reflect.Value) int64 {
+	var n int64
+	for _, v := range values {
+		for v.IsValid() && (v.Kind() == reflect.Interface || v.Kind() == reflect.Pointer) && !v.IsNil() {
+			v = v.Elem()
+		}
+		switch v.Kind() {
+		case reflect.String:
+			n += int64(v.Len()) / 256
+		case reflect.Slice, reflect.Array, reflect.Map:
+			n += int64(v.Len()) / 16
+		}
+	}
+	return n
+}
+
+// largest is the length of v when it is a string, list or map.
+func largest(v reflect.Value) int64 {
+	for v.IsValid() && (v.Kind() == reflect.Interface || v.Kind() == reflect.Pointer) && !v.IsNil() {
+		v = v.Elem()
+	}
+	switch v.Kind() {
+	case reflect.String, reflect.Slice, reflect.Array, reflect.Map:
+		return int64(v.Len())
+	}
+	return 0
+}
+
+// parse parses the template source text named name into set, with a
+// counting action at the start of every range body and around every
+// template body, and returns the template. Errors are the parser's.
+func (e *engine) parse(set *template.Template, name, text string) (*template.Template, error) {
+	trees := map[string]*parse.Tree{}
+	t := parse.New(name)
+	t.Mode = parse.SkipFuncCheck
+	if _, err := t.Parse(text, "", "", trees); err != nil {
+		return nil, err
+	}
+	var main *template.Template
+	for treeName, tree := range trees {
+		instrument(tree)
+		added, err := set.AddParseTree(treeName, tree)
+		if err != nil {
+			return nil, err
+		}
+		if treeName == name {
+			main = added
+		}
+	}
+	if main == nil {
+		main = set.Lookup(name)
+	}
+	return main, nil
+}
+
+// instrument adds the counting actions to tree: enterFunc before and
+// leaveFunc after its body, stepFunc at the start of every range body.
+func instrument(tree *parse.Tree) {
+	root := tree.Root
+	if root == nil {
+		return
+	}
+	root.Nodes = append(append([]parse.Node{call(enterFunc, root.Pos)}, root.Nodes...), call(leaveFunc, root.Pos))
+	instrumentList(root)
+}
+
+func instrumentList(list *parse.ListNode) {
+	if list == nil {
+		return
+	}
+	for _, n := range list.Nodes {
+		switch n := n.(type) {
+		case *parse.RangeNode:
+			if n.List != nil {
+				n.List.Nodes = append([]parse.Node{call(stepFunc, n.List.Pos)}, n.List.Nodes...)
+			}
+			instrumentList(n.List)
+			instrumentList(n.ElseList)
+		case *parse.IfNode:
+			instrumentList(n.List)
+			instrumentList(n.ElseList)
+		case *parse.WithNode:
+			instrumentList(n.List)
+			instrumentList(n.ElseList)
+		}
+	}
+}
+
+// call is the action {{name}} at pos.
+func call(name string, pos parse.Pos) *parse.ActionNode {
+	cmd := &parse.CommandNode{NodeType: parse.NodeCommand, Pos: pos, Args: []parse.Node{parse.NewIdentifier(name).SetPos(pos)}}
+	return &parse.ActionNode{NodeType: parse.NodeAction, Pos: pos, Pipe: &parse.PipeNode{NodeType: parse.NodePipe, Pos: pos, Cmds: []*parse.CommandNode{cmd}}}
+}
+
+// limitedWriter collects what a template writes, up to max bytes.
+type limitedWriter struct {
+	e   *engine
+	buf strings.Builder
+	max int64
+}
+
+// Write implements io.Writer; past max it refuses the template.
+func (w *limitedWriter) Write(p []byte) (int, error) {
+	if int64(w.buf.Len()+len(p)) > w.max {
+		return 0, w.e.refuse("renders more than %d bytes", w.max)
+	}
+	if err := w.e.charge(int64(len(p)) / 256); err != nil {
+		return 0, err
+	}
+	return w.buf.Write(p)
+}
+
+// execute runs template name of set on data into a bounded buffer. After
+// a refusal (or the end of the context), e.refused is set and returned;
+// any other error (and a panic) is the template's failure.
+func (e *engine) execute(set *template.Template, name string, data any) (out string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("rendering failed: %v", r)
+		}
+		if errors.Is(err, ErrRefused) && e.refused == nil {
+			e.refused = fmt.Errorf("%s: %w", e.current, err)
+		}
+		if e.refused != nil {
+			err = e.refused
+		}
+	}()
+	w := &limitedWriter{e: e, max: e.budget.Output}
+	depth := e.depth
+	err = set.ExecuteTemplate(w, name, data)
+	e.depth = depth
+	return w.buf.String(), err
+}

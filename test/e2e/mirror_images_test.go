@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"net/http"
 	"net/url"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/berth-registry/berth/catalog/apiv1"
+	"github.com/berth-registry/berth/mirror"
 )
 
 // mirrorPrefix is the --image-prefix of the imports: quay.io/org/img
@@ -28,24 +30,25 @@ var keptPlatforms = []string{"linux/amd64", "linux/arm64"}
 // operator, a plain package and a shared OLM fixture, pushed multi-arch to
 // stand-ins of quay.io and ghcr.io and some signed by the real cosign,
 // travel with their packages. berth mirror export reads them through
-// --registry-map under their public names, keeping two platforms; berth
-// mirror import puts them under a prefix of a far berth with auth on (which
-// then names the mirror locations, finds the packages by image and answers
-// installable) and of distribution's registry. Every image pulls by digest
-// from its mirror location, its dropped platform does not, a tag moved
-// upstream after the export names the exported digest, cosign verifies
-// offline, the ImageDigestMirrorSet maps every source repository, and
-// berth mirror check passes, then fails naming an image deleted at the far
-// side. The hostile namespace: a reference with @@, an index of 200
-// platforms and a digest nobody holds.
+// --registry-map under their public names; berth mirror import puts them
+// under a prefix of a far berth with auth on (which then names the mirror
+// locations, finds the packages by image and answers installable). Every
+// image pulls by digest from its mirror location, a tag moved upstream
+// after the export names the exported digest, cosign verifies offline, the
+// ImageDigestMirrorSet maps every source repository, and berth mirror
+// check passes, then fails naming an image deleted at the far side. An
+// export keeping two platforms goes into distribution's registry; then the
+// hostile namespace: a reference with @@, an index of 200 platforms and a
+// digest nobody holds.
 func TestMirrorImages(t *testing.T) {
 	site := startImageSite(t)
 	work := t.TempDir()
 	archive := filepath.Join(work, "apps")
-	exp := berth(t, work, append([]string{"mirror", "export", "--source", site.src.addr, "--namespace", "apps", "-o", archive,
-		"--platform", strings.Join(keptPlatforms, ","), "--format", "json"}, site.up.registryMap()...)...)
-	if s := summaryOf(t, exp.stdout); s.Versions != 5 || len(s.Failed) != 0 {
-		t.Fatalf("export of apps: %+v\n%s", s, exp.stderr)
+	exp := summaryOf(t, berth(t, work, append([]string{"mirror", "export", "--source", site.src.addr, "--namespace", "apps", "-o", archive,
+		"--format", "json"}, site.up.registryMap()...)...).stdout)
+	appsImages := site.appsImages(t)
+	if exp.Versions != 5 || exp.Images != len(appsImages) || len(exp.Failed)+len(exp.ImagesFailed) != 0 {
+		t.Fatalf("export of apps: %+v, want 5 versions and %d images; the archive's images: %v", exp, len(appsImages), archiveImages(t, archive))
 	}
 	// The tag ghcr.io/org/other:1.0 moves upstream after the export.
 	moved := site.up.pushImage(t, site.other.repo, site.other.tag, "linux/amd64")
@@ -59,15 +62,11 @@ func TestMirrorImages(t *testing.T) {
 	resources := filepath.Join(work, "resources")
 	imp := summaryOf(t, admin.must(t, berthBin, "mirror", "import", archive, far.addr, "--image-prefix", mirrorPrefix,
 		"--resources", resources, "--format", "json").stdout)
-	if imp.Versions != 5 || len(imp.Failed) != 0 || len(imp.Quarantined) != 0 {
+	if imp.Versions != 5 || imp.Images != len(appsImages) || len(imp.Failed)+len(imp.ImagesFailed)+len(imp.Quarantined) != 0 {
 		t.Fatalf("import into the far berth: %+v", imp)
 	}
-	appsImages := site.appsImages()
-	if len(site.operator.platforms) <= len(keptPlatforms) {
-		t.Fatalf("%s has %d platforms: nothing to filter", site.operator.repo, len(site.operator.platforms))
-	}
-	keep := func(_ image, platform string) bool { return slices.Contains(keptPlatforms, platform) }
-	checkMirrored(t, admin.run, far.addr, appsImages, keep)
+	all := func(image, string) bool { return true }
+	checkMirrored(t, admin.run, far.addr, appsImages, all)
 	if got := craneDigest(t, admin.run, mirrorRef(far.addr, site.other.byTag())); got != site.other.digest {
 		t.Errorf("%s at the mirror is %s, want the exported %s (the tag moved upstream to %s)", site.other.byTag(), got, site.other.digest, moved.digest)
 	}
@@ -94,27 +93,99 @@ func TestMirrorImages(t *testing.T) {
 		t.Errorf("installable of apps/web after %s was deleted at the mirror: %s", site.img.byDigest(), h)
 	}
 
-	// Into distribution's registry, which keeps indexes whose platforms
-	// were filtered out.
-	reg := startUpstreamRegistry(t, "validation:\n  manifests:\n    indexes:\n      platforms: none\n")
-	plain := summaryOf(t, berth(t, work, "mirror", "import", archive, reg.addr, "--image-prefix", mirrorPrefix,
-		"--resources", filepath.Join(work, "resources-registry"), "--format", "json").stdout)
-	if plain.Versions != 5 || len(plain.Failed) != 0 {
-		t.Fatalf("import into distribution's registry: %+v", plain)
-	}
-	checkMirrored(t, anonymously, reg.addr, appsImages, keep)
-	mustSucceed(t, anonymously, cosignBin, "verify", "--key", site.kp.pub, "--insecure-ignore-tlog=true", "--offline", mirrorRef(reg.addr, site.operator.byDigest()))
-
+	mirrorSomePlatforms(t, site, work, moved)
 	mirrorHostileImages(t, site, work)
 }
 
-// appsImages are the images of namespace apps, each with the reference its package names.
-func (s *imageSite) appsImages() []siteImage {
-	return []siteImage{
+// mirrorSomePlatforms exports namespace apps again, keeping keptPlatforms,
+// after ghcr.io/org/other:1.0 moved to moved: the operator's index, which
+// also has linux/s390x, is carried unchanged with the manifests of the
+// platforms kept. distribution's registry refuses it by default, and the
+// import says how to accept it; one that accepts it serves every image by
+// digest, without the s390x manifest. The target's tag other:1.0, naming
+// what the tag named before it moved, is re-pointed at what the export
+// recorded, and reported.
+func mirrorSomePlatforms(t *testing.T, site *imageSite, work string, moved image) {
+	t.Helper()
+	if len(site.operator.platforms) <= len(keptPlatforms) {
+		t.Fatalf("%s has %d platforms: nothing to filter", site.operator.repo, len(site.operator.platforms))
+	}
+	archive := filepath.Join(work, "apps-platforms")
+	berth(t, work, append([]string{"mirror", "export", "--source", site.src.addr, "--namespace", "apps", "-o", archive,
+		"--platform", strings.Join(keptPlatforms, ",")}, site.up.registryMap()...)...)
+
+	strict := startUpstreamRegistry(t, "")
+	r := run(t, work, berthBin, "mirror", "import", archive, strict.addr, "--resources", filepath.Join(work, "resources-strict"), "--format", "json")
+	refused := summaryOf(t, r.stdout)
+	if r.code != 1 || len(refused.ImagesFailed) != 1 || refused.ImagesFailed[0].Reference != site.operator.byDigest() ||
+		!strings.Contains(refused.ImagesFailed[0].Reason, "validation.manifests.indexes.platforms") {
+		t.Errorf("import of an index carried in part into a registry that wants every platform: exit %d, %+v", r.code, refused.ImagesFailed)
+	}
+
+	reg := startUpstreamRegistry(t, "validation:\n  manifests:\n    indexes:\n      platforms: none\n")
+	stale := mirrorRef(reg.addr, site.other.byTag())
+	mustRun(t, work, craneBin, "copy", site.up.at(t, site.other.byDigest()), stale)
+	imp := summaryOf(t, berth(t, work, "mirror", "import", archive, reg.addr, "--image-prefix", mirrorPrefix,
+		"--resources", filepath.Join(work, "resources-registry"), "--format", "json").stdout)
+	if imp.Versions != 5 || len(imp.Failed)+len(imp.ImagesFailed) != 0 {
+		t.Fatalf("import into distribution's registry: %+v", imp)
+	}
+	if !slices.ContainsFunc(imp.Moved, func(m string) bool { return strings.Contains(m, stale) }) {
+		t.Errorf("import into distribution's registry: moved %q, want %s, which named %s", imp.Moved, stale, site.other.digest)
+	}
+	if got := craneDigest(t, anonymously, stale); got != moved.digest {
+		t.Errorf("%s is %s, want %s, which the tag named upstream at the export", stale, got, moved.digest)
+	}
+	images := slices.DeleteFunc(site.appsImages(t), func(img siteImage) bool { return img.repo == site.other.repo })
+	images = append(images, siteImage{moved, moved.byTag()})
+	keep := func(img image, platform string) bool {
+		return img.repo != site.operator.repo || slices.Contains(keptPlatforms, platform)
+	}
+	checkMirrored(t, anonymously, reg.addr, images, keep)
+	mustSucceed(t, anonymously, cosignBin, "verify", "--key", site.kp.pub, "--insecure-ignore-tlog=true", "--offline", mirrorRef(reg.addr, site.operator.byDigest()))
+}
+
+// archiveImages lists the archive's images: reference, digest, the
+// versions that run it and any problem.
+func archiveImages(t *testing.T, archive string) []string {
+	t.Helper()
+	m, _, err := mirror.ReadManifest(filepath.Join(archive, mirror.ManifestFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, img := range m.Images {
+		out = append(out, fmt.Sprintf("%s (%s) of %v %s", img.Reference, img.Digest, img.Versions, img.Problem))
+	}
+	return out
+}
+
+// appsImages are the images of namespace apps, each with the reference
+// its package names, and the bundle images the source generated for its
+// OLM versions, which are images of them too (docs/catalog.md).
+func (s *imageSite) appsImages(t *testing.T) []siteImage {
+	t.Helper()
+	images := []siteImage{
 		{s.operator, s.operator.byDigest()}, {s.operand, s.operand.byDigest()}, {s.init, s.init.byTag()},
 		{s.other, s.other.byTag()}, {s.img, s.img.byDigest()}, {s.kudoApp, s.kudoApp.byDigest()},
 		{s.plain, s.plain.byDigest()}, {s.grafana, s.grafana.byTag()},
 	}
+	for _, v := range [][2]string{{"apps/e2e-operator", "1.0.0"}, {"apps/grafana-operator", "3.10.2"}} {
+		var imgs apiv1.VersionImages
+		if code := getJSON(t, s.src, "/api/v1/packages/"+v[0]+"/versions/"+v[1]+"/images", &imgs); code != http.StatusOK {
+			t.Fatalf("images of %s:%s at the source: %d", v[0], v[1], code)
+		}
+		bundle := s.src.addr + "/" + v[0]
+		for _, img := range imgs.Images {
+			if img.Repository == bundle && img.Digest != "" {
+				images = append(images, siteImage{image{repo: bundle, digest: img.Digest}, img.Reference})
+			}
+		}
+		if images[len(images)-1].repo != bundle {
+			t.Fatalf("images of %s:%s at the source: no bundle image of %s: %+v", v[0], v[1], bundle, imgs.Images)
+		}
+	}
+	return images
 }
 
 // siteImage is an image and the reference a package names it by.
@@ -167,7 +238,7 @@ func checkMirrored(t *testing.T, as runner, target string, images []siteImage, k
 		if got := craneDigest(t, as, at); got != img.digest {
 			t.Errorf("%s: digest %s, want %s", at, got, img.digest)
 		}
-		if len(img.platforms) == 1 {
+		if len(img.platforms) <= 1 {
 			continue // the image is its one platform's manifest
 		}
 		for i, p := range slices.Sorted(maps.Keys(img.platforms)) {
@@ -218,8 +289,13 @@ func checkDigestMirrorSet(t *testing.T, resources, target string, images []siteI
 		repos      []string
 	}{{"imagedigestmirrorset.yaml", "ImageDigestMirrorSet", all}, {"imagetagmirrorset.yaml", "ImageTagMirrorSet", byTag}} {
 		var set digestMirrorSet
-		if err := yaml.Unmarshal(readFile(t, filepath.Join(resources, f.file)), &set); err != nil {
-			t.Fatalf("%s: %v", f.file, err)
+		doc, err := os.ReadFile(filepath.Join(resources, f.file))
+		if err == nil {
+			err = yaml.Unmarshal(doc, &set)
+		}
+		if err != nil {
+			t.Errorf("the import's %s: %v", f.file, err)
+			continue
 		}
 		entries := append(set.Spec.ImageDigestMirrors, set.Spec.ImageTagMirrors...)
 		if set.Kind != f.kind || set.APIVersion != "config.openshift.io/v1" || len(entries) == 0 {
@@ -315,21 +391,31 @@ func checkFarCatalog(t *testing.T, far *authServer, site *imageSite) {
 	}
 }
 
-// mirrorHostileImages exports namespace hostile: the reference with @@ and
-// the digest no stand-in holds are reported, the export exits 1, and the
-// rest is carried and pulls from the mirror.
+// mirrorHostileImages exports namespace hostile: the reference with @@
+// and the digest no stand-in holds are reported with the versions that
+// run them, the export exits 1, and the rest is carried (odd, the index of
+// 200 platforms whole as docs/mirror.md says, and etcd's bundle image) and
+// pulls from the mirror.
 func mirrorHostileImages(t *testing.T, site *imageSite, work string) {
 	t.Helper()
 	archive := filepath.Join(work, "hostile")
 	r := run(t, work, berthBin, append([]string{"mirror", "export", "--source", site.src.addr, "--namespace", "hostile", "-o", archive,
 		"--format", "json"}, site.up.registryMap()...)...)
-	out := r.stdout + r.stderr
-	if r.code != 1 || !strings.Contains(out, site.bad) || !strings.Contains(out, site.etcdImage) {
-		t.Fatalf("export of hostile: exit %d, want 1 naming %s and %s\n%s", r.code, site.bad, site.etcdImage, out)
+	exp := summaryOf(t, r.stdout)
+	failed := map[string]string{}
+	for _, f := range exp.ImagesFailed {
+		failed[f.Reference] = strings.Join(f.Versions, " ")
+	}
+	want := map[string]string{site.bad: "hostile/odd:1.0.0", site.etcdImage: "hostile/etcd:0.9.4"}
+	if r.code != 1 || exp.Versions != 3 || exp.Images != 3 || len(exp.Failed) != 0 || !maps.Equal(failed, want) {
+		t.Fatalf("export of hostile: exit %d, %+v; want exit 1, 3 versions, 3 images, and the images failed %v\n%s", r.code, exp, want, r.stderr)
 	}
 	reg := startUpstreamRegistry(t, "")
-	imp := run(t, work, berthBin, "mirror", "import", archive, reg.addr, "--image-prefix", mirrorPrefix, "--resources", filepath.Join(work, "resources-hostile"))
-	t.Logf("import of hostile: exit %d\n%s%s", imp.code, imp.stdout, imp.stderr)
+	r = run(t, work, berthBin, "mirror", "import", archive, reg.addr, "--image-prefix", mirrorPrefix,
+		"--resources", filepath.Join(work, "resources-hostile"), "--format", "json")
+	if imp := summaryOf(t, r.stdout); imp.Versions != 3 || imp.Images != 3 || !strings.Contains(r.stderr, site.etcdImage) {
+		t.Errorf("import of hostile: exit %d, %+v, want 3 versions, 3 images and a warning naming %s\n%s", r.code, imp, site.etcdImage, r.stderr)
+	}
 	all := func(image, string) bool { return true }
 	checkMirrored(t, anonymously, reg.addr, []siteImage{{site.odd, site.odd.byDigest()}, {site.wide, site.wide.byDigest()}}, all)
 }

@@ -61,6 +61,7 @@ func TestVersionPageImages(t *testing.T) {
 			"image: example.com/mirror/operator-framework/opm:v1.69.0",
 		}},
 		{"/ui/packages/community/etcd", []string{"image: example.com/mirror/operator-framework/opm:v1.69.0"}},
+		{"/?image=busybox", []string{`<label for="image">Runs image</label>`, `value="busybox"`, "1 package."}},
 	} {
 		resp, body := get(t, h, tc.path)
 		if resp.StatusCode != http.StatusOK {

@@ -179,6 +179,8 @@ func TestMigrateFromVersion1(t *testing.T) {
 		Channels:     []pkgformat.Channel{{Name: "stable"}},
 		ProvidedAPIs: []pkgformat.API{{Group: "kafka.example.io", Version: "v1", Kind: "KafkaTopic"}},
 		Files:        []pkgformat.FileInfo{},
+		// With images, so that step 5 (images) keeps the digest.
+		Images: []pkgformat.Image{{Reference: "docker.io/library/kafka:1", Found: []string{"test"}}},
 	}
 	mdJSON, err := json.Marshal(md)
 	if err != nil {
@@ -248,6 +250,63 @@ func TestMigrateFromVersion1(t *testing.T) {
 	}
 }
 
+// TestMigrateToImages opens a file of schema version 4, from before images,
+// and checks that its versions without images in their metadata, and only
+// they, lose their digest, so that the reconciliation at start indexes them
+// again and derives their images; and that images and mirrors are then
+// recorded.
+func TestMigrateToImages(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "catalog.db")
+	db, err := sql.Open("sqlite", sqlitedb.DSN(path, false, options))
+	if err != nil {
+		t.Fatal(err)
+	}
+	insert := func(name string, images []pkgformat.Image) string {
+		md, err := json.Marshal(pkgformat.Metadata{SchemaVersion: pkgformat.MetadataSchemaVersion, Name: name, Version: "1.0.0", Format: pkgformat.Helm, Images: images})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return `INSERT INTO entries (namespace, name, tag, version_key, digest, status, reason, indexed, verified,
+		kube_min, kube_max, content_digest, content_size, content_media_type, metadata)
+		VALUES ('a', '` + name + `', '1.0.0', '` + catalog.VersionKey("1.0.0") + `', 'sha256:` + name + `', 'indexed', '', 1000, 0,
+		'', '', 'sha256:c', 10, 'application/x-tar', '` + string(md) + `')`
+	}
+	stmts := append(slices.Clone(migrations[:4]), insert("old", nil),
+		insert("derived", []pkgformat.Image{{Reference: "quay.io/org/x:1", Found: []string{"test"}}}), `PRAGMA user_version = 4`)
+	for _, stmt := range stmts {
+		if _, err := db.ExecContext(ctx, stmt); err != nil {
+			t.Fatalf("%.60s: %v", stmt, err)
+		}
+	}
+	db.Close()
+
+	s := openAt(t, path)
+	defer s.Close()
+	tags, err := s.Tags(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, td := range tags {
+		got[td.Name] = td.Digest
+	}
+	if got["old"] != "" || got["derived"] != "sha256:derived" {
+		t.Errorf("digests after the migration %v; want old's empty, derived's kept", got)
+	}
+	e := genEntries(1)[0]
+	if _, err := s.Put(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Search(ctx, catalog.Query{Image: catalog.ImageRef{Repository: "quay.io/" + e.Namespace + "/" + e.Name}, Access: catalog.Access{All: true}})
+	if err != nil || res.Total != 1 {
+		t.Errorf("image search after the migration: %v, %v; want the version put", res, err)
+	}
+	if err := s.PutImageMirrors(ctx, []apiv1.ImageMirror{{Source: "quay.io", Mirror: "localhost:5000/q"}}); err != nil {
+		t.Errorf("PutImageMirrors after the migration: %v", err)
+	}
+}
+
 // TestMigrateToOLMBundles opens a file of schema version 3, from before OLM
 // bundle images, and checks that its OLM versions, and only they, lose their
 // digest, so that the reconciliation at start finds them out of step and
@@ -261,7 +320,9 @@ func TestMigrateToOLMBundles(t *testing.T) {
 		t.Fatal(err)
 	}
 	insert := func(name string, format pkgformat.Format) string {
-		md, err := json.Marshal(pkgformat.Metadata{SchemaVersion: pkgformat.MetadataSchemaVersion, Name: name, Version: "1.0.0", Format: format})
+		// With images, so that step 5 (images) keeps the digest.
+		md, err := json.Marshal(pkgformat.Metadata{SchemaVersion: pkgformat.MetadataSchemaVersion, Name: name, Version: "1.0.0", Format: format,
+			Images: []pkgformat.Image{{Reference: "quay.io/org/" + name + ":1", Found: []string{"test"}}}})
 		if err != nil {
 			t.Fatal(err)
 		}

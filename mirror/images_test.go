@@ -37,11 +37,11 @@ type upstream struct {
 	tool     ocispec.Descriptor
 }
 
-// newPartialIndexRegistry starts a distribution registry configured to
-// accept an image index whose children are not all present
+// newLenientRegistry starts a distribution registry configured to accept
+// an image index whose children are not all present
 // (validation.manifests.indexes.platforms: none), as a mirror of an index
-// exported with --platform must be.
-func newPartialIndexRegistry(t *testing.T) string {
+// exported with --platform must be, and layers that name URLs.
+func newLenientRegistry(t *testing.T) string {
 	t.Helper()
 	logrus.SetOutput(io.Discard)
 	config := &configuration.Configuration{Storage: configuration.Storage{
@@ -51,6 +51,7 @@ func newPartialIndexRegistry(t *testing.T) string {
 	config.HTTP.Secret = "test"
 	config.Catalog.MaxEntries = 1000
 	config.Validation.Manifests.Indexes.Platforms = "none"
+	config.Validation.Manifests.URLs.Allow = []string{"^https://"}
 	ctx, cancel := context.WithCancel(context.Background())
 	srv := httptest.NewServer(handlers.NewApp(ctx, config))
 	t.Cleanup(func() { srv.Close(); cancel() })
@@ -227,7 +228,7 @@ func TestExportImportImages(t *testing.T) {
 	}
 	a.Close()
 
-	target := newPartialIndexRegistry(t)
+	target := newLenientRegistry(t)
 	imp, warnings := importImages(t, src.c, out, target, mirror.ImagePrefixes{})
 	if imp.Images != 2 || imp.Versions != 3 || len(imp.ImagesFailed)+len(imp.Failed) != 0 {
 		t.Fatalf("import: %+v", imp)
@@ -323,7 +324,7 @@ func TestExportImagesDelta(t *testing.T) {
 	dir := t.TempDir()
 	first := filepath.Join(dir, "first")
 	exportImages(t, src, u, first, nil)
-	target := newPartialIndexRegistry(t)
+	target := newLenientRegistry(t)
 	prefixes := mirror.ImagePrefixes{ByRegistry: map[string]string{"quay.io": "site/quay"}}
 	importImages(t, src.c, first, target, prefixes)
 
@@ -365,7 +366,7 @@ func TestExportImagesDelta(t *testing.T) {
 	// The delta against the previous archive names the image blobs by their
 	// source repository, which an import into a new target under another
 	// prefix maps: the blobs are mounted from where the images went.
-	other := newPartialIndexRegistry(t)
+	other := newLenientRegistry(t)
 	importImages(t, src.c, first, other, mirror.ImagePrefixes{Default: "elsewhere"})
 	out := filepath.Join(t.TempDir(), "since")
 	exportImages(t, src, u, out, mirror.InventoryOf(prev))
@@ -433,4 +434,38 @@ func TestExportImageIndexOfManyPlatforms(t *testing.T) {
 			t.Errorf("platforms %v: needs %d (want %d), problem %q (want %q)", tc.platforms, len(img.Needs), tc.needs, img.Problem, tc.problem)
 		}
 	}
+}
+
+// TestExportImageWithForeignLayer: a layer that names URLs (a Windows base
+// layer) is left where they point; the image is carried without it.
+func TestExportImageWithForeignLayer(t *testing.T) {
+	src := newSource(t)
+	host := newLenientRegistry(t)
+	repo := src.c.Repository(host, "org/win")
+	config := pushBytes(t, repo, ocispec.MediaTypeImageConfig, []byte("{}"), "")
+	own := pushBytes(t, repo, ocispec.MediaTypeImageLayer, []byte("app layer"), "")
+	foreign := ocispec.Descriptor{MediaType: "application/vnd.oci.image.layer.nondistributable.v1.tar+gzip", Digest: digest.FromString("base"), Size: 4,
+		URLs: []string{"https://mcr.microsoft.com/base.tar.gz"}}
+	m := ocispec.Manifest{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageManifest, Config: config,
+		Layers: []ocispec.Descriptor{foreign, own}}
+	d := pushBytes(t, repo, ocispec.MediaTypeImageManifest, mustJSON(t, m), "1")
+	src.images = map[string][]apiv1.VersionImage{"1.0.0": {{Reference: "quay.io/org/win:1"}}}
+	out := filepath.Join(t.TempDir(), "win")
+	sum, err := mirror.Export(context.Background(), mirror.ExportOptions{Client: src.c, Source: src.host, Catalog: src,
+		Selection: &mirror.Selection{Packages: []mirror.Rule{{Namespace: "charts"}}}, Output: out, RegistryMap: mirror.RegistryMap{"quay.io": host}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	man, _, err := mirror.ReadManifest(filepath.Join(out, mirror.ManifestFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Images != 1 || len(man.Images) != 1 || !slices.Equal(man.Images[0].Needs, sortedDigests(d.Digest, config.Digest, own.Digest)) {
+		t.Errorf("exported %+v: %+v", sum, man.Images)
+	}
+}
+
+func sortedDigests(ds ...digest.Digest) []digest.Digest {
+	slices.Sort(ds)
+	return ds
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"golang.org/x/sync/errgroup"
 	"oras.land/oras-go/v2/errdef"
 	"oras.land/oras-go/v2/registry/remote"
 	"oras.land/oras-go/v2/registry/remote/errcode"
@@ -25,6 +26,11 @@ import (
 // DefaultConcurrency is how many versions are copied at a time when an
 // operation's Concurrency is not set.
 const DefaultConcurrency = 8
+
+// blobConcurrency is how many blobs of one version or image are copied at
+// a time: an image of many layers, or an index of many platforms, need not
+// wait for each in turn.
+const blobConcurrency = 4
 
 // Progress counts how far an operation has come. The operation updates it
 // as it goes; a caller may read it at any time to draw progress bars.
@@ -251,17 +257,20 @@ func (t *target) put(ctx context.Context, g *graph, src blobSource, mountFrom fu
 }
 
 // putContent copies what g needs into repo, but for the root's own tag:
-// its blobs (skipping those the target has, mounting those the far side
-// holds in another repository), then its manifests by digest, then
+// its blobs, blobConcurrency at a time (skipping those the target has,
+// mounting those the far side holds in another repository), then its manifests by digest, then
 // cosign's tags. A manifest a cosign tag names is pushed under its tag, in
 // one request; so is the root's when last, the tag it will be given last,
 // is not empty.
 func (t *target) putContent(ctx context.Context, repo *remote.Repository, g *graph, src blobSource, mountFrom func(digest.Digest) string, last string) error {
 	v := g.version
+	blobs, bctx := errgroup.WithContext(ctx)
+	blobs.SetLimit(blobConcurrency)
 	for _, b := range g.blobs() {
-		if err := t.putBlob(ctx, repo, v.Repository, b.desc, src, mountFrom); err != nil {
-			return err
-		}
+		blobs.Go(func() error { return t.putBlob(bctx, repo, v.Repository, b.desc, src, mountFrom) })
+	}
+	if err := blobs.Wait(); err != nil {
+		return err
 	}
 	byTag := map[digest.Digest]string{}
 	for _, tag := range v.Tags {

@@ -25,6 +25,7 @@ import (
 	"github.com/berth-registry/berth/client"
 	"github.com/berth-registry/berth/client/registrytest"
 	"github.com/berth-registry/berth/mirror"
+	"github.com/berth-registry/berth/registry"
 	"github.com/berth-registry/berth/signing"
 )
 
@@ -314,6 +315,31 @@ func TestExportImportImages(t *testing.T) {
 	want := "image 2 (quay.io/org/app:1.0) needs " + u.children["linux/amd64"].Digest.String() + ", which the content list lacks"
 	if err := a.Verify(ctx, nil); err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("verify of a manifest whose image lacks an entry: %v, want %q", err, want)
+	}
+}
+
+// TestImportImagesIntoBerth: exported without --platform, an index goes
+// whole into a berth target, under the default prefix.
+func TestImportImagesIntoBerth(t *testing.T) {
+	src := newSource(t)
+	u := newUpstream(t, src.c, src.keys.Signer)
+	withImages(src, u)
+	out := filepath.Join(t.TempDir(), "all")
+	if _, err := mirror.Export(context.Background(), mirror.ExportOptions{Client: src.c, Source: src.host, Catalog: src,
+		Selection: &mirror.Selection{Packages: []mirror.Rule{{Namespace: "charts"}}}, Output: out,
+		RegistryMap: mirror.RegistryMap{"quay.io": u.host}}); err != nil {
+		t.Fatal(err)
+	}
+	target := registrytest.NewBerth(t, registry.Options{}, nil)
+	imp, _ := importImages(t, src.c, out, target, mirror.ImagePrefixes{})
+	if imp.Images != 2 || imp.Versions != 3 || len(imp.ImagesFailed)+len(imp.Failed) != 0 {
+		t.Fatalf("import: %+v", imp)
+	}
+	mapped := src.c.Repository(target, "mirror/org/app")
+	for p, d := range u.children {
+		if !exists(t, mapped, d) {
+			t.Errorf("child %s is not in the mirror", p)
+		}
 	}
 }
 

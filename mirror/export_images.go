@@ -3,6 +3,7 @@ package mirror
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"oras.land/oras-go/v2/registry/remote"
 
 	"github.com/berth-registry/berth/catalog/apiv1"
+	"github.com/berth-registry/berth/client"
 )
 
 // ImageLister is the part of a berth server's catalog API that tells the
@@ -38,7 +40,11 @@ func (e *exporter) wantImages(ctx context.Context, s Selected, v Version) {
 	name := v.Repository + ":" + v.Tag
 	res, err := e.opts.Catalog.VersionImages(ctx, s.Namespace, s.Name, s.Version)
 	if err != nil {
-		e.counts.failImage(Image{Versions: []string{name}}, fmt.Sprintf("list the images of %s: %v", name, err))
+		hint := ""
+		if errors.Is(err, client.ErrRegistry) {
+			hint = " (a berth older than image mirroring does not list them: --images=false carries the packages alone)"
+		}
+		e.counts.failImage(Image{Versions: []string{name}}, fmt.Sprintf("list the images of %s: %v%s", name, err, hint))
 		return
 	}
 	if res.Incomplete != "" && e.opts.Warn != nil {

@@ -420,6 +420,18 @@ func TestExportWithoutImages(t *testing.T) {
 	}
 }
 
+// TestExportImagesNotListed: a source that does not list the images of
+// versions (an older berth) fails each version's images, saying how to
+// carry the packages alone; the versions are carried.
+func TestExportImagesNotListed(t *testing.T) {
+	src := newSource(t)
+	src.imagesErr = fmt.Errorf("images: %w: answered 404 Not Found", client.ErrRegistry)
+	sum := src.export(t, filepath.Join(t.TempDir(), "old"), nil)
+	if sum.Versions != 3 || len(sum.ImagesFailed) != 3 || !strings.Contains(sum.ImagesFailed[0].Reason, "--images=false carries the packages alone") {
+		t.Errorf("export from an older berth: %d versions, images failed %+v", sum.Versions, sum.ImagesFailed)
+	}
+}
+
 // TestExportImageIndexOfManyPlatforms carries an index of 200 platforms,
 // and refuses a platform the index lacks, naming it.
 func TestExportImageIndexOfManyPlatforms(t *testing.T) {

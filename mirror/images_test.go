@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -41,8 +42,9 @@ type upstream struct {
 // newLenientRegistry starts a distribution registry configured to accept
 // an image index whose children are not all present
 // (validation.manifests.indexes.platforms: none), as a mirror of an index
-// exported with --platform must be, and layers that name URLs.
-func newLenientRegistry(t *testing.T) string {
+// exported with --platform must be, and layers that name URLs. If wrap is
+// not nil, the registry's handler is passed through it.
+func newLenientRegistry(t *testing.T, wrap func(http.Handler) http.Handler) string {
 	t.Helper()
 	logrus.SetOutput(io.Discard)
 	config := &configuration.Configuration{Storage: configuration.Storage{
@@ -54,7 +56,11 @@ func newLenientRegistry(t *testing.T) string {
 	config.Validation.Manifests.Indexes.Platforms = "none"
 	config.Validation.Manifests.URLs.Allow = []string{"^https://"}
 	ctx, cancel := context.WithCancel(context.Background())
-	srv := httptest.NewServer(handlers.NewApp(ctx, config))
+	var h http.Handler = handlers.NewApp(ctx, config)
+	if wrap != nil {
+		h = wrap(h)
+	}
+	srv := httptest.NewServer(h)
 	t.Cleanup(func() { srv.Close(); cancel() })
 	return strings.TrimPrefix(srv.URL, "http://")
 }
@@ -229,7 +235,7 @@ func TestExportImportImages(t *testing.T) {
 	}
 	a.Close()
 
-	target := newLenientRegistry(t)
+	target := newLenientRegistry(t, nil)
 	imp, warnings := importImages(t, src.c, out, target, mirror.ImagePrefixes{})
 	if imp.Images != 2 || imp.Versions != 3 || len(imp.ImagesFailed)+len(imp.Failed) != 0 {
 		t.Fatalf("import: %+v", imp)
@@ -318,6 +324,40 @@ func TestExportImportImages(t *testing.T) {
 	}
 }
 
+// TestImportImagesMovedTagWithInventory: into a target whose inventory
+// import reads, a tag of the mirror that names another digest is still
+// reported as moved.
+func TestImportImagesMovedTagWithInventory(t *testing.T) {
+	defer func(n int) { *mirror.InventoryFrom = n }(*mirror.InventoryFrom)
+	*mirror.InventoryFrom = 0
+	src := newSource(t)
+	u := newUpstream(t, src.c, src.keys.Signer)
+	withImages(src, u)
+	out := filepath.Join(t.TempDir(), "site")
+	exportImages(t, src, u, out, nil)
+	// The target answers the inventory it held before the import: empty.
+	inv := &mirror.Inventory{MediaType: mirror.InventoryMediaType, Repositories: map[string][]digest.Digest{}}
+	target := newLenientRegistry(t, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/api/v1/inventory" {
+				next.ServeHTTP(w, r)
+				return
+			}
+			w.Header().Set("Content-Type", apiv1.MediaTypeJSON)
+			json.NewEncoder(w).Encode(inv)
+		})
+	})
+	mapped := src.c.Repository(target, "mirror/org/app")
+	pushImage(t, mapped, ocispec.Platform{OS: "linux", Architecture: "riscv64"}, "1.0")
+	imp, _ := importImages(t, src.c, out, target, mirror.ImagePrefixes{})
+	if len(imp.Moved) != 1 || !strings.Contains(imp.Moved[0], "mirror/org/app:1.0 named sha256:") {
+		t.Errorf("moved: %q", imp.Moved)
+	}
+	if got, err := mapped.Resolve(context.Background(), "1.0"); err != nil || got.Digest != u.index.Digest {
+		t.Errorf("mirror/org/app:1.0 is %v (%v), want %s", got.Digest, err, u.index.Digest)
+	}
+}
+
 // TestImportImagesIntoBerth: exported without --platform, an index goes
 // whole into a berth target, under the default prefix.
 func TestImportImagesIntoBerth(t *testing.T) {
@@ -350,7 +390,7 @@ func TestExportImagesDelta(t *testing.T) {
 	dir := t.TempDir()
 	first := filepath.Join(dir, "first")
 	exportImages(t, src, u, first, nil)
-	target := newLenientRegistry(t)
+	target := newLenientRegistry(t, nil)
 	prefixes := mirror.ImagePrefixes{ByRegistry: map[string]string{"quay.io": "site/quay"}}
 	importImages(t, src.c, first, target, prefixes)
 
@@ -392,7 +432,7 @@ func TestExportImagesDelta(t *testing.T) {
 	// The delta against the previous archive names the image blobs by their
 	// source repository, which an import into a new target under another
 	// prefix maps: the blobs are mounted from where the images went.
-	other := newLenientRegistry(t)
+	other := newLenientRegistry(t, nil)
 	importImages(t, src.c, first, other, mirror.ImagePrefixes{Default: "elsewhere"})
 	out := filepath.Join(t.TempDir(), "since")
 	exportImages(t, src, u, out, mirror.InventoryOf(prev))
@@ -478,7 +518,7 @@ func TestExportImageIndexOfManyPlatforms(t *testing.T) {
 // layer) is left where they point; the image is carried without it.
 func TestExportImageWithForeignLayer(t *testing.T) {
 	src := newSource(t)
-	host := newLenientRegistry(t)
+	host := newLenientRegistry(t, nil)
 	repo := src.c.Repository(host, "org/win")
 	config := pushBytes(t, repo, ocispec.MediaTypeImageConfig, []byte("{}"), "")
 	own := pushBytes(t, repo, ocispec.MediaTypeImageLayer, []byte("app layer"), "")

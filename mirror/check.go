@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	"github.com/distribution/reference"
 
@@ -88,8 +89,9 @@ func CheckInstall(ctx context.Context, opts CheckOptions) (*CheckReport, error) 
 	if opts.Policy != nil && opts.Fetchers == nil {
 		return nil, errors.New("mirror check: a trust policy needs Fetchers to read the mirrors' signatures")
 	}
-	res, err := Resolve(ctx, opts.Catalog, opts.Selection)
-	if errors.Is(err, client.ErrRegistry) || errors.Is(err, client.ErrNotFound) {
+	cat := &answeredCatalog{CatalogReader: opts.Catalog}
+	res, err := Resolve(ctx, cat, opts.Selection)
+	if err != nil && !cat.answered.Load() && (errors.Is(err, client.ErrRegistry) || errors.Is(err, client.ErrNotFound)) {
 		// berth's search never answers 404, nor anything but its own JSON:
 		// this is another registry, or something in front of it.
 		return nil, fmt.Errorf("%w (%w)", ErrNotBerth, err)
@@ -145,6 +147,22 @@ func checkVersion(ctx context.Context, opts CheckOptions, s Selected) apiv1.Inst
 	}
 	out.Installable = out.Installable && len(out.Problems) == 0
 	return out
+}
+
+// answeredCatalog is a CatalogReader that records whether it answered
+// once, so that an error of the first request, which is a search, can be
+// told from one of a berth that answered.
+type answeredCatalog struct {
+	CatalogReader
+	answered atomic.Bool
+}
+
+func (c *answeredCatalog) SearchAll(ctx context.Context, opts client.SearchOptions) (*apiv1.SearchResponse, error) {
+	res, err := c.CatalogReader.SearchAll(ctx, opts)
+	if err == nil {
+		c.answered.Store(true)
+	}
+	return res, err
 }
 
 // mentions reports whether a problem names ref.

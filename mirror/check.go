@@ -92,8 +92,9 @@ func CheckInstall(ctx context.Context, opts CheckOptions) (*CheckReport, error) 
 	cat := &answeredCatalog{CatalogReader: opts.Catalog}
 	res, err := Resolve(ctx, cat, opts.Selection)
 	if err != nil && !cat.answered.Load() && (errors.Is(err, client.ErrRegistry) || errors.Is(err, client.ErrNotFound)) {
-		// berth's search never answers 404, nor anything but its own JSON:
-		// this is another registry, or something in front of it.
+		// The first request is a search, which a berth answers with its own
+		// JSON, never a 404: this is another registry, or something in
+		// front of one.
 		return nil, fmt.Errorf("%w (%w)", ErrNotBerth, err)
 	}
 	if err != nil {
@@ -132,8 +133,6 @@ func checkVersion(ctx context.Context, opts CheckOptions, s Selected) apiv1.Inst
 	}
 	out := *inst
 	out.Namespace, out.Name, out.Version = s.Namespace, s.Name, s.Version
-	out.Images = append([]apiv1.ImageCheck(nil), inst.Images...)
-	out.Problems = append([]string(nil), inst.Problems...)
 	for i := range out.Images {
 		img := &out.Images[i]
 		if !img.Present && !mentions(out.Problems, img.Reference) {

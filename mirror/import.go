@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"time"
 
 	"github.com/opencontainers/go-digest"
@@ -33,6 +34,15 @@ type ImportOptions struct {
 	Concurrency int
 	// Progress, when set, is updated as the import goes.
 	Progress *Progress
+	// ChunkSize is the size of the chunks in which blobs larger than it
+	// are sent; if <= 0, DefaultChunkSize.
+	ChunkSize int64
+	// StateDir, when set, is where the uploads of those blobs are
+	// recorded (created 0700 when first needed), so that a rerun of a killed import takes
+	// each up at the offset the target holds rather than from zero.
+	StateDir string
+	// Log, when set, says when an upload is resumed or cannot be.
+	Log *slog.Logger
 }
 
 // Import copies the versions of an archive into the target: for each
@@ -60,6 +70,7 @@ func Import(ctx context.Context, a *Archive, opts ImportOptions) (*Summary, erro
 		return nil, err
 	}
 	t := newTarget(ctx, opts.Client, opts.Target, opts.Policy, opts.Progress, len(m.Versions))
+	t.up = newUploader(opts.ChunkSize, opts.StateDir, opts.Log)
 	opts.Progress.VersionsTotal.Store(int64(len(m.Versions)))
 	var total int64
 	for _, en := range entries {
@@ -84,6 +95,7 @@ func Import(ctx context.Context, a *Archive, opts ImportOptions) (*Summary, erro
 		return nil, err
 	}
 	sum := t.counts.summary(start)
+	sum.BytesResumed = t.up.resumed.Load()
 	sum.Damaged = a.Damage()
 	return sum, nil
 }

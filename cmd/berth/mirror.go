@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -233,6 +234,8 @@ func newMirrorImportCmd() *cobra.Command {
 		format      outputFormat
 		archiveKey  string
 		concurrency int
+		chunkSize   = sizeFlag(mirror.DefaultChunkSize)
+		stateDir    string
 	)
 	cmd := &cobra.Command{
 		Use:   "import ARCHIVE... TARGET",
@@ -252,7 +255,9 @@ signatures it does not verify is quarantined: pushed by digest, left untagged,
 and reported. A berth TARGET also applies its own trust policy when tagging.
 
 Killed at any point, the same import run again finishes the job and sends only
-what TARGET still lacks.`,
+what TARGET still lacks. Blobs larger than --chunk-size go in chunks, and their
+uploads are recorded in --state-dir, so that a rerun takes each up at the offset
+TARGET holds instead of sending the blob again from zero.`,
 		Example: `  berth mirror import kudo.tar registry.internal:5000
   berth mirror import delta-001.tar delta-002.tar registry.internal:5000 --archive-key cosign.pub --policy trust.yaml`,
 		Args: cobra.MinimumNArgs(2),
@@ -269,7 +274,13 @@ what TARGET still lacks.`,
 			if err != nil {
 				return err
 			}
-			opts := mirror.ImportOptions{Client: c, Target: tgt, Policy: policy, Concurrency: concurrency, Progress: &mirror.Progress{}}
+			if stateDir == "" {
+				if stateDir, err = mirror.DefaultStateDir(args[:len(args)-1], tgt); err != nil {
+					return err
+				}
+			}
+			opts := mirror.ImportOptions{Client: c, Target: tgt, Policy: policy, Concurrency: concurrency, Progress: &mirror.Progress{},
+				ChunkSize: int64(chunkSize), StateDir: stateDir, Log: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))}
 			if archiveKey != "" {
 				k, err := signing.LoadPublicKey(archiveKey)
 				if err != nil {
@@ -299,6 +310,8 @@ what TARGET still lacks.`,
 	addFormatFlag(cmd, &format)
 	cmd.Flags().StringVar(&archiveKey, "archive-key", "", "require the archive manifest to be signed by this cosign public key `FILE`")
 	cmd.Flags().IntVar(&concurrency, "concurrency", mirror.DefaultConcurrency, "versions imported at a time")
+	cmd.Flags().Var(&chunkSize, "chunk-size", "send blobs larger than this `SIZE` in chunks of it, resumable (e.g. 32MiB)")
+	cmd.Flags().StringVar(&stateDir, "state-dir", "", "`DIR` recording the uploads in progress, for a rerun to resume (default: a directory of the user's cache named after the archive and TARGET)")
 	return cmd
 }
 

@@ -121,18 +121,18 @@ func (m Mirrors) Location(r ImageRef) (ImageRef, bool) {
 // entry and what to change.
 func CheckImageMirrors(ms []apiv1.ImageMirror) error {
 	if len(ms) > MaxImageMirrors {
-		return fmt.Errorf("%w: %d image mirrors, the limit is %d", ErrInvalid, len(ms), MaxImageMirrors)
+		return errorf(ErrInvalid, "%d image mirrors, the limit is %d", len(ms), MaxImageMirrors)
 	}
 	seen := make(map[string]int, len(ms))
 	for i, m := range ms {
 		if err := checkRepositoryPrefix(m.Source); err != nil {
-			return fmt.Errorf("%w: mirrors[%d].source: %w", ErrInvalid, i, err)
+			return errorf(ErrInvalid, "mirrors[%d].source: %v", i, err)
 		}
 		if err := checkRepositoryPrefix(m.Mirror); err != nil {
-			return fmt.Errorf("%w: mirrors[%d].mirror (source %s): %w", ErrInvalid, i, m.Source, err)
+			return errorf(ErrInvalid, "mirrors[%d].mirror (source %s): %v", i, m.Source, err)
 		}
 		if j, dup := seen[m.Source]; dup {
-			return fmt.Errorf("%w: mirrors[%d].source %s is also mirrors[%d]'s: give each source once", ErrInvalid, i, m.Source, j)
+			return errorf(ErrInvalid, "mirrors[%d].source %s is also mirrors[%d]'s: give each source once", i, m.Source, j)
 		}
 		seen[m.Source] = i
 	}

@@ -115,9 +115,10 @@ func TestInstallable(t *testing.T) {
 		t.Errorf("version verified %v (%q), want the version's own verdict: unsigned", inst.Verified, inst.VerifiedReason)
 	}
 
-	// Signed at its mirror, the sparse index passes: its missing platform
-	// is information, not a problem.
-	e.sign(key, "mirror/org/operand", operand, false)
+	// Signed at its mirror (as a referrer, where the operator's signature
+	// is a cosign tag), the sparse index passes: its missing platform is
+	// information, not a problem.
+	e.sign(key, "mirror/org/operand", operand, true)
 	inst = check(opRef, "quay.io/org/operand:1.0", e.host+"/own/img:1")
 	if !inst.Installable {
 		t.Errorf("after signing the operand: problems %q, want none", inst.Problems)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	"github.com/distribution/reference"
 
@@ -88,10 +89,12 @@ func CheckInstall(ctx context.Context, opts CheckOptions) (*CheckReport, error) 
 	if opts.Policy != nil && opts.Fetchers == nil {
 		return nil, errors.New("mirror check: a trust policy needs Fetchers to read the mirrors' signatures")
 	}
-	res, err := Resolve(ctx, opts.Catalog, opts.Selection)
-	if errors.Is(err, client.ErrRegistry) || errors.Is(err, client.ErrNotFound) {
-		// berth's search never answers 404, nor anything but its own JSON:
-		// this is another registry, or something in front of it.
+	cat := &answeredCatalog{CatalogReader: opts.Catalog}
+	res, err := Resolve(ctx, cat, opts.Selection)
+	if err != nil && !cat.answered.Load() && (errors.Is(err, client.ErrRegistry) || errors.Is(err, client.ErrNotFound)) {
+		// The first request is a search, which a berth answers with its own
+		// JSON, never a 404: this is another registry, or something in
+		// front of one.
 		return nil, fmt.Errorf("%w (%w)", ErrNotBerth, err)
 	}
 	if err != nil {
@@ -130,8 +133,6 @@ func checkVersion(ctx context.Context, opts CheckOptions, s Selected) apiv1.Inst
 	}
 	out := *inst
 	out.Namespace, out.Name, out.Version = s.Namespace, s.Name, s.Version
-	out.Images = append([]apiv1.ImageCheck(nil), inst.Images...)
-	out.Problems = append([]string(nil), inst.Problems...)
 	for i := range out.Images {
 		img := &out.Images[i]
 		if !img.Present && !mentions(out.Problems, img.Reference) {
@@ -145,6 +146,22 @@ func checkVersion(ctx context.Context, opts CheckOptions, s Selected) apiv1.Inst
 	}
 	out.Installable = out.Installable && len(out.Problems) == 0
 	return out
+}
+
+// answeredCatalog is a CatalogReader that records whether it answered
+// once, so that an error of the first request, which is a search, can be
+// told from one of a berth that answered.
+type answeredCatalog struct {
+	CatalogReader
+	answered atomic.Bool
+}
+
+func (c *answeredCatalog) SearchAll(ctx context.Context, opts client.SearchOptions) (*apiv1.SearchResponse, error) {
+	res, err := c.CatalogReader.SearchAll(ctx, opts)
+	if err == nil {
+		c.answered.Store(true)
+	}
+	return res, err
 }
 
 // mentions reports whether a problem names ref.

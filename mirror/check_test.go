@@ -104,13 +104,22 @@ func TestCheckInstallNotBerth(t *testing.T) {
 			}
 		})
 	}
+	// A berth whose answer to a later request is a 404 of its own (no such
+	// upgrade path) is a berth.
+	etcd := mirrortest.Package("olm", "etcd", pkgformat.OLM, "1.1.0", "1.0.0")
+	etcd.Channels = []apiv1.Channel{{Name: "alpha", Head: "1.1.0", Versions: []string{"1.1.0", "1.0.0"}}}
+	cat := checkFakeBerth(t, []*apiv1.Package{etcd}, nil)
+	path := &Selection{Packages: []Rule{{Repository: "olm/etcd", Channel: "alpha", From: "1.0.0"}}}
+	if _, err := CheckInstall(context.Background(), CheckOptions{Catalog: cat, Selection: path}); err == nil || errors.Is(err, ErrNotBerth) {
+		t.Errorf("a berth's later 404: %v, want its error, not ErrNotBerth", err)
+	}
 	// A real registry.
 	host := registrytest.New(t, nil)
-	cat, err := invClient(t).Catalog(host)
+	reg, err := invClient(t).Catalog(host)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := CheckInstall(context.Background(), CheckOptions{Catalog: cat, Selection: sel}); !errors.Is(err, ErrNotBerth) {
+	if _, err := CheckInstall(context.Background(), CheckOptions{Catalog: reg, Selection: sel}); !errors.Is(err, ErrNotBerth) {
 		t.Errorf("against distribution's registry: %v, want ErrNotBerth", err)
 	}
 }

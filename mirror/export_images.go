@@ -3,13 +3,16 @@ package mirror
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
+	"golang.org/x/sync/errgroup"
 	"oras.land/oras-go/v2/registry/remote"
 
 	"github.com/berth-registry/berth/catalog/apiv1"
+	"github.com/berth-registry/berth/client"
 )
 
 // ImageLister is the part of a berth server's catalog API that tells the
@@ -37,7 +40,11 @@ func (e *exporter) wantImages(ctx context.Context, s Selected, v Version) {
 	name := v.Repository + ":" + v.Tag
 	res, err := e.opts.Catalog.VersionImages(ctx, s.Namespace, s.Name, s.Version)
 	if err != nil {
-		e.counts.failImage(Image{Versions: []string{name}}, fmt.Sprintf("list the images of %s: %v", name, err))
+		hint := ""
+		if errors.Is(err, client.ErrRegistry) {
+			hint = " (a berth older than image mirroring does not list them: --images=false carries the packages alone)"
+		}
+		e.counts.failImage(Image{Versions: []string{name}}, fmt.Sprintf("list the images of %s: %v%s", name, err, hint))
 		return
 	}
 	if res.Incomplete != "" && e.opts.Warn != nil {
@@ -104,7 +111,7 @@ func (e *exporter) imageRepository(name string) *remote.Repository {
 
 // exportImage resolves w's tag to a digest, discovers its graph (its
 // manifest or index, the children keep keeps, cosign's tags and referrers)
-// and writes what the far side lacks of it.
+// and writes what the far side lacks of it, blobConcurrency at a time.
 func (e *exporter) exportImage(ctx context.Context, w *imageWant, keep childFilter) error {
 	repo := e.imageRepository(w.ref.repository)
 	where := ""
@@ -122,16 +129,24 @@ func (e *exporter) exportImage(ctx context.Context, w *imageWant, keep childFilt
 	if err != nil {
 		return fmt.Errorf("%w%s", err, where)
 	}
+	writes, wctx := errgroup.WithContext(ctx)
+	writes.SetLimit(blobConcurrency)
 	for _, d := range g.version.Needs {
 		n := g.nodes[d]
 		if held, at := e.base.holdsImage(w.ref, n); held {
 			e.record(n, false, at)
 			continue
 		}
-		if err := e.write(ctx, repo, n); err != nil {
-			return fmt.Errorf("%s: %w%s", w.ref.ref, err, where)
-		}
-		e.record(n, true, "")
+		writes.Go(func() error {
+			if err := e.write(wctx, repo, n); err != nil {
+				return fmt.Errorf("%s: %w%s", w.ref.ref, err, where)
+			}
+			e.record(n, true, "")
+			return nil
+		})
+	}
+	if err := writes.Wait(); err != nil {
+		return err
 	}
 	w.img.MediaType = g.nodes[w.img.Digest].desc.MediaType
 	w.img.Platforms, w.img.Tags, w.img.Referrers, w.img.Needs = g.platforms, g.version.Tags, g.version.Referrers, g.version.Needs

@@ -278,6 +278,11 @@ func (w *walker) walk(ctx context.Context, v Version, keep childFilter) (*graph,
 		}
 		queue = append(queue, children...)
 		for _, b := range blobs {
+			if len(b.URLs) > 0 {
+				// A non-distributable layer (a Windows base layer) is
+				// pulled from its URLs; registries need not hold it.
+				continue
+			}
 			if _, ok := g.nodes[b.Digest]; !ok {
 				g.nodes[b.Digest] = &node{desc: ocispec.Descriptor{MediaType: b.MediaType, Digest: b.Digest, Size: b.Size}}
 			}

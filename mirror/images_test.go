@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -25,6 +26,7 @@ import (
 	"github.com/berth-registry/berth/client"
 	"github.com/berth-registry/berth/client/registrytest"
 	"github.com/berth-registry/berth/mirror"
+	"github.com/berth-registry/berth/registry"
 	"github.com/berth-registry/berth/signing"
 )
 
@@ -37,11 +39,12 @@ type upstream struct {
 	tool     ocispec.Descriptor
 }
 
-// newPartialIndexRegistry starts a distribution registry configured to
-// accept an image index whose children are not all present
+// newLenientRegistry starts a distribution registry configured to accept
+// an image index whose children are not all present
 // (validation.manifests.indexes.platforms: none), as a mirror of an index
-// exported with --platform must be.
-func newPartialIndexRegistry(t *testing.T) string {
+// exported with --platform must be, and layers that name URLs. If wrap is
+// not nil, the registry's handler is passed through it.
+func newLenientRegistry(t *testing.T, wrap func(http.Handler) http.Handler) string {
 	t.Helper()
 	logrus.SetOutput(io.Discard)
 	config := &configuration.Configuration{Storage: configuration.Storage{
@@ -51,8 +54,13 @@ func newPartialIndexRegistry(t *testing.T) string {
 	config.HTTP.Secret = "test"
 	config.Catalog.MaxEntries = 1000
 	config.Validation.Manifests.Indexes.Platforms = "none"
+	config.Validation.Manifests.URLs.Allow = []string{"^https://"}
 	ctx, cancel := context.WithCancel(context.Background())
-	srv := httptest.NewServer(handlers.NewApp(ctx, config))
+	var h http.Handler = handlers.NewApp(ctx, config)
+	if wrap != nil {
+		h = wrap(h)
+	}
+	srv := httptest.NewServer(h)
 	t.Cleanup(func() { srv.Close(); cancel() })
 	return strings.TrimPrefix(srv.URL, "http://")
 }
@@ -227,7 +235,7 @@ func TestExportImportImages(t *testing.T) {
 	}
 	a.Close()
 
-	target := newPartialIndexRegistry(t)
+	target := newLenientRegistry(t, nil)
 	imp, warnings := importImages(t, src.c, out, target, mirror.ImagePrefixes{})
 	if imp.Images != 2 || imp.Versions != 3 || len(imp.ImagesFailed)+len(imp.Failed) != 0 {
 		t.Fatalf("import: %+v", imp)
@@ -316,6 +324,65 @@ func TestExportImportImages(t *testing.T) {
 	}
 }
 
+// TestImportImagesMovedTagWithInventory: into a target whose inventory
+// import reads, a tag of the mirror that names another digest is still
+// reported as moved.
+func TestImportImagesMovedTagWithInventory(t *testing.T) {
+	defer func(n int) { *mirror.InventoryFrom = n }(*mirror.InventoryFrom)
+	*mirror.InventoryFrom = 0
+	src := newSource(t)
+	u := newUpstream(t, src.c, src.keys.Signer)
+	withImages(src, u)
+	out := filepath.Join(t.TempDir(), "site")
+	exportImages(t, src, u, out, nil)
+	// The target answers the inventory it held before the import: empty.
+	inv := &mirror.Inventory{MediaType: mirror.InventoryMediaType, Repositories: map[string][]digest.Digest{}}
+	target := newLenientRegistry(t, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/api/v1/inventory" {
+				next.ServeHTTP(w, r)
+				return
+			}
+			w.Header().Set("Content-Type", apiv1.MediaTypeJSON)
+			json.NewEncoder(w).Encode(inv)
+		})
+	})
+	mapped := src.c.Repository(target, "mirror/org/app")
+	pushImage(t, mapped, ocispec.Platform{OS: "linux", Architecture: "riscv64"}, "1.0")
+	imp, _ := importImages(t, src.c, out, target, mirror.ImagePrefixes{})
+	if len(imp.Moved) != 1 || !strings.Contains(imp.Moved[0], "mirror/org/app:1.0 named sha256:") {
+		t.Errorf("moved: %q", imp.Moved)
+	}
+	if got, err := mapped.Resolve(context.Background(), "1.0"); err != nil || got.Digest != u.index.Digest {
+		t.Errorf("mirror/org/app:1.0 is %v (%v), want %s", got.Digest, err, u.index.Digest)
+	}
+}
+
+// TestImportImagesIntoBerth: exported without --platform, an index goes
+// whole into a berth target, under the default prefix.
+func TestImportImagesIntoBerth(t *testing.T) {
+	src := newSource(t)
+	u := newUpstream(t, src.c, src.keys.Signer)
+	withImages(src, u)
+	out := filepath.Join(t.TempDir(), "all")
+	if _, err := mirror.Export(context.Background(), mirror.ExportOptions{Client: src.c, Source: src.host, Catalog: src,
+		Selection: &mirror.Selection{Packages: []mirror.Rule{{Namespace: "charts"}}}, Output: out,
+		RegistryMap: mirror.RegistryMap{"quay.io": u.host}}); err != nil {
+		t.Fatal(err)
+	}
+	target := registrytest.NewBerth(t, registry.Options{}, nil)
+	imp, _ := importImages(t, src.c, out, target, mirror.ImagePrefixes{})
+	if imp.Images != 2 || imp.Versions != 3 || len(imp.ImagesFailed)+len(imp.Failed) != 0 {
+		t.Fatalf("import: %+v", imp)
+	}
+	mapped := src.c.Repository(target, "mirror/org/app")
+	for p, d := range u.children {
+		if !exists(t, mapped, d) {
+			t.Errorf("child %s is not in the mirror", p)
+		}
+	}
+}
+
 func TestExportImagesDelta(t *testing.T) {
 	src := newSource(t)
 	u := newUpstream(t, src.c, src.keys.Signer)
@@ -323,7 +390,7 @@ func TestExportImagesDelta(t *testing.T) {
 	dir := t.TempDir()
 	first := filepath.Join(dir, "first")
 	exportImages(t, src, u, first, nil)
-	target := newPartialIndexRegistry(t)
+	target := newLenientRegistry(t, nil)
 	prefixes := mirror.ImagePrefixes{ByRegistry: map[string]string{"quay.io": "site/quay"}}
 	importImages(t, src.c, first, target, prefixes)
 
@@ -365,7 +432,7 @@ func TestExportImagesDelta(t *testing.T) {
 	// The delta against the previous archive names the image blobs by their
 	// source repository, which an import into a new target under another
 	// prefix maps: the blobs are mounted from where the images went.
-	other := newPartialIndexRegistry(t)
+	other := newLenientRegistry(t, nil)
 	importImages(t, src.c, first, other, mirror.ImagePrefixes{Default: "elsewhere"})
 	out := filepath.Join(t.TempDir(), "since")
 	exportImages(t, src, u, out, mirror.InventoryOf(prev))
@@ -390,6 +457,18 @@ func TestExportWithoutImages(t *testing.T) {
 	}
 	if sum.Images != 0 || len(sum.ImagesFailed) != 0 || len(m.Images) != 0 {
 		t.Errorf("--images=false carried %d images, reported %+v", len(m.Images), sum.ImagesFailed)
+	}
+}
+
+// TestExportImagesNotListed: a source that does not list the images of
+// versions (an older berth) fails each version's images, saying how to
+// carry the packages alone; the versions are carried.
+func TestExportImagesNotListed(t *testing.T) {
+	src := newSource(t)
+	src.imagesErr = fmt.Errorf("images: %w: answered 404 Not Found", client.ErrRegistry)
+	sum := src.export(t, filepath.Join(t.TempDir(), "old"), nil)
+	if sum.Versions != 3 || len(sum.ImagesFailed) != 3 || !strings.Contains(sum.ImagesFailed[0].Reason, "--images=false carries the packages alone") {
+		t.Errorf("export from an older berth: %d versions, images failed %+v", sum.Versions, sum.ImagesFailed)
 	}
 }
 
@@ -433,4 +512,38 @@ func TestExportImageIndexOfManyPlatforms(t *testing.T) {
 			t.Errorf("platforms %v: needs %d (want %d), problem %q (want %q)", tc.platforms, len(img.Needs), tc.needs, img.Problem, tc.problem)
 		}
 	}
+}
+
+// TestExportImageWithForeignLayer: a layer that names URLs (a Windows base
+// layer) is left where they point; the image is carried without it.
+func TestExportImageWithForeignLayer(t *testing.T) {
+	src := newSource(t)
+	host := newLenientRegistry(t, nil)
+	repo := src.c.Repository(host, "org/win")
+	config := pushBytes(t, repo, ocispec.MediaTypeImageConfig, []byte("{}"), "")
+	own := pushBytes(t, repo, ocispec.MediaTypeImageLayer, []byte("app layer"), "")
+	foreign := ocispec.Descriptor{MediaType: "application/vnd.oci.image.layer.nondistributable.v1.tar+gzip", Digest: digest.FromString("base"), Size: 4,
+		URLs: []string{"https://mcr.microsoft.com/base.tar.gz"}}
+	m := ocispec.Manifest{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageManifest, Config: config,
+		Layers: []ocispec.Descriptor{foreign, own}}
+	d := pushBytes(t, repo, ocispec.MediaTypeImageManifest, mustJSON(t, m), "1")
+	src.images = map[string][]apiv1.VersionImage{"1.0.0": {{Reference: "quay.io/org/win:1"}}}
+	out := filepath.Join(t.TempDir(), "win")
+	sum, err := mirror.Export(context.Background(), mirror.ExportOptions{Client: src.c, Source: src.host, Catalog: src,
+		Selection: &mirror.Selection{Packages: []mirror.Rule{{Namespace: "charts"}}}, Output: out, RegistryMap: mirror.RegistryMap{"quay.io": host}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	man, _, err := mirror.ReadManifest(filepath.Join(out, mirror.ManifestFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Images != 1 || len(man.Images) != 1 || !slices.Equal(man.Images[0].Needs, sortedDigests(d.Digest, config.Digest, own.Digest)) {
+		t.Errorf("exported %+v: %+v", sum, man.Images)
+	}
+}
+
+func sortedDigests(ds ...digest.Digest) []digest.Digest {
+	slices.Sort(ds)
+	return ds
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -44,6 +45,15 @@ type ImportOptions struct {
 	// image the export could not carry, a berth target that did not record
 	// where the images now live); it may be nil.
 	Warn func(string)
+	// ChunkSize is the size of the chunks in which blobs larger than it
+	// are sent; if <= 0, DefaultChunkSize.
+	ChunkSize int64
+	// StateDir, when set, is where the uploads of those blobs are
+	// recorded (created 0700 when first needed), so that a rerun of a killed import takes
+	// each up at the offset the target holds rather than from zero.
+	StateDir string
+	// Log, when set, says when an upload is resumed or cannot be.
+	Log *slog.Logger
 }
 
 // Import copies the images and versions of an archive into the target.
@@ -90,6 +100,7 @@ func Import(ctx context.Context, a *Archive, opts ImportOptions) (*Summary, erro
 		}
 	}
 	t := newTarget(ctx, opts.Client, opts.Target, opts.Policy, opts.Progress, len(m.Versions)+len(m.Images))
+	t.up = newUploader(opts.ChunkSize, opts.StateDir, opts.Log)
 	opts.Progress.VersionsTotal.Store(int64(len(m.Versions)))
 	var total int64
 	for _, en := range entries {
@@ -115,6 +126,7 @@ func Import(ctx context.Context, a *Archive, opts ImportOptions) (*Summary, erro
 		return nil, err
 	}
 	sum := t.counts.summary(start)
+	sum.BytesResumed = t.up.resumed.Load()
 	sum.Damaged = a.Damage()
 	if len(mapping) > 0 {
 		sum.ImageMirrors = mapping.mirrors(opts.Target)

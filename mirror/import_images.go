@@ -81,11 +81,22 @@ func (t *target) importImage(ctx context.Context, a *Archive, img Image, dst str
 	if img.Tag == "" {
 		return nil
 	}
-	_, was, err := t.tag(ctx, repo, g.nodes[img.Digest], img.Tag)
+	var was digest.Digest
+	if t.have != nil && !t.have.repos[dst][img.Digest] {
+		// t.tag asks what the tag names only when the target held the
+		// image; a tag that names something else is to be reported.
+		if have, err := repo.Resolve(ctx, img.Tag); err == nil {
+			was = have.Digest
+		}
+	}
+	_, named, err := t.tag(ctx, repo, g.nodes[img.Digest], img.Tag)
 	if err != nil {
 		return partialIndexRefused(img, err)
 	}
-	if was != "" {
+	if named != "" {
+		was = named
+	}
+	if was != "" && was != img.Digest {
 		t.counts.move(fmt.Sprintf("%s/%s:%s named %s; it now names %s, what %s named when exported", t.host, dst, img.Tag, was, img.Digest, img.Reference))
 	}
 	return nil

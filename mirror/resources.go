@@ -24,8 +24,9 @@ import (
 type ClusterResources struct {
 	// Target is the far registry, host[:port].
 	Target string
-	// Mirrors map each source repository (or prefix of repositories) to
-	// where its images live at Target: TARGET/PREFIX/path.
+	// Mirrors map each source repository, or prefix of repositories, or
+	// whole source registry (quay.io), to where its images live at
+	// Target: TARGET/PREFIX/path (TARGET/PREFIX for a registry).
 	Mirrors []apiv1.ImageMirror
 	// ByTag are the source repositories some image of which is named by
 	// tag; each must be covered by a Mirrors entry.
@@ -67,8 +68,8 @@ const (
 //
 // Every input is checked before anything is written. An error names the
 // entry that is wrong: a target that is not host[:port]; a source or mirror
-// that is not a normalised repository name (no tag, digest, quote or
-// newline); a mirror not on the target; two mirrors for one source; a
+// that is neither a registry host nor a normalised repository name (no
+// tag, digest, quote or newline); a mirror not on the target; two mirrors for one source; a
 // ByTag repository no mirror covers; an invalid namespace; or mirrors of
 // one source registry that do not keep the repository's path under one
 // prefix, which containerd, mapping whole registry hosts, cannot express.
@@ -109,7 +110,7 @@ type checkedResources struct {
 
 // checkClusterResources checks r (see WriteClusterResources).
 func checkClusterResources(r ClusterResources) (*checkedResources, error) {
-	if named, err := reference.ParseNormalizedNamed(r.Target + "/x"); err != nil || reference.Domain(named) != r.Target {
+	if !isRegistryHost(r.Target) {
 		return nil, fmt.Errorf("cluster resources: target %q: want a registry, host[:port] (with a dot or a port, or localhost)", r.Target)
 	}
 	c := &checkedResources{target: r.Target, hostPrefixes: map[string]string{}}
@@ -117,15 +118,15 @@ func checkClusterResources(r ClusterResources) (*checkedResources, error) {
 	prefixOf := map[string]apiv1.ImageMirror{} // the first mirror that set a host's prefix
 	for i, m := range r.Mirrors {
 		what := fmt.Sprintf("cluster resources: mirrors[%d]", i)
-		src, err := parseRepository(what+": source", m.Source)
+		src, err := parseRepoName(what+": source", m.Source)
 		if err != nil {
 			return nil, err
 		}
-		dst, err := parseRepository(what+": mirror", m.Mirror)
+		dst, err := parseRepoName(what+": mirror", m.Mirror)
 		if err != nil {
 			return nil, err
 		}
-		if reference.Domain(dst) != r.Target {
+		if dst.host != r.Target {
 			return nil, fmt.Errorf("%s: mirror %q is not on the target %s", what, m.Mirror, r.Target)
 		}
 		if prev, ok := bySource[m.Source]; ok {
@@ -136,23 +137,25 @@ func checkClusterResources(r ClusterResources) (*checkedResources, error) {
 		}
 		bySource[m.Source] = m.Mirror
 		c.mirrors = append(c.mirrors, m)
-		host, prefix, ok := hostPrefix(src, dst)
+		prefix, ok := hostPrefix(src, dst)
 		if !ok {
 			return nil, fmt.Errorf("%s: %s -> %s does not keep the repository's path (%s) under a prefix; containerd maps whole registry hosts and cannot express it",
-				what, m.Source, m.Mirror, reference.Path(src))
+				what, m.Source, m.Mirror, src.path)
 		}
-		if first, seen := prefixOf[host]; !seen {
-			prefixOf[host], c.hostPrefixes[host] = m, prefix
-		} else if c.hostPrefixes[host] != prefix {
+		if first, seen := prefixOf[src.host]; !seen {
+			prefixOf[src.host], c.hostPrefixes[src.host] = m, prefix
+		} else if c.hostPrefixes[src.host] != prefix {
 			return nil, fmt.Errorf("%s: %s -> %s and %s -> %s put registry %s under two prefixes; containerd maps whole registry hosts: give one --image-prefix per source registry",
-				what, first.Source, first.Mirror, m.Source, m.Mirror, host)
+				what, first.Source, first.Mirror, m.Source, m.Mirror, src.host)
 		}
 	}
 	slices.SortFunc(c.mirrors, func(a, b apiv1.ImageMirror) int { return strings.Compare(a.Source, b.Source) })
 	for i, repo := range r.ByTag {
 		what := fmt.Sprintf("cluster resources: byTag[%d]", i)
-		if _, err := parseRepository(what, repo); err != nil {
+		if name, err := parseRepoName(what, repo); err != nil {
 			return nil, err
+		} else if name.path == "" {
+			return nil, fmt.Errorf("%s %q: want a repository, host/path", what, repo)
 		}
 		if _, ok := mirrorOf(c.mirrors, repo); !ok {
 			return nil, fmt.Errorf("%s: no mirror covers %s", what, repo)
@@ -172,32 +175,48 @@ func checkClusterResources(r ClusterResources) (*checkedResources, error) {
 	return c, nil
 }
 
-// parseRepository parses s, which must be a normalised repository name:
-// host/path, without tag or digest, as reference.ParseNormalizedNamed
-// writes it.
-func parseRepository(what, s string) (reference.Named, error) {
+// isRegistryHost reports whether s is a registry host[:port] as image
+// references name one: with a dot or a port, or localhost.
+func isRegistryHost(s string) bool {
+	named, err := reference.ParseNormalizedNamed(s + "/x")
+	return err == nil && reference.Domain(named) == s
+}
+
+// repoName is a checked repository name, or a registry host alone (every
+// repository of the registry): its host, and its path ("" for a host).
+type repoName struct{ host, path string }
+
+// parseRepoName parses s: a registry host[:port], or a normalised
+// repository name, host/path without tag or digest, as
+// reference.ParseNormalizedNamed writes it.
+func parseRepoName(what, s string) (repoName, error) {
+	if !strings.Contains(s, "/") && isRegistryHost(s) {
+		return repoName{host: s}, nil
+	}
 	named, err := reference.ParseNormalizedNamed(s)
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("%s %q: not a repository name: %w", what, s, err)
+		return repoName{}, fmt.Errorf("%s %q: not a repository name: %w", what, s, err)
 	case !reference.IsNameOnly(named):
-		return nil, fmt.Errorf("%s %q: want a repository, without tag or digest", what, s)
+		return repoName{}, fmt.Errorf("%s %q: want a repository, without tag or digest", what, s)
 	case named.Name() != s:
-		return nil, fmt.Errorf("%s %q: want the normalised repository name %s", what, s, named.Name())
+		return repoName{}, fmt.Errorf("%s %q: want the normalised repository name %s", what, s, named.Name())
 	}
-	return named, nil
+	return repoName{reference.Domain(named), reference.Path(named)}, nil
 }
 
-// hostPrefix returns src's registry host and the path under which dst
-// keeps src's path (dst is TARGET/prefix/path, or TARGET/path for an empty
-// prefix); ok is false when dst does not end with src's path.
-func hostPrefix(src, dst reference.Named) (host, prefix string, ok bool) {
-	sp, dp := reference.Path(src), reference.Path(dst)
-	if dp == sp {
-		return reference.Domain(src), "", true
+// hostPrefix returns the path under which dst keeps the paths of src's
+// repositories: dst is TARGET/prefix/path (TARGET/path for an empty
+// prefix), or TARGET/prefix for a registry host src. ok is false when dst
+// does not end with src's path.
+func hostPrefix(src, dst repoName) (prefix string, ok bool) {
+	switch {
+	case src.path == "":
+		return dst.path, true
+	case dst.path == src.path:
+		return "", true
 	}
-	prefix, ok = strings.CutSuffix(dp, "/"+sp)
-	return reference.Domain(src), prefix, ok
+	return strings.CutSuffix(dst.path, "/"+src.path)
 }
 
 // mirrorOf returns where repo lives at the mirror: the Mirror of the

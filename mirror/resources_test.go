@@ -302,6 +302,33 @@ func checkMirrorSet(t *testing.T, file, kind string, want []idmsEntry) {
 	}
 }
 
+// TestWriteClusterResourcesRegistrySource: a source may be a whole
+// registry, with a more precise mapping for one of its repositories.
+func TestWriteClusterResourcesRegistrySource(t *testing.T) {
+	const target = "mirror.site:5000"
+	dir := t.TempDir()
+	_, err := WriteClusterResources(dir, ClusterResources{Target: target,
+		Mirrors: []apiv1.ImageMirror{{Source: "quay.io/org/special", Mirror: target + "/mirror/org/special"}, {Source: "quay.io", Mirror: target + "/mirror"}},
+		ByTag:   []string{"quay.io/org/tagged"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkMirrorSet(t, filepath.Join(dir, IDMSFile), "ImageDigestMirrorSet", []idmsEntry{
+		{Source: "quay.io", Mirrors: []string{target + "/mirror"}},
+		{Source: "quay.io/org/special", Mirrors: []string{target + "/mirror/org/special"}},
+	})
+	checkMirrorSet(t, filepath.Join(dir, ITMSFile), "ImageTagMirrorSet", []idmsEntry{
+		{Source: "quay.io/org/tagged", Mirrors: []string{target + "/mirror/org/tagged"}},
+	})
+	var hosts hostsDoc
+	if _, err := toml.Decode(string(readFile(t, filepath.Join(dir, ContainerdHostsDir, "quay.io", "hosts.toml"))), &hosts); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := hosts.Host["https://"+target+"/v2/mirror"]; !ok || len(hosts.Host) != 1 {
+		t.Errorf("containerd hosts %+v, want https://%s/v2/mirror", hosts.Host, target)
+	}
+}
+
 // TestWriteClusterResourcesDeterministic: the same resources given in
 // another order write the same bytes, over the files of an earlier run,
 // which leaves no temporary file behind.
@@ -366,7 +393,10 @@ func TestWriteClusterResourcesRefuses(t *testing.T) {
 		{name: "source with a tag", m: []apiv1.ImageMirror{{Source: "quay.io/org/img:1", Mirror: target + "/m/org/img"}}, want: []string{"mirrors[0]: source", "without tag or digest"}},
 		{name: "source with a digest", m: []apiv1.ImageMirror{{Source: "quay.io/org/img@sha256:" + strings.Repeat("a", 64), Mirror: target + "/m/org/img"}}, want: []string{"mirrors[0]: source", "without tag or digest"}},
 		{name: "source not normalised", m: []apiv1.ImageMirror{{Source: "nginx", Mirror: target + "/m/library/nginx"}}, want: []string{"mirrors[0]: source", "docker.io/library/nginx"}},
-		{name: "source that is a host", m: []apiv1.ImageMirror{{Source: "quay.io", Mirror: target + "/m"}}, want: []string{"mirrors[0]: source", "normalised"}},
+		{name: "source that is a name without a host", m: []apiv1.ImageMirror{{Source: "mirror", Mirror: target + "/m"}}, want: []string{"mirrors[0]: source", "docker.io/library/mirror"}},
+		{name: "registry source and a repository under another prefix", m: []apiv1.ImageMirror{{Source: "quay.io", Mirror: target + "/m"}, ok}, want: []string{"mirrors[1]", "two prefixes", "quay.io -> " + target + "/m"}},
+		{name: "repository mirrored to the bare target", m: []apiv1.ImageMirror{{Source: "quay.io/org/img", Mirror: target}}, want: []string{"mirrors[0]", "does not keep the repository's path (org/img)"}},
+		{name: "by tag a registry", m: []apiv1.ImageMirror{{Source: "quay.io", Mirror: target + "/m"}}, byTag: []string{"quay.io"}, want: []string{"byTag[0]", "want a repository"}},
 		{name: "source with a quote and a newline", m: []apiv1.ImageMirror{{Source: "quay.io/org/img\"\n[[registry]]\nprefix = \"x", Mirror: target + "/m/org/img"}}, want: []string{"mirrors[0]: source", "not a repository"}},
 		{name: "source in YAML flow", m: []apiv1.ImageMirror{{Source: "quay.io/org/img\n  mirrors: [evil.io/x]", Mirror: target + "/m/org/img"}}, want: []string{"mirrors[0]: source"}},
 		{name: "upper-case path", m: []apiv1.ImageMirror{{Source: "quay.io/Org/img", Mirror: target + "/m/Org/img"}}, want: []string{"mirrors[0]: source"}},

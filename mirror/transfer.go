@@ -13,6 +13,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"golang.org/x/sync/errgroup"
 	"oras.land/oras-go/v2/errdef"
 	"oras.land/oras-go/v2/registry/remote"
 	"oras.land/oras-go/v2/registry/remote/errcode"
@@ -25,6 +26,11 @@ import (
 // DefaultConcurrency is how many versions are copied at a time when an
 // operation's Concurrency is not set.
 const DefaultConcurrency = 8
+
+// blobConcurrency is how many blobs of one version or image are copied at
+// a time: an image of many layers, or an index of many platforms, need not
+// wait for each in turn.
+const blobConcurrency = 4
 
 // Progress counts how far an operation has come. The operation updates it
 // as it goes; a caller may read it at any time to draw progress bars.
@@ -44,6 +50,9 @@ type Summary struct {
 	Manifests int `json:"manifests"`
 	// Bytes counts the bytes written to the archive, or of blobs sent.
 	Bytes int64 `json:"bytes"`
+	// BytesResumed counts the bytes of blobs an earlier, interrupted
+	// import had sent, which this one did not send again (import).
+	BytesResumed int64 `json:"bytesResumed,omitempty"`
 	// BytesSkipped counts the bytes of blobs the far side or the target
 	// had already, and so were neither written nor sent.
 	BytesSkipped int64 `json:"bytesSkipped"`
@@ -166,6 +175,9 @@ type target struct {
 	// sent again, and what it does not list is sent without asking first.
 	// When nil, each blob, manifest and tag is asked for.
 	have *holdings
+	// up, when set, sends large blobs as chunked uploads that a rerun
+	// resumes; when nil every blob goes in one request.
+	up *uploader
 }
 
 // inventoryFrom is how many versions an operation must copy before it
@@ -251,17 +263,20 @@ func (t *target) put(ctx context.Context, g *graph, src blobSource, mountFrom fu
 }
 
 // putContent copies what g needs into repo, but for the root's own tag:
-// its blobs (skipping those the target has, mounting those the far side
-// holds in another repository), then its manifests by digest, then
+// its blobs, blobConcurrency at a time (skipping those the target has,
+// mounting those the far side holds in another repository), then its manifests by digest, then
 // cosign's tags. A manifest a cosign tag names is pushed under its tag, in
 // one request; so is the root's when last, the tag it will be given last,
 // is not empty.
 func (t *target) putContent(ctx context.Context, repo *remote.Repository, g *graph, src blobSource, mountFrom func(digest.Digest) string, last string) error {
 	v := g.version
+	blobs, bctx := errgroup.WithContext(ctx)
+	blobs.SetLimit(blobConcurrency)
 	for _, b := range g.blobs() {
-		if err := t.putBlob(ctx, repo, v.Repository, b.desc, src, mountFrom); err != nil {
-			return err
-		}
+		blobs.Go(func() error { return t.putBlob(bctx, repo, v.Repository, b.desc, src, mountFrom) })
+	}
+	if err := blobs.Wait(); err != nil {
+		return err
 	}
 	byTag := map[digest.Digest]string{}
 	for _, tag := range v.Tags {
@@ -297,6 +312,9 @@ func (t *target) putBlob(ctx context.Context, repo *remote.Repository, name stri
 	if have {
 		t.counts.skipped.Add(desc.Size)
 		t.progress.BytesDone.Add(desc.Size)
+		if t.up.chunked(desc.Size) {
+			t.up.journal.remove(t.host, name, desc.Digest)
+		}
 		return nil
 	}
 	rc, err := src.open(ctx, name, desc)
@@ -317,6 +335,18 @@ func (t *target) putBlob(ctx context.Context, repo *remote.Repository, name stri
 	}
 	if err != nil {
 		return fmt.Errorf("blob %s: %w", desc.Digest, err)
+	}
+	if t.up.chunked(desc.Size) {
+		// The upload opens the blob again each time it takes it up.
+		rc.Close()
+		open := func() (io.ReadCloser, error) { return src.open(ctx, name, desc) }
+		sent, err := t.up.put(ctx, repo, t.host, name, desc, open, &t.progress.BytesDone)
+		t.counts.bytes.Add(sent)
+		if err != nil {
+			return fmt.Errorf("push blob %s to %s: %w", desc.Digest, name, err)
+		}
+		t.counts.blobs.Add(1)
+		return nil
 	}
 	defer rc.Close()
 	if err := repo.Blobs().Push(ctx, desc, &countingReader{r: rc, n: &t.progress.BytesDone}); err != nil {
@@ -381,10 +411,11 @@ func (t *target) tag(ctx context.Context, repo *remote.Repository, m *node, tag 
 	return true, was, nil
 }
 
-// countingReader adds what is read to n.
+// countingReader adds what is read to n (an *atomic.Int64: the HTTP
+// transport reads a request's body on a goroutine of its own).
 type countingReader struct {
 	r io.Reader
-	n *atomic.Int64
+	n interface{ Add(int64) int64 }
 }
 
 func (c *countingReader) Read(b []byte) (int, error) {

@@ -18,11 +18,14 @@ type imageRow struct {
 	Check apiv1.ImageCheck
 }
 
-// imageRows joins the images of a version with their checks.
+// imageRows joins the images of a version with their checks; inst is nil
+// when none was made.
 func imageRows(imgs *apiv1.VersionImages, inst *apiv1.Installable) []imageRow {
-	checks := make(map[string]apiv1.ImageCheck, len(inst.Images))
-	for _, c := range inst.Images {
-		checks[c.Reference] = c
+	checks := map[string]apiv1.ImageCheck{}
+	if inst != nil {
+		for _, c := range inst.Images {
+			checks[c.Reference] = c
+		}
 	}
 	rows := make([]imageRow, 0, len(imgs.Images))
 	for _, im := range imgs.Images {

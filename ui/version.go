@@ -40,7 +40,10 @@ type versionPage struct {
 	Channel string
 	Install []snippet
 	// Images are the images the version runs, each with what the
-	// installable check found at this site; Installable is that check.
+	// installable check found at this site; Installable is that check,
+	// made only at a site that records image mirrors (one that berth
+	// mirror import fills): elsewhere images are pulled from where their
+	// references name them, and the check would only say so.
 	Images      []imageRow
 	Incomplete  string
 	Installable *apiv1.Installable
@@ -95,9 +98,10 @@ func (h *handler) versionPage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	p.Installable, err = h.cat.Installable(r.Context(), access, ns, name, version, host)
-	if err != nil {
-		return err
+	if len(mirrors) > 0 {
+		if p.Installable, err = h.cat.Installable(r.Context(), access, ns, name, version, host); err != nil {
+			return err
+		}
 	}
 	p.Images, p.Incomplete = imageRows(imgs, p.Installable), imgs.Incomplete
 	p.Install = h.install(r, v, p.Channel, imgs, mirrors)

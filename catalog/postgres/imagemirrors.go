@@ -37,7 +37,7 @@ func (s *Store) PutImageMirrors(ctx context.Context, mirrors []apiv1.ImageMirror
 			return err
 		}
 		if n > catalog.MaxImageMirrors {
-			return fmt.Errorf("%w: %d image mirrors would be recorded, the limit is %d", catalog.ErrInvalid, n, catalog.MaxImageMirrors)
+			return fmt.Errorf("%d image mirrors would be recorded, the limit is %d: %w", n, catalog.MaxImageMirrors, catalog.ErrInvalid)
 		}
 		return nil
 	})

@@ -114,7 +114,8 @@ CREATE TABLE counters (
 INSERT INTO counters (rev, seq) VALUES (0, 0);
 `,
 	// 2: images, as SQLite's step 5: the images of indexed entries, split,
-	// for the image search filter, and the image mirrors of the site.
+	// for the image search filter, and the image mirrors of the site; the
+	// versions indexed before it are indexed again at start.
 	`
 CREATE TABLE entry_images (
 	entry_id   bigint NOT NULL REFERENCES entries (id) ON DELETE CASCADE,
@@ -128,6 +129,7 @@ CREATE TABLE image_mirrors (
 	source text COLLATE "C" PRIMARY KEY,
 	mirror text NOT NULL
 );
+UPDATE entries SET digest = '' WHERE status = 'indexed' AND (metadata::jsonb -> 'images') IS NULL;
 `,
 }
 

@@ -88,6 +88,10 @@ type Index struct {
 	// values (channels, and lower-case API groups and kinds), and image
 	// repositories, tags and digests.
 	namespaces, formats, values, images symbols
+	// imageDocs lists, by image repository symbol, the live documents
+	// running an image of it, in no order: "which packages run this
+	// image?" reads the packages that do, not every package.
+	imageDocs map[int32][]int32
 
 	scratch sync.Pool // *scratch, one per search in flight
 }
@@ -138,7 +142,7 @@ type posting struct {
 
 // New returns an empty index.
 func New() *Index {
-	return &Index{ids: map[docKey]int32{}, termIDs: map[string]int32{}}
+	return &Index{ids: map[docKey]int32{}, termIDs: map[string]int32{}, imageDocs: map[int32][]int32{}}
 }
 
 // Len returns the number of packages in the index.
@@ -220,10 +224,17 @@ func (ix *Index) set(d *Doc) (id int32, added bool) {
 			x.kube = append(x.kube, k)
 		}
 	}
+	seen := make(map[imageID]bool, len(d.Images))
 	for _, r := range d.Images {
 		v := imageID{ix.images.id(r.Repository), ix.images.optionalID(r.Tag), ix.images.optionalID(r.Digest)}
-		if !slices.Contains(x.images, v) {
-			x.images = append(x.images, v)
+		if seen[v] {
+			continue
+		}
+		seen[v] = true
+		x.images = append(x.images, v)
+		if !seen[imageID{v.repository, -1, -1}] {
+			seen[imageID{v.repository, -1, -1}] = true
+			ix.imageDocs[v.repository] = append(ix.imageDocs[v.repository], id)
 		}
 	}
 	for _, t := range ix.docTerms {
@@ -353,6 +364,14 @@ func (ix *Index) unpost(id int32) {
 	}
 	ix.total -= int64(ix.hot[id].length)
 	x.terms = nil
+	for _, im := range x.images {
+		docs := ix.imageDocs[im.repository]
+		if i := slices.Index(docs, id); i >= 0 {
+			docs[i] = docs[len(docs)-1]
+			ix.imageDocs[im.repository] = docs[:len(docs)-1]
+		}
+	}
+	x.images = nil
 }
 
 // newTerm adds the term tok and returns its id.

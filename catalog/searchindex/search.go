@@ -44,14 +44,17 @@ func (ix *Index) Search(q catalog.Query) (*catalog.SearchResult, error) {
 	var page []int32
 	switch f := ix.filter(q); {
 	case f.none:
-	case text == "" && q.Sort != catalog.SortUpdated:
+	case text == "" && q.Sort != catalog.SortUpdated && f.image.repository < 0:
 		page = ix.listByName(f, q.Offset, size, s)
 	default:
 		var ms []match
-		if text == "" {
-			ms = ix.matchAll(f, s)
-		} else {
+		switch {
+		case text != "":
 			ms = ix.matchText(text, q.Sort == "" || q.Sort == catalog.SortRelevance, f, s)
+		case f.image.repository >= 0:
+			ms = ix.matchAmong(ix.imageDocs[f.image.repository], f, s)
+		default:
+			ms = ix.matchAll(f, s)
 		}
 		lo := min(q.Offset, len(ms))
 		hi := lo + min(size, len(ms)-lo)
@@ -272,6 +275,18 @@ func (ix *Index) matchAll(f *filter, s *scratch) []match {
 	for id := range ix.hot {
 		if h := &ix.hot[id]; h.live && f.ok(h, &ix.docs[id]) {
 			ms = append(ms, ix.newMatch(int32(id)))
+			s.count(h)
+		}
+	}
+	return ms
+}
+
+// matchAmong returns and counts the live packages of ids that pass f.
+func (ix *Index) matchAmong(ids []int32, f *filter, s *scratch) []match {
+	ms := s.matches[:0]
+	for _, id := range ids {
+		if h := &ix.hot[id]; f.ok(h, &ix.docs[id]) {
+			ms = append(ms, ix.newMatch(id))
 			s.count(h)
 		}
 	}

@@ -29,7 +29,7 @@ func (s *Store) PutImageMirrors(ctx context.Context, mirrors []apiv1.ImageMirror
 			return nil, err
 		}
 		if n > catalog.MaxImageMirrors {
-			return nil, fmt.Errorf("%w: %d image mirrors would be recorded, the limit is %d", catalog.ErrInvalid, n, catalog.MaxImageMirrors)
+			return nil, fmt.Errorf("%d image mirrors would be recorded, the limit is %d: %w", n, catalog.MaxImageMirrors, catalog.ErrInvalid)
 		}
 		return nil, nil
 	})

@@ -176,7 +176,9 @@ UPDATE entries SET digest = '' WHERE status = 'indexed' AND json_extract(metadat
 	// and all_images their distinct set over a package's indexed versions
 	// ([repository, tag, digest] arrays), for the image search filter;
 	// image_mirrors holds where the images of source repositories live at
-	// this site.
+	// this site. The versions indexed before it have no images in their
+	// metadata: they get an empty digest, as in step 4, so that the
+	// reconciliation at start indexes them again and derives their images.
 	`
 CREATE TABLE entry_images (
 	entry_id   INTEGER NOT NULL REFERENCES entries (id) ON DELETE CASCADE,
@@ -191,5 +193,6 @@ CREATE TABLE image_mirrors (
 	source TEXT PRIMARY KEY,
 	mirror TEXT NOT NULL
 ) WITHOUT ROWID;
+UPDATE entries SET digest = '' WHERE status = 'indexed' AND json_extract(metadata, '$.images') IS NULL;
 `,
 }

@@ -4,9 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
+	"log/slog"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -262,6 +261,8 @@ func newMirrorImportCmd() *cobra.Command {
 		concurrency int
 		prefixes    []string
 		resources   string
+		chunkSize   = sizeFlag(mirror.DefaultChunkSize)
+		stateDir    string
 	)
 	cmd := &cobra.Command{
 		Use:   "import ARCHIVE... TARGET",
@@ -290,7 +291,9 @@ signatures it does not verify is quarantined: pushed by digest, left untagged,
 and reported. A berth TARGET also applies its own trust policy when tagging.
 
 Killed at any point, the same import run again finishes the job and sends only
-what TARGET still lacks.`,
+what TARGET still lacks. Blobs larger than --chunk-size go in chunks, and their
+uploads are recorded in --state-dir, so that a rerun takes each up at the offset
+TARGET holds instead of sending the blob again from zero.`,
 		Example: `  berth mirror import kudo.tar registry.internal:5000
   berth mirror import delta-001.tar delta-002.tar registry.internal:5000 --archive-key cosign.pub --policy trust.yaml
   berth mirror import site.tar mirror.site:5000 --image-prefix quay.io=upstream/quay --image-prefix ghcr.io=upstream/ghcr`,
@@ -312,9 +315,15 @@ what TARGET still lacks.`,
 			if err != nil {
 				return err
 			}
+			if stateDir == "" {
+				if stateDir, err = mirror.DefaultStateDir(args[:len(args)-1], tgt); err != nil {
+					return err
+				}
+			}
 			opts := mirror.ImportOptions{Client: c, Target: tgt, Policy: policy, Concurrency: concurrency, Progress: &mirror.Progress{},
 				ImagePrefixes: imagePrefixes, ResourcesDir: resources,
-				Warn: func(s string) { fmt.Fprintln(cmd.ErrOrStderr(), "Warning: "+s) }}
+				Warn:      func(s string) { fmt.Fprintln(cmd.ErrOrStderr(), "Warning: "+s) },
+				ChunkSize: int64(chunkSize), StateDir: stateDir, Log: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))}
 			if archiveKey != "" {
 				k, err := signing.LoadPublicKey(archiveKey)
 				if err != nil {
@@ -346,6 +355,8 @@ what TARGET still lacks.`,
 	cmd.Flags().IntVar(&concurrency, "concurrency", mirror.DefaultConcurrency, "versions imported at a time")
 	cmd.Flags().StringArrayVar(&prefixes, "image-prefix", nil, "put images under this repository `PREFIX` of TARGET (default "+mirror.DefaultImagePrefix+"), or REGISTRY=PREFIX for one source registry (repeatable)")
 	cmd.Flags().StringVar(&resources, "resources", "berth-mirror-resources", "write the resources a cluster needs to pull the images from TARGET to this `DIR`")
+	cmd.Flags().Var(&chunkSize, "chunk-size", "send blobs larger than this `SIZE` in chunks of it, resumable (e.g. 32MiB)")
+	cmd.Flags().StringVar(&stateDir, "state-dir", "", "`DIR` recording the uploads in progress, for a rerun to resume (default: a directory of the user's cache named after the archive and TARGET)")
 	return cmd
 }
 
@@ -592,132 +603,4 @@ sync with another selection and the same --state is refused.
 	cmd.Flags().DurationVar(&interval, "interval", 30*time.Second, "with --follow: the time between two syncs")
 	cmd.Flags().IntVar(&concurrency, "concurrency", mirror.DefaultConcurrency, "versions copied at a time")
 	return cmd
-}
-
-// runWithProgress runs op, drawing its progress on stderr when stderr is a
-// terminal.
-func runWithProgress(cmd *cobra.Command, label string, p *mirror.Progress, op func(context.Context) (*mirror.Summary, error)) (*mirror.Summary, error) {
-	w := cmd.ErrOrStderr()
-	if !isTerminal(w) {
-		return op(cmd.Context())
-	}
-	done := make(chan struct{})
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		t := time.NewTicker(200 * time.Millisecond)
-		defer t.Stop()
-		for {
-			fmt.Fprint(w, "\r"+renderMirrorProgress(label, p))
-			select {
-			case <-done:
-				fmt.Fprintln(w, "\r"+renderMirrorProgress(label, p))
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	sum, err := op(cmd.Context())
-	close(done)
-	<-stopped
-	return sum, err
-}
-
-// renderMirrorProgress renders one line:
-// "import versions [=====>    ] 12/40  bytes 18.0 MiB / 40.0 MiB".
-func renderMirrorProgress(label string, p *mirror.Progress) string {
-	total, done := p.VersionsTotal.Load(), p.VersionsDone.Load()
-	line := fmt.Sprintf("%s versions %s %d/%d  ", label, bar(done, total), done, total)
-	if bt := p.BytesTotal.Load(); bt > 0 {
-		return line + fmt.Sprintf("bytes %s / %s", mebibytes(p.BytesDone.Load()), mebibytes(bt))
-	}
-	return line + "bytes " + mebibytes(p.BytesDone.Load())
-}
-
-// reportMirror prints what an export, import or sync did: the summary as
-// JSON, or as text with each problem on its own line. It returns err, or an
-// error when a version failed.
-func reportMirror(cmd *cobra.Command, format outputFormat, verb string, sum *mirror.Summary, err error) error {
-	if err != nil {
-		return err
-	}
-	if format == formatJSON {
-		if err := writeJSON(cmd.OutOrStdout(), sum); err != nil {
-			return err
-		}
-	} else {
-		w := cmd.OutOrStdout()
-		what := fmt.Sprintf("%d versions", sum.Versions)
-		if sum.Images+len(sum.ImagesFailed) > 0 {
-			what += fmt.Sprintf(" and %d images", sum.Images)
-		}
-		fmt.Fprintf(w, "%s %s: %d blobs, %d manifests, %s sent, %s already there, in %.1fs\n",
-			verb, what, sum.Blobs, sum.Manifests, mebibytes(sum.Bytes), mebibytes(sum.BytesSkipped), sum.Seconds)
-		for _, f := range sum.Files {
-			fmt.Fprintln(w, "Wrote "+f)
-		}
-		for _, d := range sum.Damaged {
-			fmt.Fprintln(w, "Damaged: "+d)
-		}
-		printProblems(w, "Quarantined", sum.Quarantined)
-		printProblems(w, "Deleted upstream", sum.Deleted)
-		printProblems(w, "Failed", sum.Failed)
-		for _, m := range sum.ImageMirrors {
-			fmt.Fprintf(w, "Images of %s are at %s\n", m.Source, m.Mirror)
-		}
-		for _, m := range sum.Moved {
-			fmt.Fprintln(w, "Moved tag: "+m)
-		}
-		for _, p := range sum.ImagesFailed {
-			what := "image " + p.Reference
-			if p.Reference == "" {
-				what = "images"
-			}
-			fmt.Fprintf(w, "Failed: %s (run by %s): %s\n", what, strings.Join(p.Versions, ", "), p.Reason)
-		}
-	}
-	switch n, m := len(sum.Failed), len(sum.ImagesFailed); {
-	case n > 0 && m > 0:
-		return fmt.Errorf("%d versions and %d images failed", n, m)
-	case n > 0:
-		return fmt.Errorf("%d versions failed", n)
-	case m > 0:
-		return fmt.Errorf("%d images failed", m)
-	}
-	return nil
-}
-
-func printProblems(w io.Writer, what string, ps []mirror.Problem) {
-	for _, p := range ps {
-		fmt.Fprintf(w, "%s: %s:%s (%s): %s\n", what, p.Repository, p.Tag, shortDigest(p.Digest.String()), p.Reason)
-	}
-}
-
-// sizeFlag is a size in bytes given with an optional unit: 700MB, 4GiB.
-type sizeFlag int64
-
-func (s *sizeFlag) String() string { return strconv.FormatInt(int64(*s), 10) }
-func (s *sizeFlag) Type() string   { return "size" }
-
-// Set parses a number of bytes with an optional unit: B, KB, MB, GB, TB
-// (powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024).
-func (s *sizeFlag) Set(v string) error {
-	units := []struct {
-		suffix string
-		factor int64
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
-		{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1}}
-	num, factor := v, int64(1)
-	for _, u := range units {
-		if strings.HasSuffix(v, u.suffix) {
-			num, factor = strings.TrimSpace(strings.TrimSuffix(v, u.suffix)), u.factor
-			break
-		}
-	}
-	n, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || n <= 0 || n > (1<<62)/factor {
-		return fmt.Errorf("want a positive size such as 700MB or 4GiB, not %q", v)
-	}
-	*s = sizeFlag(n * factor)
-	return nil
 }

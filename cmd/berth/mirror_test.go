@@ -54,6 +54,7 @@ func TestMirrorBadInput(t *testing.T) {
 		{"import of a missing archive", []string{"mirror", "import", filepath.Join(dir, "missing.tar"), "localhost:5000"}, "missing.tar"},
 		{"import of a directory that is no archive", []string{"mirror", "import", notArchive, "localhost:5000"}, "empty"},
 		{"import with a missing archive key", []string{"mirror", "import", notArchive, "localhost:5000", "--archive-key", filepath.Join(dir, "k.pub")}, "k.pub"},
+		{"import with a bad chunk size", []string{"mirror", "import", notArchive, "localhost:5000", "--chunk-size", "0"}, "positive size"},
 		{"inventory without output", []string{"mirror", "inventory", "localhost:5000"}, "-o"},
 		{"sync without state", []string{"mirror", "sync", "localhost:5000", "localhost:5001"}, "--state"},
 		{"sync with a narrowing flag alone", []string{"mirror", "sync", "localhost:5000", "localhost:5001", "--state", "s.json", "--latest", "2"}, "narrow a selection"},

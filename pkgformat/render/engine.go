@@ -46,6 +46,9 @@ type Budget struct {
 	// Output bounds the bytes one template writes, and the size of any one
 	// string or list a function returns.
 	Output int64
+	// Total bounds the bytes all the templates of the package write
+	// together: what the Result holds.
+	Total int64
 	// Depth bounds nested template calls (template, include, tpl).
 	Depth int
 	// Timeout bounds the time the whole rendering may take, checked at
@@ -55,10 +58,10 @@ type Budget struct {
 	Context context.Context
 }
 
-// DefaultBudget is 1,000,000 steps, 16 MiB of output per template, 200
-// nested template calls and 10 seconds.
+// DefaultBudget is 1,000,000 steps, 16 MiB of output per template and 64
+// MiB in all, 200 nested template calls and 10 seconds.
 func DefaultBudget() Budget {
-	return Budget{Steps: 1_000_000, Output: 16 << 20, Depth: 200, Timeout: 10 * time.Second}
+	return Budget{Steps: 1_000_000, Output: 16 << 20, Total: 64 << 20, Depth: 200, Timeout: 10 * time.Second}
 }
 
 // withDefaults fills the zero fields of b.
@@ -69,6 +72,9 @@ func (b Budget) withDefaults() Budget {
 	}
 	if b.Output <= 0 {
 		b.Output = d.Output
+	}
+	if b.Total <= 0 {
+		b.Total = d.Total
 	}
 	if b.Depth <= 0 {
 		b.Depth = d.Depth
@@ -117,6 +123,7 @@ type engine struct {
 	budget   Budget
 	deadline time.Time
 	steps    int64
+	written  int64 // bytes of the outputs kept so far
 	clockAt  int64 // the step count at which charge next reads the clock
 	depth    int
 	current  string // the template being rendered, named in refusals
@@ -321,7 +328,7 @@ type limitedWriter struct {
 // Write implements io.Writer; past max it refuses the template.
 func (w *limitedWriter) Write(p []byte) (int, error) {
 	if int64(w.buf.Len()+len(p)) > w.max {
-		return 0, w.e.refuse("renders more than %d bytes", w.max)
+		return 0, w.e.refuse("renders more than %d bytes (a template at most %d, the package at most %d)", w.max, w.e.budget.Output, w.e.budget.Total)
 	}
 	if err := w.e.charge(int64(len(p)) / 256); err != nil {
 		return 0, err
@@ -344,9 +351,10 @@ func (e *engine) execute(set *template.Template, name string, data any) (out str
 			err = e.refused
 		}
 	}()
-	w := &limitedWriter{e: e, max: e.budget.Output}
+	w := &limitedWriter{e: e, max: min(e.budget.Output, e.budget.Total-e.written)}
 	depth := e.depth
 	err = set.ExecuteTemplate(w, name, data)
 	e.depth = depth
+	e.written += int64(w.buf.Len())
 	return w.buf.String(), err
 }

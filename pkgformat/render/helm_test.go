@@ -199,3 +199,39 @@ func TestHelmFailures(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkHelm measures rendering sampleChart, with its subcharts and
+// helpers, against Helm's own engine on the same loaded chart.
+func BenchmarkHelm(b *testing.B) {
+	b.Run("render.Helm", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := Helm(sampleChart, Budget{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("helm engine", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			buffered := make([]*loader.BufferedFile, len(sampleChart))
+			for i, f := range sampleChart {
+				buffered[i] = &loader.BufferedFile{Name: f.Path, Data: f.Data}
+			}
+			c, err := loader.LoadFiles(buffered)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := chartutil.ProcessDependenciesWithMerge(c, chartutil.Values{}); err != nil {
+				b.Fatal(err)
+			}
+			vals, err := chartutil.ToRenderValues(c, chartutil.Values{}, chartutil.ReleaseOptions{Name: ReleaseName, Namespace: ReleaseNamespace}, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := helmengine.Render(c, vals); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -55,13 +55,14 @@ func TestHostileHelm(t *testing.T) {
 		{"printf widths", "", map[string]string{"a.yaml": `{{ printf "%999999999d" 1 }}`}, true, "printf would build more than"},
 		{"indent", "", map[string]string{"a.yaml": `{{ indent 100000000 "x" }}`}, true, "indent would build more than"},
 		{"output", "", map[string]string{"a.yaml": `{{ range until 2000 }}{{ repeat 1000 "x" }}{{ end }}`}, true, "renders more than"},
+		{"output of many templates", "", map[string]string{"a.yaml": `{{ repeat 800000 "x" }}`, "b.yaml": `{{ repeat 800000 "x" }}`}, true, "renders more than 648576 bytes"},
 		{"file outside the chart", "", map[string]string{"a.yaml": `{{ .Files.Get "../../etc/passwd" }}`}, false, `templates/a.yaml: template: hostile/templates/a.yaml:1:9: executing "hostile/templates/a.yaml" at <.Files.Get>: error calling Get: reads the file "../../etc/passwd", outside the chart`},
 		{"absolute file", "", map[string]string{"a.yaml": `{{ .Files.GetBytes "/etc/passwd" }}`}, false, `reads the file "/etc/passwd", outside the chart`},
 		{"lines outside", "", map[string]string{"a.yaml": `{{ .Files.Lines "x/../../y" }}`}, false, "outside the chart"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			budget := Budget{Output: 1 << 20}
+			budget := Budget{Output: 1 << 20, Total: 1<<20 + 400000}
 			start := time.Now()
 			res, err := Helm(hostileChart(tt.values, tt.templates), budget)
 			if took := time.Since(start); took > sanityCeiling {

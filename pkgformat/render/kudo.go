@@ -2,7 +2,6 @@ package render
 
 import (
 	"strings"
-	"text/template"
 
 	"sigs.k8s.io/yaml"
 )
@@ -26,10 +25,14 @@ func KUDO(templates []File, vars map[string]any, budget Budget) (*Result, error)
 	for name, fn := range funcs {
 		e.funcs[name] = e.wrap(name, fn)
 	}
+	e.set.Funcs(e.funcs)
 	res := &Result{}
 	for _, t := range templates {
 		e.current = t.Path
-		set := template.New("").Funcs(e.funcs).Option("missingkey=error")
+		set, err := e.set.Clone() // each template alone, as KUDO renders them
+		if err != nil {
+			return nil, err
+		}
 		if _, err := e.parse(set, t.Path, string(t.Data)); err != nil {
 			res.Failures = append(res.Failures, Failure{Name: t.Path, Reason: "does not parse: " + err.Error()})
 			continue

@@ -79,14 +79,16 @@ func TestMirrorImages(t *testing.T) {
 	checkFarCatalog(t, far, site)
 
 	check := []string{"mirror", "check", "--namespace", "apps", "--registry", far.addr, "--format", "json"}
-	if r := admin.run(t, berthBin, check...); r.code != 0 {
-		t.Errorf("mirror check after the import: exit %d\n%s%s", r.code, r.stdout, r.stderr)
-	}
+	checkInstall(t, admin, check, 5, "")
+	// A client policy over source repositories: the signed images verify at
+	// their mirrors; one requiring a signature of the unsigned img does not.
+	signed := imagePolicy(t, site.kp.pub, site.operator.repo, site.operand.repo, site.plain.repo)
+	checkInstall(t, admin, append(check, "--policy", signed), 5, "")
+	checkInstall(t, admin, append(check, "--policy", imagePolicy(t, site.kp.pub, site.img.repo)), 4, site.img.repo)
+	checkDeltaCarriesOnly(t, site, admin, far, work, moved)
+
 	admin.must(t, craneBin, "delete", mirrorRef(far.addr, site.img.byDigest()))
-	r := admin.run(t, berthBin, check...)
-	if r.code != 1 || !strings.Contains(r.stdout+r.stderr, site.img.repo) {
-		t.Errorf("mirror check after %s was deleted at the mirror: exit %d, want 1 naming it\n%s%s", site.img.byDigest(), r.code, r.stdout, r.stderr)
-	}
+	checkInstall(t, admin, check, 4, site.img.repo)
 	var inst apiv1.Installable
 	if h := far.api(t, admin.creds(), http.MethodGet, "/api/v1/packages/apps/web/versions/0.1.0/installable"); h.status != http.StatusOK ||
 		json.Unmarshal(h.body, &inst) != nil || inst.Installable || !strings.Contains(strings.Join(inst.Problems, "\n"), site.img.repo) {
@@ -95,6 +97,84 @@ func TestMirrorImages(t *testing.T) {
 
 	mirrorSomePlatforms(t, site, work, moved)
 	mirrorHostileImages(t, site, work)
+}
+
+// checkInstall runs berth mirror check args as a and checks that
+// installable versions of the 5 selected can install, and that the output
+// names notHere when some cannot (exit status 1).
+func checkInstall(t *testing.T, a *account, args []string, installable int, notHere string) {
+	t.Helper()
+	r := a.run(t, berthBin, args...)
+	var got struct {
+		Versions       []apiv1.Installable `json:"versions"`
+		Installable    int                 `json:"installable"`
+		NotInstallable int                 `json:"notInstallable"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
+		t.Errorf("berth %s: %v\n%s%s", strings.Join(args, " "), err, r.stdout, r.stderr)
+		return
+	}
+	wantCode := 0
+	if installable < 5 {
+		wantCode = 1
+	}
+	if r.code != wantCode || got.Installable != installable || got.NotInstallable != 5-installable || len(got.Versions) != 5 ||
+		!strings.Contains(r.stdout+r.stderr, notHere) {
+		t.Errorf("berth %s: exit %d, %d installable and %d not, want exit %d, %d installable, naming %q\n%s%s",
+			strings.Join(args, " "), r.code, got.Installable, got.NotInstallable, wantCode, installable, notHere, r.stdout, r.stderr)
+	}
+}
+
+// imagePolicy writes a client trust policy requiring signatures by key on
+// the source repositories repos.
+func imagePolicy(t *testing.T, key string, repos ...string) string {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "trust.yaml")
+	doc := fmt.Sprintf("policies:\n  - repositories: [%s]\n    keys: [%q]\n    require: true\n", `"`+strings.Join(repos, `", "`)+`"`, key)
+	if err := os.WriteFile(file, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// checkDeltaCarriesOnly exports namespace apps again against the far
+// berth's inventory: the packages and images it holds are not carried,
+// and the one image that is new upstream, what ghcr.io/org/other:1.0 moved
+// to, is.
+func checkDeltaCarriesOnly(t *testing.T, site *imageSite, a *account, far *authServer, work string, moved image) {
+	t.Helper()
+	inv := filepath.Join(work, "far.inventory.json")
+	a.must(t, berthBin, "mirror", "inventory", far.addr, "-o", inv)
+	delta := filepath.Join(work, "apps-delta")
+	berth(t, work, append([]string{"mirror", "export", "--source", site.src.addr, "--namespace", "apps", "--inventory", inv, "-o", delta},
+		site.up.registryMap()...)...)
+	m, _, err := mirror.ReadManifest(filepath.Join(delta, mirror.ManifestFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var news []string
+	for _, img := range m.Images {
+		if img.Repository == moved.repo {
+			for _, d := range img.Needs {
+				news = append(news, d.String())
+			}
+			if img.Digest.String() != moved.digest {
+				t.Errorf("the delta's %s is %s, want %s, where the tag moved", img.Reference, img.Digest, moved.digest)
+			}
+		}
+	}
+	carried := 0
+	for _, en := range m.Content {
+		if en.Carried {
+			carried++
+			if !slices.Contains(news, en.Digest.String()) {
+				t.Errorf("the delta against the far side's inventory carries %s, which the far side has", en.Digest)
+			}
+		}
+	}
+	if carried == 0 {
+		t.Errorf("the delta carries nothing of %s, new upstream", moved.byDigest())
+	}
 }
 
 // mirrorSomePlatforms exports namespace apps again, keeping keptPlatforms,

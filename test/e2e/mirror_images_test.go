@@ -35,11 +35,13 @@ var keptPlatforms = []string{"linux/amd64", "linux/arm64"}
 // locations, finds the packages by image and answers installable). Every
 // image pulls by digest from its mirror location, a tag moved upstream
 // after the export names the exported digest, cosign verifies offline, the
-// ImageDigestMirrorSet maps every source repository, and berth mirror
-// check passes, then fails naming an image deleted at the far side. An
-// export keeping two platforms goes into distribution's registry; then the
-// hostile namespace: a reference with @@, an index of 200 platforms and a
-// digest nobody holds.
+// ImageDigestMirrorSet maps every source repository, berth mirror check
+// passes (with a client policy too, which fails on an unsigned image it
+// requires signed), a delta against the far side's inventory carries only
+// the image new upstream, and mirror check fails naming an image deleted
+// at the far side. An export keeping two platforms goes into
+// distribution's registry; then the hostile namespace: a reference with
+// @@, an index of 200 platforms and a digest nobody holds.
 func TestMirrorImages(t *testing.T) {
 	site := startImageSite(t)
 	work := t.TempDir()
@@ -65,6 +67,8 @@ func TestMirrorImages(t *testing.T) {
 	if imp.Versions != 5 || imp.Images != len(appsImages) || len(imp.Failed)+len(imp.ImagesFailed)+len(imp.Quarantined) != 0 {
 		t.Fatalf("import into the far berth: %+v", imp)
 	}
+	t.Logf("apps: %d versions and %d images, %d manifests and %d blobs (%d bytes): exported in %.2fs, imported into a berth with auth in %.2fs",
+		exp.Versions, exp.Images, exp.Manifests, exp.Blobs, exp.Bytes, exp.Seconds, imp.Seconds)
 	all := func(image, string) bool { return true }
 	checkMirrored(t, admin.run, far.addr, appsImages, all)
 	if got := craneDigest(t, admin.run, mirrorRef(far.addr, site.other.byTag())); got != site.other.digest {
@@ -83,8 +87,8 @@ func TestMirrorImages(t *testing.T) {
 	// A client policy over source repositories: the signed images verify at
 	// their mirrors; one requiring a signature of the unsigned img does not.
 	signed := imagePolicy(t, site.kp.pub, site.operator.repo, site.operand.repo, site.plain.repo)
-	checkInstall(t, admin, append(check, "--policy", signed), 5, "")
-	checkInstall(t, admin, append(check, "--policy", imagePolicy(t, site.kp.pub, site.img.repo)), 4, site.img.repo)
+	checkInstall(t, admin, slices.Concat(check, []string{"--policy", signed}), 5, "")
+	checkInstall(t, admin, slices.Concat(check, []string{"--policy", imagePolicy(t, site.kp.pub, site.img.repo)}), 4, site.img.repo)
 	checkDeltaCarriesOnly(t, site, admin, far, work, moved)
 
 	admin.must(t, craneBin, "delete", mirrorRef(far.addr, site.img.byDigest()))
@@ -490,6 +494,7 @@ func mirrorHostileImages(t *testing.T, site *imageSite, work string) {
 	if r.code != 1 || exp.Versions != 3 || exp.Images != 3 || len(exp.Failed) != 0 || !maps.Equal(failed, want) {
 		t.Fatalf("export of hostile: exit %d, %+v; want exit 1, 3 versions, 3 images, and the images failed %v\n%s", r.code, exp, want, r.stderr)
 	}
+	t.Logf("hostile: %d images carried (one an index of %d platforms), %d manifests, in %.2fs", exp.Images, widePlatforms, exp.Manifests, exp.Seconds)
 	reg := startUpstreamRegistry(t, "")
 	r = run(t, work, berthBin, "mirror", "import", archive, reg.addr, "--image-prefix", mirrorPrefix,
 		"--resources", filepath.Join(work, "resources-hostile"), "--format", "json")

@@ -80,6 +80,7 @@ func TestMirrorImages(t *testing.T) {
 	admin.must(t, cosignBin, "verify-attestation", "--key", site.kp.pub, "--insecure-ignore-tlog=true", "--offline",
 		"--type", "slsaprovenance", mirrorRef(far.addr, site.operator.byDigest()))
 	checkDigestMirrorSet(t, resources, far.addr, appsImages)
+	checkOLMChain(t, admin, far, resources, site)
 	checkFarCatalog(t, far, site)
 
 	check := []string{"mirror", "check", "--namespace", "apps", "--registry", far.addr, "--format", "json"}
@@ -357,8 +358,9 @@ type sourceMirrors struct {
 // ImageDigestMirrorSet maps every source repository of images onto its
 // mirror at target, and the ImageTagMirrorSet those some package names by
 // tag. An entry may name a repository or a prefix of repositories (the
-// longest prefix by whole path components maps a repository), and each
-// maps its source exactly onto the same path under target/mirrorPrefix.
+// longest prefix by whole path components maps a repository); each maps
+// its source exactly onto the same path under target/mirrorPrefix, and
+// covers some of those repositories.
 func checkDigestMirrorSet(t *testing.T, resources, target string, images []siteImage) {
 	t.Helper()
 	var all, byTag []string
@@ -389,6 +391,9 @@ func checkDigestMirrorSet(t *testing.T, resources, target string, images []siteI
 			if want := mirrorRef(target, m.Source); !slices.Equal(m.Mirrors, []string{want}) {
 				t.Errorf("%s: %s has mirrors %v, want [%s]", f.file, m.Source, m.Mirrors, want)
 			}
+			if !slices.ContainsFunc(f.repos, func(repo string) bool { return repo == m.Source || strings.HasPrefix(repo, m.Source+"/") }) {
+				t.Errorf("%s maps %s, which covers none of %v", f.file, m.Source, f.repos)
+			}
 		}
 		for _, repo := range f.repos {
 			if got, want := mirroredAt(entries, repo), mirrorRef(target, repo); got != want {
@@ -412,6 +417,56 @@ func mirroredAt(entries []sourceMirrors, repo string) string {
 		return ""
 	}
 	return entries[best].Mirrors[0] + strings.TrimPrefix(repo, entries[best].Source)
+}
+
+// checkOLMChain checks what OLM pulls at the far site, as a: the
+// ClusterCatalog the import wrote names the far berth's catalog image of
+// apps, which pulls there; its olm.bundle of e2e-operator names a bundle
+// image of the far berth, which pulls there, and lists the operator and
+// operand by their public names, which the mirror sets send to the mirror.
+func checkOLMChain(t *testing.T, a *account, far *authServer, resources string, site *imageSite) {
+	t.Helper()
+	var cc struct {
+		Kind string `json:"kind"`
+		Spec struct {
+			Source struct {
+				Image struct {
+					Ref string `json:"ref"`
+				} `json:"image"`
+			} `json:"source"`
+		} `json:"spec"`
+	}
+	doc, err := os.ReadFile(filepath.Join(resources, "clustercatalog-apps.yaml"))
+	if err == nil {
+		err = yaml.Unmarshal(doc, &cc)
+	}
+	if want := far.addr + "/apps/olm/catalog:latest"; err != nil || cc.Kind != "ClusterCatalog" || cc.Spec.Source.Image.Ref != want {
+		t.Errorf("the import's clustercatalog-apps.yaml: %v, %s of %q, want a ClusterCatalog of %s", err, cc.Kind, cc.Spec.Source.Image.Ref, want)
+	}
+	var bundle fbcDoc
+	waitUntil(t, far.server, "the far catalog's bundle of e2e-operator", func() bool {
+		h := far.api(t, a.creds(), http.MethodGet, "/api/v1/olm/apps/all")
+		if h.status != http.StatusOK {
+			return false
+		}
+		for _, d := range decodeDocs(t, h.url, string(h.body)) {
+			if d.str("schema") == "olm.bundle" && d.str("package") == "e2e-operator" {
+				bundle = d
+			}
+		}
+		return bundle != nil && a.run(t, craneBin, "digest", far.addr+"/apps/olm/catalog:latest").code == 0
+	})
+	if img := bundle.str("image"); !strings.HasPrefix(img, far.addr+"/apps/e2e-operator@sha256:") {
+		t.Errorf("the far catalog's bundle image is %q, want one of %s/apps/e2e-operator by digest", img, far.addr)
+	} else {
+		craneDigest(t, a.run, img)
+	}
+	related, _ := json.Marshal(bundle["relatedImages"])
+	for _, img := range []image{site.operator, site.operand} {
+		if !strings.Contains(string(related), `"`+img.byDigest()+`"`) {
+			t.Errorf("the far catalog's bundle of e2e-operator lists the related images %s, without %s", related, img.byDigest())
+		}
+	}
 }
 
 // startImageMirrorBerth starts the far berth with auth on: the auth tests'

@@ -235,3 +235,24 @@ func BenchmarkHelm(b *testing.B) {
 		}
 	})
 }
+
+// TestHelmIsReproducible renders a chart that uses sprig's random values
+// and clock twice: the same package must give the same metadata.
+func TestHelmIsReproducible(t *testing.T) {
+	files := hostileChart("", map[string]string{"a.yaml": `{{ randAlphaNum 8 }} {{ randNumeric 3 }} {{ uuidv4 }} {{ randInt 1 9 }} {{ now | date "2006" }} {{ shuffle "abc" }} {{ randBytes 4 }} {{ (genCA "x" 1).Cert | len }}`})
+	var first string
+	for i := range 3 {
+		res, err := Helm(files, Budget{})
+		if err != nil || len(res.Outputs) != 1 {
+			t.Fatal(res, err)
+		}
+		if i == 0 {
+			first = res.Outputs[0].Text
+		} else if res.Outputs[0].Text != first {
+			t.Fatalf("rendered %q, then %q", first, res.Outputs[0].Text)
+		}
+	}
+	if first != "xxxxxxxx 000 00000000-0000-4000-8000-000000000000 1 2000 abc AAAAAA== 87" {
+		t.Errorf("rendered %q", first)
+	}
+}

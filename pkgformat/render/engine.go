@@ -254,8 +254,12 @@ func largest(v reflect.Value) int64 {
 
 // parse parses the template source text named name into set, with a
 // counting action at the start of every range body and around every
-// template body, and returns the template. Errors are the parser's.
+// template body, and returns the template. Errors are the parser's, or a
+// refusal when the actions nest deeper than maxNesting.
 func (e *engine) parse(set *template.Template, name, text string) (*template.Template, error) {
+	if depth := nesting(text); depth > maxNesting {
+		return nil, e.refuse("actions nest %d deep, more than %d", depth, maxNesting)
+	}
 	trees := map[string]*parse.Tree{}
 	t := parse.New(name)
 	t.Mode = parse.SkipFuncCheck
@@ -277,6 +281,62 @@ func (e *engine) parse(set *template.Template, name, text string) (*template.Tem
 		main = set.Lookup(name)
 	}
 	return main, nil
+}
+
+// maxNesting is the deepest the control actions of a template may nest
+// (if, range, with, define, block, each else if counting one more): Go's
+// template parser recurses for each, and a few million would overflow the
+// stack, which no recover catches. Real templates nest a few levels.
+const maxNesting = 1000
+
+// nesting is how deep the control actions of template text nest, read
+// from the actions alone without parsing. It may count more than the
+// parser does (an action written inside a string), never less: every
+// action the parser sees starts where this scan sees one.
+func nesting(text string) int {
+	var stack []int // the depth each open action adds: one, plus its else-ifs
+	depth, deepest := 0, 0
+	for {
+		start := strings.Index(text, "{{")
+		if start < 0 {
+			return deepest
+		}
+		text = text[start+2:]
+		end := strings.Index(text, "}}")
+		if end < 0 {
+			end = len(text)
+		}
+		keyword, rest := leadingWord(strings.TrimPrefix(text[:end], "-"))
+		text = text[end:]
+		switch keyword {
+		case "if", "range", "with", "define", "block":
+			stack = append(stack, 1)
+			depth++
+		case "else":
+			if next, _ := leadingWord(rest); next != "" && len(stack) > 0 {
+				stack[len(stack)-1]++
+				depth++
+			}
+		case "end":
+			if len(stack) > 0 {
+				depth -= stack[len(stack)-1]
+				stack = stack[:len(stack)-1]
+			}
+		}
+		deepest = max(deepest, depth)
+	}
+}
+
+// leadingWord splits s, its leading spaces dropped, into the letters it
+// starts with (a keyword, as the template lexer reads one: `if(` is `if`)
+// and the rest.
+func leadingWord(s string) (word, rest string) {
+	s = strings.TrimLeft(s, " \t\r\n")
+	i := 0
+	for i < len(s) && (s[i] >= 'a' && s[i] <= 'z' || s[i] >= 'A' && s[i] <= 'Z') {
+		i++
+	}
+	return s[:i], s[i:]
 }
 
 // instrument adds the counting actions to tree: enterFunc before and

@@ -214,7 +214,11 @@ func (e *engine) wrap(name string, fn any) any {
 		if size := largest(out[0]); size > e.budget.Output {
 			panic(e.refuse("%s returns more than %d bytes or items", name, e.budget.Output))
 		}
-		if err := e.charge(cost(out[0])); err != nil {
+		var visited int64
+		if !shallow(out[0], 0, &visited) {
+			panic(e.refuse("%s returns lists or maps nested more than %d deep (or one that holds itself)", name, maxValueDepth))
+		}
+		if err := e.charge(cost(out[0]) + visited/16); err != nil {
 			panic(err)
 		}
 		return out
@@ -238,6 +242,48 @@ func cost(values ...reflect.Value) int64 {
 		}
 	}
 	return n
+}
+
+// maxValueDepth is the deepest a function's result may nest lists and
+// maps: what prints, compares or converts a value (fmt, toJson, toYaml,
+// deepCopy) recurses for each level, and a map that holds itself (set $d
+// "x" $d) would recurse until the stack overflows, which no recover
+// catches.
+const maxValueDepth = 1000
+
+// shallow reports whether v nests lists and maps at most maxValueDepth
+// deep below depth, adding to visited the items it walked. Byte slices
+// (file contents) are not walked.
+func shallow(v reflect.Value, depth int, visited *int64) bool {
+	for v.IsValid() && (v.Kind() == reflect.Interface || v.Kind() == reflect.Pointer) && !v.IsNil() {
+		v = v.Elem()
+	}
+	switch v.Kind() {
+	case reflect.Map:
+		if depth >= maxValueDepth {
+			return false
+		}
+		*visited += int64(v.Len())
+		for it := v.MapRange(); it.Next(); {
+			if !shallow(it.Value(), depth+1, visited) {
+				return false
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			return true
+		}
+		if depth >= maxValueDepth {
+			return false
+		}
+		*visited += int64(v.Len())
+		for i := range v.Len() {
+			if !shallow(v.Index(i), depth+1, visited) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // largest is the length of v when it is a string, list or map.

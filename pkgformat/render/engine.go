@@ -124,7 +124,6 @@ type engine struct {
 	deadline time.Time
 	steps    int64
 	written  int64 // bytes of the outputs kept so far
-	clockAt  int64 // the step count at which charge next reads the clock
 	depth    int
 	current  string // the template being rendered, named in refusals
 	refused  error
@@ -133,19 +132,25 @@ type engine struct {
 }
 
 // newEngine returns an engine for budget (defaults filled) whose templates
-// have funcs, each counted and checked (wrap), and missingkey.
-func newEngine(budget Budget, funcs template.FuncMap, missingkey string) *engine {
+// have the counting actions' functions and missingkey; use adds the others.
+func newEngine(budget Budget, missingkey string) *engine {
 	e := &engine{budget: budget.withDefaults()}
 	e.deadline = time.Now().Add(e.budget.Timeout)
-	e.funcs = make(template.FuncMap, len(funcs)+3)
+	e.funcs = template.FuncMap{
+		stepFunc:  func() (string, error) { return "", e.charge(1) },
+		enterFunc: e.enter,
+		leaveFunc: func() string { e.depth--; return "" },
+	}
+	e.set = template.New("").Funcs(e.funcs).Option("missingkey=" + missingkey)
+	return e
+}
+
+// use gives e's templates funcs, each counted and checked (wrap).
+func (e *engine) use(funcs template.FuncMap) {
 	for name, fn := range funcs {
 		e.funcs[name] = e.wrap(name, fn)
 	}
-	e.funcs[stepFunc] = func() (string, error) { return "", e.charge(1) }
-	e.funcs[enterFunc] = e.enter
-	e.funcs[leaveFunc] = func() string { e.depth--; return "" }
-	e.set = template.New("").Funcs(e.funcs).Option("missingkey=" + missingkey)
-	return e
+	e.set.Funcs(e.funcs)
 }
 
 // refuse records (once) that the current template spent its budget, for
@@ -157,10 +162,6 @@ func (e *engine) refuse(format string, args ...any) error {
 	return e.refused
 }
 
-// clockEvery is how many steps charge lets pass between two readings of
-// the clock and the context.
-const clockEvery = 64
-
 // charge spends cost steps, and fails once the budget, the time or the
 // context is spent.
 func (e *engine) charge(cost int64) error {
@@ -168,14 +169,9 @@ func (e *engine) charge(cost int64) error {
 		return e.refused
 	}
 	e.steps += cost
-	if e.steps > e.budget.Steps {
-		return e.refuse("rendering takes more than %d steps (a loop or a recursion too long for a package)", e.budget.Steps)
-	}
-	if e.steps < e.clockAt {
-		return nil
-	}
-	e.clockAt = e.steps + clockEvery
 	switch {
+	case e.steps > e.budget.Steps:
+		return e.refuse("rendering takes more than %d steps (a loop or a recursion too long for a package)", e.budget.Steps)
 	case time.Now().After(e.deadline):
 		return e.refuse("rendering takes longer than %s", e.budget.Timeout)
 	case e.budget.Context.Err() != nil:

@@ -227,3 +227,23 @@ func TestImagesHostile(t *testing.T) {
 		})
 	}
 }
+
+func TestRenderCost(t *testing.T) {
+	limits := Limits{MaxFileSize: 1 << 20, MaxRenderSteps: 1000, MaxYAMLDocumentNodes: 10000}
+	rendering := 1000*64 + 1<<20 + 10000*bytesPerNode
+	tests := []struct {
+		name  string
+		files []File
+		want  int64
+	}{
+		{"chart", []File{file("Chart.yaml", "name: a\n")}, int64(rendering)},
+		{"chart in a folder", []File{file("a/Chart.yaml", "name: a\n"), file("a/values.yaml", "")}, int64(rendering)},
+		{"operator", []File{file("operator.yaml", goodOperator)}, int64(rendering)},
+		{"bundle", []File{file("manifests/a.yaml", "kind: Pod\n")}, 0},
+	}
+	for _, tt := range tests {
+		if got := RenderCost(tt.files, limits); got != tt.want {
+			t.Errorf("%s: RenderCost %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}

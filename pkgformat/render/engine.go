@@ -39,7 +39,7 @@ var ErrBudget = fmt.Errorf("%w: over its budget", ErrRefused)
 // defaults of DefaultBudget.
 type Budget struct {
 	// Steps bounds the work: one step for every function call, range
-	// iteration and defined-template call, plus one for every 256 bytes of
+	// iteration and defined-template call, plus one for every BytesPerStep bytes of
 	// strings and every 16 items of lists and maps a function takes or
 	// returns.
 	Steps int64
@@ -57,6 +57,11 @@ type Budget struct {
 	// Context, when set, stops the rendering when it ends.
 	Context context.Context
 }
+
+// BytesPerStep is how many bytes of strings a function takes or returns,
+// or a template writes, cost one step: so no rendering builds more than
+// Steps × BytesPerStep bytes of strings in all.
+const BytesPerStep = 64
 
 // DefaultBudget is 1,000,000 steps, 16 MiB of output per template and 64
 // MiB in all, 200 nested template calls and 10 seconds.
@@ -221,7 +226,7 @@ func (e *engine) wrap(name string, fn any) any {
 	}).Interface()
 }
 
-// cost is what handling values costs in steps: one for every 256 bytes of a
+// cost is what handling values costs in steps: one for every BytesPerStep bytes of a
 // string and every 16 items of a list or map (the outer ones: what a
 // function walks is mostly its top level).
 func cost(values ...reflect.Value) int64 {
@@ -232,7 +237,7 @@ func cost(values ...reflect.Value) int64 {
 		}
 		switch v.Kind() {
 		case reflect.String:
-			n += int64(v.Len()) / 256
+			n += int64(v.Len()) / BytesPerStep
 		case reflect.Slice, reflect.Array, reflect.Map:
 			n += int64(v.Len()) / 16
 		}
@@ -432,7 +437,7 @@ func (w *limitedWriter) Write(p []byte) (int, error) {
 	if int64(w.buf.Len()+len(p)) > w.max {
 		return 0, w.e.refuse("renders more than %d bytes (a template at most %d, the package at most %d)", w.max, w.e.budget.Output, w.e.budget.Total)
 	}
-	if err := w.e.charge(int64(len(p)) / 256); err != nil {
+	if err := w.e.charge(int64(len(p)) / BytesPerStep); err != nil {
 		return 0, err
 	}
 	return w.buf.Write(p)

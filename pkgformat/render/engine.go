@@ -10,10 +10,13 @@
 // nested calls) and each byte written. Functions that build a string or a
 // list from a number (until, seq, repeat, indent, printf's widths...) are
 // checked before they allocate; the result of every function is checked
-// after. A template that spends its budget, nests too deep, or reads a file
-// outside its chart is refused with ErrRefused, naming the template;
-// ordinary failures (a required value, fail, a missing key) only leave that
-// template out of the result.
+// after, for its size and for how deep it nests lists and maps. Actions
+// nested too deep for Go's parser are refused before it runs. Costly
+// cryptography, random values and the clock are fixed placeholders, so the
+// same package always renders the same. A template that spends its budget,
+// nests too deep, or reads a file outside its chart is refused with
+// ErrRefused, naming the template; ordinary failures (a required value,
+// fail, a missing key) only leave that template out of the result.
 package render
 
 import (
@@ -39,9 +42,9 @@ var ErrBudget = fmt.Errorf("%w: over its budget", ErrRefused)
 // defaults of DefaultBudget.
 type Budget struct {
 	// Steps bounds the work: one step for every function call, range
-	// iteration and defined-template call, plus one for every BytesPerStep bytes of
-	// strings and every 16 items of lists and maps a function takes or
-	// returns.
+	// iteration and defined-template call, plus one for every BytesPerStep
+	// bytes of strings and every 16 items of lists and maps a function
+	// takes or returns, and for every BytesPerStep bytes written.
 	Steps int64
 	// Output bounds the bytes one template writes, and the size of any one
 	// string or list a function returns.

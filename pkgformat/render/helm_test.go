@@ -135,25 +135,7 @@ func TestHelmAsHelm(t *testing.T) {
 		got[o.Name] = o.Text
 	}
 
-	buffered := make([]*loader.BufferedFile, len(sampleChart))
-	for i, f := range sampleChart {
-		buffered[i] = &loader.BufferedFile{Name: f.Path, Data: f.Data}
-	}
-	c, err := loader.LoadFiles(buffered)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := chartutil.ProcessDependenciesWithMerge(c, chartutil.Values{}); err != nil {
-		t.Fatal(err)
-	}
-	vals, err := chartutil.ToRenderValues(c, chartutil.Values{}, chartutil.ReleaseOptions{Name: ReleaseName, Namespace: ReleaseNamespace, Revision: 1, IsInstall: true}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rendered, err := helmengine.Render(c, vals)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rendered := renderWithHelm(t, loadFiles(t, sampleChart))
 	want := map[string]string{}
 	for name, text := range rendered {
 		if !strings.HasPrefix(name[strings.LastIndex(name, "/")+1:], "_") {
@@ -222,47 +204,41 @@ func BenchmarkHelm(b *testing.B) {
 	b.Run("helm engine", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			buffered := make([]*loader.BufferedFile, len(sampleChart))
-			for i, f := range sampleChart {
-				buffered[i] = &loader.BufferedFile{Name: f.Path, Data: f.Data}
-			}
-			c, err := loader.LoadFiles(buffered)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := chartutil.ProcessDependenciesWithMerge(c, chartutil.Values{}); err != nil {
-				b.Fatal(err)
-			}
-			vals, err := chartutil.ToRenderValues(c, chartutil.Values{}, chartutil.ReleaseOptions{Name: ReleaseName, Namespace: ReleaseNamespace}, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := helmengine.Render(c, vals); err != nil {
-				b.Fatal(err)
-			}
+			renderWithHelm(b, loadFiles(b, sampleChart))
 		}
 	})
 }
 
-// TestHelmIsReproducible renders a chart that uses sprig's random values
-// and clock twice: the same package must give the same metadata.
-func TestHelmIsReproducible(t *testing.T) {
-	files := hostileChart("", map[string]string{"a.yaml": `{{ randAlphaNum 8 }} {{ randNumeric 3 }} {{ uuidv4 }} {{ randInt 1 9 }} {{ now | date "2006" }} {{ shuffle "abc" }} {{ randBytes 4 }} {{ (genCA "x" 1).Cert | len }}`})
-	var first string
-	for i := range 3 {
-		res, err := Helm(files, Budget{})
-		if err != nil || len(res.Outputs) != 1 {
-			t.Fatal(res, err)
-		}
-		if i == 0 {
-			first = res.Outputs[0].Text
-		} else if res.Outputs[0].Text != first {
-			t.Fatalf("rendered %q, then %q", first, res.Outputs[0].Text)
-		}
+// loadFiles loads files with Helm's loader.
+func loadFiles(tb testing.TB, files []File) *chart.Chart {
+	tb.Helper()
+	buffered := make([]*loader.BufferedFile, len(files))
+	for i, f := range files {
+		buffered[i] = &loader.BufferedFile{Name: f.Path, Data: f.Data}
 	}
-	if first != "xxxxxxxx 000 00000000-0000-4000-8000-000000000000 1 2000 abc AAAAAA== 87" {
-		t.Errorf("rendered %q", first)
+	c, err := loader.LoadFiles(buffered)
+	if err != nil {
+		tb.Fatal(err)
 	}
+	return c
+}
+
+// renderWithHelm renders c as `helm template` does, with Helm's own engine.
+func renderWithHelm(tb testing.TB, c *chart.Chart) map[string]string {
+	tb.Helper()
+	if err := chartutil.ProcessDependenciesWithMerge(c, chartutil.Values{}); err != nil {
+		tb.Fatal(err)
+	}
+	vals, err := chartutil.ToRenderValuesWithSchemaValidation(c, chartutil.Values{},
+		chartutil.ReleaseOptions{Name: ReleaseName, Namespace: ReleaseNamespace, Revision: 1, IsInstall: true}, nil, true)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rendered, err := helmengine.Render(c, vals)
+	if err != nil {
+		tb.Fatalf("Helm's engine: %v", err)
+	}
+	return rendered
 }
 
 // readChart reads the chart in dir as Helm's loader takes it.
@@ -312,17 +288,7 @@ func TestHelmAsHelmOnRealCharts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := chartutil.ProcessDependenciesWithMerge(c, chartutil.Values{}); err != nil {
-				t.Fatal(err)
-			}
-			vals, err := chartutil.ToRenderValuesWithSchemaValidation(c, chartutil.Values{}, chartutil.ReleaseOptions{Name: ReleaseName, Namespace: ReleaseNamespace, Revision: 1, IsInstall: true}, nil, true)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rendered, err := helmengine.Render(c, vals)
-			if err != nil {
-				t.Fatalf("Helm's engine: %v (render.Helm: %d outputs, failures %v)", err, len(res.Outputs), res.Failures)
-			}
+			rendered := renderWithHelm(t, c)
 			if len(res.Failures) != 0 {
 				t.Errorf("failures %v", res.Failures)
 			}

@@ -362,6 +362,9 @@ func TestUploadJournalProblems(t *testing.T) {
 				if got := tgt.progress.BytesDone.Load(); got != size {
 					t.Errorf("progress says %d bytes done, want %d", got, size)
 				}
+				if got := up.resumed.Load(); got != 0 {
+					t.Errorf("%d bytes counted as resumed; every byte was sent", got)
+				}
 				if !strings.Contains(logs.String(), tc.wantLog) {
 					t.Errorf("the log does not say %q:\n%s", tc.wantLog, logs.String())
 				}

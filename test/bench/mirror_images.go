@@ -27,8 +27,6 @@ const (
 	// imagesAt is how many regctl or oras commands run at a time.
 	imagesAt   = 4
 	imagesSeed = 7
-	// imagesNamespace holds the 20 packages in the source berth.
-	imagesNamespace = imageNamespace
 )
 
 // The images rows, in table order.
@@ -174,7 +172,7 @@ func (e *mirrorEnv) fillImages(ctx context.Context) error {
 	}
 	im.uniqueBytes, im.uniqueCount = uniqueBytes(append(imageBlobs, im.pkgBlobs)...)
 	im.selection = filepath.Join(e.root, "images-selection.yaml")
-	return os.WriteFile(im.selection, []byte(selectionYAML([]string{imagesNamespace})), 0o644)
+	return os.WriteFile(im.selection, []byte(selectionYAML([]string{imageNamespace})), 0o644)
 }
 
 // pushPackages pushes the bundles of ps to the source, waits until its
@@ -301,7 +299,7 @@ func (e *mirrorEnv) imageCopies(dst string) [][2]string {
 		out = append(out, [2]string{im.addrs[i.host()] + "/" + i.path() + ":" + i.tag, dst + "/" + imagePrefix + "/" + i.path() + ":" + i.tag})
 	}
 	for _, p := range im.set.packages {
-		ref := "/" + imagesNamespace + "/" + p.name + ":" + p.version
+		ref := "/" + imageNamespace + "/" + p.name + ":" + p.version
 		out = append(out, [2]string{e.src.addr + ref, dst + ref})
 	}
 	return out

@@ -49,8 +49,9 @@ type ImportOptions struct {
 	// are sent; if <= 0, DefaultChunkSize.
 	ChunkSize int64
 	// StateDir, when set, is where the uploads of those blobs are
-	// recorded (created 0700 when first needed), so that a rerun of a killed import takes
-	// each up at the offset the target holds rather than from zero.
+	// recorded (created 0700 when first needed), so that a rerun of a
+	// killed import takes each up at the offset the target holds rather
+	// than from zero.
 	StateDir string
 	// Log, when set, says when an upload is resumed or cannot be.
 	Log *slog.Logger

@@ -411,8 +411,9 @@ func (t *target) tag(ctx context.Context, repo *remote.Repository, m *node, tag 
 	return true, was, nil
 }
 
-// countingReader adds what is read to n (an *atomic.Int64: the HTTP
-// transport reads a request's body on a goroutine of its own).
+// countingReader adds what is read to n, an *atomic.Int64 or a tally
+// of them: the HTTP transport reads a request's body on a goroutine of
+// its own.
 type countingReader struct {
 	r io.Reader
 	n interface{ Add(int64) int64 }

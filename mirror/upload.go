@@ -96,12 +96,12 @@ func (u *uploader) put(ctx context.Context, repo *remote.Repository, host, name 
 		if up, err = s.start(ctx); err != nil {
 			return 0, err
 		}
-	} else if up.offset > 0 {
+	} else {
 		u.resumed.Add(up.offset)
 		u.log.Info("resuming an interrupted upload", "repository", name, "digest", desc.Digest, "offset", up.offset, "size", desc.Size)
 	}
 	var sent int64
-	restarted := false
+	resumedAt, restarted := up.offset, false
 	for retries := 0; ; {
 		var shown atomic.Int64 // what this attempt added to progress
 		n, err := s.send(ctx, up, open, &tally{progress, &shown})
@@ -119,6 +119,7 @@ func (u *uploader) put(ctx context.Context, repo *remote.Repository, host, name 
 		case errors.Is(err, errDigestRejected) && !restarted:
 			// What the target holds is not the blob: start again from zero, once.
 			restarted = true
+			u.resumed.Add(-resumedAt)
 			u.log.Warn("the target refused the upload's digest; starting it again from zero", "repository", name, "digest", desc.Digest)
 			if up, err = s.start(ctx); err != nil {
 				return sent, err
@@ -255,8 +256,10 @@ func (s *session) send(ctx context.Context, up *upload, open func() (io.ReadClos
 	}
 	// Read to the end, where the archive checks the digest, before closing
 	// the upload.
-	if n, err := io.Copy(io.Discard, rc); err != nil || n != 0 {
-		return sent, fmt.Errorf("blob %s: %d bytes past its size, or: %w", s.desc.Digest, n, err)
+	if n, err := io.Copy(io.Discard, rc); err != nil {
+		return sent, fmt.Errorf("blob %s: %w", s.desc.Digest, err)
+	} else if n != 0 {
+		return sent, fmt.Errorf("blob %s: %d bytes past its size of %d", s.desc.Digest, n, s.desc.Size)
 	}
 	put := *up.next
 	put.RawQuery = strings.TrimPrefix(put.RawQuery+"&digest="+url.QueryEscape(s.desc.Digest.String()), "&")

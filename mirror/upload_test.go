@@ -26,10 +26,13 @@ import (
 	"github.com/opencontainers/go-digest"
 	"github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	orasauth "oras.land/oras-go/v2/registry/remote/auth"
 	"oras.land/oras-go/v2/registry/remote/credentials"
 
+	"github.com/berth-registry/berth/auth"
 	"github.com/berth-registry/berth/client"
 	"github.com/berth-registry/berth/client/registrytest"
+	"github.com/berth-registry/berth/config"
 	"github.com/berth-registry/berth/registry"
 	"github.com/berth-registry/berth/storage"
 )
@@ -359,6 +362,9 @@ func TestUploadJournalProblems(t *testing.T) {
 				if got := tgt.progress.BytesDone.Load(); got != size {
 					t.Errorf("progress says %d bytes done, want %d", got, size)
 				}
+				if got := up.resumed.Load(); got != 0 {
+					t.Errorf("%d bytes counted as resumed; every byte was sent", got)
+				}
 				if !strings.Contains(logs.String(), tc.wantLog) {
 					t.Errorf("the log does not say %q:\n%s", tc.wantLog, logs.String())
 				}
@@ -469,4 +475,123 @@ func TestUploadSurvivesTokenExpiry(t *testing.T) {
 		t.Errorf("progress says %d bytes done, want %d", got, size)
 	}
 	checkBlob(t, c, host, "ops/app", data)
+}
+
+// bearerAuthn is a token endpoint and an auth.Authenticator: the token
+// of user U in generation G is "G-U"; bumping the generation expires
+// every token issued.
+type bearerAuthn struct{ gen atomic.Int64 }
+
+func (b *bearerAuthn) Authenticate(r *http.Request) (auth.Identity, error) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return auth.AnonymousIdentity(), nil
+	}
+	gen, user, ok := strings.Cut(strings.TrimPrefix(h, "Bearer "), "-")
+	if !ok || gen != strconv.FormatInt(b.gen.Load(), 10) {
+		return auth.Identity{}, fmt.Errorf("token %q: %w", h, auth.ErrBadCredentials)
+	}
+	return auth.Identity{Subject: "user:" + user}, nil
+}
+
+func (b *bearerAuthn) serveToken(w http.ResponseWriter, r *http.Request) {
+	user, _, _ := r.BasicAuth()
+	fmt.Fprintf(w, `{"token": "%d-%s"}`, b.gen.Load(), user)
+}
+
+// fixedBinder binds uploads as berth's Authn does, under a key every
+// "replica" of the test shares.
+type fixedBinder struct{}
+
+func (fixedBinder) BindUpload(uuid, subject string) string {
+	return digest.FromString("key\x00" + uuid + "\x00" + subject).Encoded()[:22]
+}
+
+// TestUploadOwnerRule runs chunked uploads through berth's auth gate: an
+// upload alice's killed import left is resumed by alice once her tokens
+// have expired (the owner binding names her, not a token), and refused to
+// admin, whose run then sends the blob from zero.
+func TestUploadOwnerRule(t *testing.T) {
+	const chunk, size = 64 << 10, 1<<20 + 5
+	data := randomBytes(size, 8)
+	desc := descOf(data)
+	policy, err := auth.NewPolicy(&config.Auth{Rules: []config.AuthRule{{Subjects: []string{"user:alice", "user:admin"}, Repositories: []string{"a/*"}, Actions: []string{"admin"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	authn := &bearerAuthn{}
+	m := &meter{}
+	host := registrytest.NewBerth(t, onDisk(t), func(h http.Handler) http.Handler {
+		gate := auth.Registry(m.wrap(h), auth.RegistryOptions{Authenticator: authn, Policy: policy, Uploads: fixedBinder{}})
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/auth/token" {
+				authn.serveToken(w, r)
+				return
+			}
+			gate.ServeHTTP(w, r)
+		})
+	})
+	as := func(user string) *client.Client {
+		store := credentials.NewMemoryStore()
+		if err := store.Put(context.Background(), host, orasauth.Credential{Username: user, Password: "pw"}); err != nil {
+			t.Fatal(err)
+		}
+		c, err := client.New(client.Options{Credentials: store})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	alice, admin := as("alice"), as("admin")
+	state := t.TempDir()
+
+	// alice's import, killed when the target holds 40 % of the blob.
+	ctx, cancel := context.WithCancel(context.Background())
+	m.arm(size*40/100, cancel)
+	tgt := &target{c: alice, host: host, counts: &counters{}, progress: &Progress{}, up: newUploader(chunk, state, slog.New(slog.DiscardHandler))}
+	if err := tgt.putBlob(ctx, alice.Repository(host, "a/app"), "a/app", desc, bytesSource(data), nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("alice's killed upload: %v, want context canceled", err)
+	}
+	m.inFlight.Wait()
+	m.arm(0, nil)
+	adminState := t.TempDir()
+	ents, err := os.ReadDir(state)
+	if err != nil || len(ents) != 1 {
+		t.Fatalf("journal: %v, %v; want one file", ents, err)
+	}
+	b, err := os.ReadFile(filepath.Join(state, ents[0].Name()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(adminState, ents[0].Name()), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	// Every token expires. admin holds the journal of alice's upload: the
+	// gate answers as for an upload that does not exist, and admin sends
+	// the blob from zero; then alice's rerun resumes her upload.
+	authn.gen.Add(1)
+	open := func() (io.ReadCloser, error) { return bytesSource(data).open(context.Background(), "", desc) }
+	for _, tc := range []struct {
+		who     string
+		c       *client.Client
+		dir     string
+		maxSent int64
+		log     string
+	}{
+		{"admin", admin, adminState, size, "starting it again from zero"},
+		{"alice", alice, state, size - size*40/100 + chunk, "resuming an interrupted upload"},
+	} {
+		var logs bytes.Buffer
+		var progress atomic.Int64
+		u := newUploader(chunk, tc.dir, slog.New(slog.NewTextHandler(&logs, nil)))
+		before := m.read.Load()
+		if _, err := u.put(context.Background(), tc.c.Repository(host, "a/app"), host, "a/app", desc, open, &progress); err != nil {
+			t.Fatalf("%s: %v", tc.who, err)
+		}
+		if sent := m.read.Load() - before; sent > tc.maxSent || !strings.Contains(logs.String(), tc.log) {
+			t.Errorf("%s sent %d bytes of %d, want at most %d and a log saying %q:\n%s", tc.who, sent, size, tc.maxSent, tc.log, logs.String())
+		}
+	}
+	checkBlob(t, alice, host, "a/app", data)
 }

@@ -2,6 +2,7 @@ package pkgformat
 
 import (
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -105,5 +106,18 @@ func TestFixturesImages(t *testing.T) {
 		if img == nil || !slices.Contains(img.Found, tt.found) || img.Mutable != tt.mutable || img.Problem != "" {
 			t.Errorf("%s: image %s is %+v, want found at %q, mutable %v", tt.version, tt.ref, img, tt.found, tt.mutable)
 		}
+	}
+}
+
+// TestBerthChartImages derives the images of berth's own Helm chart.
+func TestBerthChartImages(t *testing.T) {
+	p, err := Load("../deploy/helm/berth", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := &p.Metadata
+	want := []Image{{Reference: "ghcr.io/berth-registry/berth:" + md.AppVersion, Found: []string{"templates/deployment.yaml: Deployment release-name-berth, container berth"}, Mutable: true}}
+	if !reflect.DeepEqual(md.Images, want) || md.ImagesIncomplete != "" {
+		t.Errorf("images %+v (incomplete %q), want %+v", md.Images, md.ImagesIncomplete, want)
 	}
 }

@@ -1,6 +1,7 @@
 package pkgformat
 
 import (
+	"bytes"
 	"errors"
 	"reflect"
 	"strings"
@@ -225,5 +226,52 @@ func TestImagesHostile(t *testing.T) {
 				t.Fatalf("got %v, want %v saying %q", err, tt.is, tt.want)
 			}
 		})
+	}
+}
+
+func TestRenderCost(t *testing.T) {
+	limits := Limits{MaxFileSize: 1 << 20, MaxRenderSteps: 1000, MaxYAMLDocumentNodes: 10000}
+	rendering := 1000*64 + 1<<20 + 10000*bytesPerNode
+	tests := []struct {
+		name  string
+		files []File
+		want  int64
+	}{
+		{"chart", []File{file("Chart.yaml", "name: a\n")}, int64(rendering)},
+		{"chart in a folder", []File{file("a/Chart.yaml", "name: a\n"), file("a/values.yaml", "")}, int64(rendering)},
+		{"operator", []File{file("operator.yaml", goodOperator)}, int64(rendering)},
+		{"bundle", []File{file("manifests/a.yaml", "kind: Pod\n")}, 0},
+	}
+	for _, tt := range tests {
+		if got := RenderCost(tt.files, limits); got != tt.want {
+			t.Errorf("%s: RenderCost %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestImagesHelmSubchartArchive(t *testing.T) {
+	var sub bytes.Buffer
+	if err := WriteArchive(&sub, []File{
+		file("db/Chart.yaml", "apiVersion: v2\nname: db\nversion: 1.0.0\n"),
+		file("db/values.yaml", "image: postgres:16\n"),
+		file("db/templates/sts.yaml", "kind: StatefulSet\nmetadata:\n  name: {{ .Release.Name }}-db\nspec:\n  template:\n    spec:\n      containers:\n        - name: db\n          image: {{ .Values.image }}\n"),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	files := []File{
+		file("Chart.yaml", "apiVersion: v2\nname: app\nversion: 1.0.0\ndependencies:\n  - name: db\n    version: 1.0.0\n"),
+		file("values.yaml", "db:\n  image: postgres:17\n"),
+		{Path: "charts/db-1.0.0.tgz", Mode: 0o644, Data: sub.Bytes()},
+	}
+	p, err := New(files, Options{})
+	must(t, err)
+	want := []Image{{Reference: "docker.io/library/postgres:17", Found: []string{"charts/db/templates/sts.yaml: StatefulSet release-name-db, container db"}, Mutable: true}}
+	if !reflect.DeepEqual(p.Metadata.Images, want) || p.Metadata.ImagesIncomplete != "" {
+		t.Errorf("images %+v (incomplete %q), want %+v", p.Metadata.Images, p.Metadata.ImagesIncomplete, want)
+	}
+	// A bomb in the archive stops at the package's limits.
+	_, err = New(files, Options{Limits: Limits{MaxTotalSize: int64(len(sub.Bytes())) + 300}})
+	if !errors.Is(err, ErrLimit) || !strings.Contains(err.Error(), "charts/db-1.0.0.tgz") {
+		t.Errorf("got %v, want a limit naming the archive", err)
 	}
 }

@@ -9,12 +9,12 @@ import (
 )
 
 // renderBudget is the render.Budget of the package's limits: the time and
-// steps of Limits, MaxFileSize for what one template writes, MaxYAMLSize
-// for what they all write (it is then read as YAML), and the package's
-// context.
+// steps of Limits, MaxFileSize for what one template writes and for what
+// they all write (what rendering adds to the package's files), and the
+// package's context.
 func (pf *pkgFiles) renderBudget() render.Budget {
 	l := pf.yaml.limits
-	return render.Budget{Steps: l.MaxRenderSteps, Output: l.MaxFileSize, Total: l.MaxYAMLSize, Timeout: l.RenderTimeout, Context: pf.yaml.ctx}
+	return render.Budget{Steps: l.MaxRenderSteps, Output: l.MaxFileSize, Total: l.MaxFileSize, Timeout: l.RenderTimeout, Context: pf.yaml.ctx}
 }
 
 // renderedImages reads the images of what a package's templates rendered

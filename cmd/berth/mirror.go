@@ -355,7 +355,7 @@ TARGET holds instead of sending the blob again from zero.`,
 	cmd.Flags().IntVar(&concurrency, "concurrency", mirror.DefaultConcurrency, "versions imported at a time")
 	cmd.Flags().StringArrayVar(&prefixes, "image-prefix", nil, "put images under this repository `PREFIX` of TARGET (default "+mirror.DefaultImagePrefix+"), or REGISTRY=PREFIX for one source registry (repeatable)")
 	cmd.Flags().StringVar(&resources, "resources", "berth-mirror-resources", "write the resources a cluster needs to pull the images from TARGET to this `DIR`")
-	cmd.Flags().Var(&chunkSize, "chunk-size", "send blobs larger than this `SIZE` in chunks of it, resumable (e.g. 32MiB)")
+	cmd.Flags().Var(&chunkSize, "chunk-size", "send blobs larger than this `SIZE` in chunks of it, resumable")
 	cmd.Flags().StringVar(&stateDir, "state-dir", "", "`DIR` recording the uploads in progress, for a rerun to resume (default: a directory of the user's cache named after the archive and TARGET)")
 	return cmd
 }

@@ -82,6 +82,16 @@ func TestSizeFlag(t *testing.T) {
 		if err := s.Set(in); err != nil || int64(s) != want {
 			t.Errorf("Set(%q) = %d, %v; want %d", in, s, err, want)
 		}
+		// What String writes, Set reads back.
+		var back sizeFlag
+		if err := back.Set(s.String()); err != nil || back != s {
+			t.Errorf("Set(%q) after String of %q = %d, %v", s.String(), in, back, err)
+		}
+	}
+	for size, want := range map[sizeFlag]string{0: "0", 10: "10", 32 << 20: "32MiB", 4 << 30: "4GiB", 1536: "1536", 512 << 10: "512KiB"} {
+		if got := size.String(); got != want {
+			t.Errorf("sizeFlag(%d).String() = %q, want %q", int64(size), got, want)
+		}
 	}
 	for _, in := range []string{"", "0", "-1GB", "1.5GB", "GB", "1XB", "99999999999TiB"} {
 		var s sizeFlag

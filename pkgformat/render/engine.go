@@ -10,10 +10,13 @@
 // nested calls) and each byte written. Functions that build a string or a
 // list from a number (until, seq, repeat, indent, printf's widths...) are
 // checked before they allocate; the result of every function is checked
-// after. A template that spends its budget, nests too deep, or reads a file
-// outside its chart is refused with ErrRefused, naming the template;
-// ordinary failures (a required value, fail, a missing key) only leave that
-// template out of the result.
+// after, for its size and for how deep it nests lists and maps. Actions
+// nested too deep for Go's parser are refused before it runs. Costly
+// cryptography, random values and the clock are fixed placeholders, so the
+// same package always renders the same. A template that spends its budget,
+// nests too deep, or reads a file outside its chart is refused with
+// ErrRefused, naming the template; ordinary failures (a required value,
+// fail, a missing key) only leave that template out of the result.
 package render
 
 import (
@@ -39,9 +42,9 @@ var ErrBudget = fmt.Errorf("%w: over its budget", ErrRefused)
 // defaults of DefaultBudget.
 type Budget struct {
 	// Steps bounds the work: one step for every function call, range
-	// iteration and defined-template call, plus one for every 256 bytes of
-	// strings and every 16 items of lists and maps a function takes or
-	// returns.
+	// iteration and defined-template call, plus one for every BytesPerStep
+	// bytes of strings and every 16 items of lists and maps a function
+	// takes or returns, and for every BytesPerStep bytes written.
 	Steps int64
 	// Output bounds the bytes one template writes, and the size of any one
 	// string or list a function returns.
@@ -57,6 +60,11 @@ type Budget struct {
 	// Context, when set, stops the rendering when it ends.
 	Context context.Context
 }
+
+// BytesPerStep is how many bytes of strings a function takes or returns,
+// or a template writes, cost one step: so no rendering builds more than
+// Steps × BytesPerStep bytes of strings in all.
+const BytesPerStep = 64
 
 // DefaultBudget is 1,000,000 steps, 16 MiB of output per template and 64
 // MiB in all, 200 nested template calls and 10 seconds.
@@ -124,7 +132,6 @@ type engine struct {
 	deadline time.Time
 	steps    int64
 	written  int64 // bytes of the outputs kept so far
-	clockAt  int64 // the step count at which charge next reads the clock
 	depth    int
 	current  string // the template being rendered, named in refusals
 	refused  error
@@ -133,19 +140,25 @@ type engine struct {
 }
 
 // newEngine returns an engine for budget (defaults filled) whose templates
-// have funcs, each counted and checked (wrap), and missingkey.
-func newEngine(budget Budget, funcs template.FuncMap, missingkey string) *engine {
+// have the counting actions' functions and missingkey; use adds the others.
+func newEngine(budget Budget, missingkey string) *engine {
 	e := &engine{budget: budget.withDefaults()}
 	e.deadline = time.Now().Add(e.budget.Timeout)
-	e.funcs = make(template.FuncMap, len(funcs)+3)
+	e.funcs = template.FuncMap{
+		stepFunc:  func() (string, error) { return "", e.charge(1) },
+		enterFunc: e.enter,
+		leaveFunc: func() string { e.depth--; return "" },
+	}
+	e.set = template.New("").Funcs(e.funcs).Option("missingkey=" + missingkey)
+	return e
+}
+
+// use gives e's templates funcs, each counted and checked (wrap).
+func (e *engine) use(funcs template.FuncMap) {
 	for name, fn := range funcs {
 		e.funcs[name] = e.wrap(name, fn)
 	}
-	e.funcs[stepFunc] = func() (string, error) { return "", e.charge(1) }
-	e.funcs[enterFunc] = e.enter
-	e.funcs[leaveFunc] = func() string { e.depth--; return "" }
-	e.set = template.New("").Funcs(e.funcs).Option("missingkey=" + missingkey)
-	return e
+	e.set.Funcs(e.funcs)
 }
 
 // refuse records (once) that the current template spent its budget, for
@@ -157,10 +170,6 @@ func (e *engine) refuse(format string, args ...any) error {
 	return e.refused
 }
 
-// clockEvery is how many steps charge lets pass between two readings of
-// the clock and the context.
-const clockEvery = 64
-
 // charge spends cost steps, and fails once the budget, the time or the
 // context is spent.
 func (e *engine) charge(cost int64) error {
@@ -168,14 +177,9 @@ func (e *engine) charge(cost int64) error {
 		return e.refused
 	}
 	e.steps += cost
-	if e.steps > e.budget.Steps {
-		return e.refuse("rendering takes more than %d steps (a loop or a recursion too long for a package)", e.budget.Steps)
-	}
-	if e.steps < e.clockAt {
-		return nil
-	}
-	e.clockAt = e.steps + clockEvery
 	switch {
+	case e.steps > e.budget.Steps:
+		return e.refuse("rendering takes more than %d steps (a loop or a recursion too long for a package)", e.budget.Steps)
 	case time.Now().After(e.deadline):
 		return e.refuse("rendering takes longer than %s", e.budget.Timeout)
 	case e.budget.Context.Err() != nil:
@@ -214,14 +218,18 @@ func (e *engine) wrap(name string, fn any) any {
 		if size := largest(out[0]); size > e.budget.Output {
 			panic(e.refuse("%s returns more than %d bytes or items", name, e.budget.Output))
 		}
-		if err := e.charge(cost(out[0])); err != nil {
+		var visited int64
+		if !shallow(out[0], 0, &visited) {
+			panic(e.refuse("%s returns lists or maps nested more than %d deep (or one that holds itself)", name, maxValueDepth))
+		}
+		if err := e.charge(cost(out[0]) + visited/16); err != nil {
 			panic(err)
 		}
 		return out
 	}).Interface()
 }
 
-// cost is what handling values costs in steps: one for every 256 bytes of a
+// cost is what handling values costs in steps: one for every BytesPerStep bytes of a
 // string and every 16 items of a list or map (the outer ones: what a
 // function walks is mostly its top level).
 func cost(values ...reflect.Value) int64 {
@@ -232,12 +240,54 @@ func cost(values ...reflect.Value) int64 {
 		}
 		switch v.Kind() {
 		case reflect.String:
-			n += int64(v.Len()) / 256
+			n += int64(v.Len()) / BytesPerStep
 		case reflect.Slice, reflect.Array, reflect.Map:
 			n += int64(v.Len()) / 16
 		}
 	}
 	return n
+}
+
+// maxValueDepth is the deepest a function's result may nest lists and
+// maps: what prints, compares or converts a value (fmt, toJson, toYaml,
+// deepCopy) recurses for each level, and a map that holds itself (set $d
+// "x" $d) would recurse until the stack overflows, which no recover
+// catches.
+const maxValueDepth = 1000
+
+// shallow reports whether v nests lists and maps at most maxValueDepth
+// deep below depth, adding to visited the items it walked. Byte slices
+// (file contents) are not walked.
+func shallow(v reflect.Value, depth int, visited *int64) bool {
+	for v.IsValid() && (v.Kind() == reflect.Interface || v.Kind() == reflect.Pointer) && !v.IsNil() {
+		v = v.Elem()
+	}
+	switch v.Kind() {
+	case reflect.Map:
+		if depth >= maxValueDepth {
+			return false
+		}
+		*visited += int64(v.Len())
+		for it := v.MapRange(); it.Next(); {
+			if !shallow(it.Value(), depth+1, visited) {
+				return false
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			return true
+		}
+		if depth >= maxValueDepth {
+			return false
+		}
+		*visited += int64(v.Len())
+		for i := range v.Len() {
+			if !shallow(v.Index(i), depth+1, visited) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // largest is the length of v when it is a string, list or map.
@@ -254,8 +304,12 @@ func largest(v reflect.Value) int64 {
 
 // parse parses the template source text named name into set, with a
 // counting action at the start of every range body and around every
-// template body, and returns the template. Errors are the parser's.
+// template body, and returns the template. Errors are the parser's, or a
+// refusal when the actions nest deeper than maxNesting.
 func (e *engine) parse(set *template.Template, name, text string) (*template.Template, error) {
+	if depth := nesting(text); depth > maxNesting {
+		return nil, e.refuse("actions nest %d deep, more than %d", depth, maxNesting)
+	}
 	trees := map[string]*parse.Tree{}
 	t := parse.New(name)
 	t.Mode = parse.SkipFuncCheck
@@ -277,6 +331,62 @@ func (e *engine) parse(set *template.Template, name, text string) (*template.Tem
 		main = set.Lookup(name)
 	}
 	return main, nil
+}
+
+// maxNesting is the deepest the control actions of a template may nest
+// (if, range, with, define, block, each else if counting one more): Go's
+// template parser recurses for each, and a few million would overflow the
+// stack, which no recover catches. Real templates nest a few levels.
+const maxNesting = 1000
+
+// nesting is how deep the control actions of template text nest, read
+// from the actions alone without parsing. It may count more than the
+// parser does (an action written inside a string), never less: every
+// action the parser sees starts where this scan sees one.
+func nesting(text string) int {
+	var stack []int // the depth each open action adds: one, plus its else-ifs
+	depth, deepest := 0, 0
+	for {
+		start := strings.Index(text, "{{")
+		if start < 0 {
+			return deepest
+		}
+		text = text[start+2:]
+		end := strings.Index(text, "}}")
+		if end < 0 {
+			end = len(text)
+		}
+		keyword, rest := leadingWord(strings.TrimPrefix(text[:end], "-"))
+		text = text[end:]
+		switch keyword {
+		case "if", "range", "with", "define", "block":
+			stack = append(stack, 1)
+			depth++
+		case "else":
+			if next, _ := leadingWord(rest); next != "" && len(stack) > 0 {
+				stack[len(stack)-1]++
+				depth++
+			}
+		case "end":
+			if len(stack) > 0 {
+				depth -= stack[len(stack)-1]
+				stack = stack[:len(stack)-1]
+			}
+		}
+		deepest = max(deepest, depth)
+	}
+}
+
+// leadingWord splits s, its leading spaces dropped, into the letters it
+// starts with (a keyword, as the template lexer reads one: `if(` is `if`)
+// and the rest.
+func leadingWord(s string) (word, rest string) {
+	s = strings.TrimLeft(s, " \t\r\n")
+	i := 0
+	for i < len(s) && (s[i] >= 'a' && s[i] <= 'z' || s[i] >= 'A' && s[i] <= 'Z') {
+		i++
+	}
+	return s[:i], s[i:]
 }
 
 // instrument adds the counting actions to tree: enterFunc before and
@@ -330,7 +440,7 @@ func (w *limitedWriter) Write(p []byte) (int, error) {
 	if int64(w.buf.Len()+len(p)) > w.max {
 		return 0, w.e.refuse("renders more than %d bytes (a template at most %d, the package at most %d)", w.max, w.e.budget.Output, w.e.budget.Total)
 	}
-	if err := w.e.charge(int64(len(p)) / 256); err != nil {
+	if err := w.e.charge(int64(len(p)) / BytesPerStep); err != nil {
 		return 0, err
 	}
 	return w.buf.Write(p)

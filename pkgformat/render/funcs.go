@@ -1,9 +1,11 @@
 package render
 
 import (
+	"encoding/base64"
 	"fmt"
 	"strings"
 	"text/template"
+	"time"
 
 	"github.com/Masterminds/sprig/v3"
 )
@@ -11,9 +13,10 @@ import (
 // sprigFuncs is sprig's function map (as Helm and KUDO give it to
 // templates) without the functions that read the environment (dropped,
 // each name of drop) and with every function that builds a value from a
-// number checked against e's budget before it allocates, and costly or
-// random cryptography replaced by fixed placeholders: what a template
-// derives from them is never an image.
+// number checked against e's budget before it allocates. Costly
+// cryptography, randomness and the clock are replaced by fixed
+// placeholders: what a template derives from them is never an image, and
+// the same package must always give the same metadata.
 func (e *engine) sprigFuncs(drop ...string) template.FuncMap {
 	f := sprig.TxtFuncMap()
 	for _, name := range drop {
@@ -47,12 +50,13 @@ func (e *engine) sprigFuncs(drop ...string) template.FuncMap {
 		sized("nindent", int64(n)*int64(strings.Count(s, "\n")+2), maxBytes)
 		return nindent(n, s)
 	}
-	for _, name := range []string{"randAlphaNum", "randAlpha", "randAscii", "randNumeric"} {
-		random := f[name].(func(int) string)
-		f[name] = func(n int) string { sized(name, int64(n), maxBytes); return random(n) }
+	for name, letter := range map[string]string{"randAlphaNum": "x", "randAlpha": "x", "randAscii": "x", "randNumeric": "0"} {
+		f[name] = func(n int) string { sized(name, int64(n), maxBytes); return strings.Repeat(letter, max(n, 0)) }
 	}
-	randBytes := f["randBytes"].(func(int) (string, error))
-	f["randBytes"] = func(n int) (string, error) { sized("randBytes", int64(n), maxBytes); return randBytes(n) }
+	f["randBytes"] = func(n int) (string, error) {
+		sized("randBytes", int64(n), maxBytes)
+		return base64.StdEncoding.EncodeToString(make([]byte, max(n, 0))), nil
+	}
 	f["printf"] = func(format string, args ...any) string {
 		sized("printf", widths(format), maxBytes)
 		return fmt.Sprintf(format, args...)
@@ -116,8 +120,16 @@ const (
 
 var placeholderCertificate = certificate{Cert: placeholderCert, Key: placeholderKey}
 
-// placeholders replace sprig's key, certificate and password functions.
+// placeholderTime is what now returns.
+var placeholderTime = time.Date(2000, 6, 15, 12, 0, 0, 0, time.UTC)
+
+// placeholders replace sprig's key, certificate and password functions,
+// its random values and its clock.
 var placeholders = template.FuncMap{
+	"now":             func() time.Time { return placeholderTime },
+	"uuidv4":          func() string { return "00000000-0000-4000-8000-000000000000" },
+	"randInt":         func(lo, _ int) int { return lo },
+	"shuffle":         func(s string) string { return s },
 	"genPrivateKey":   func(string) string { return placeholderKey },
 	"derivePassword":  func(uint32, string, string, string, string) string { return placeholderHash },
 	"bcrypt":          func(string) string { return placeholderHash },

@@ -62,7 +62,7 @@ func Helm(files []File, budget Budget) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the chart's values do not load: %v", err)
 	}
-	e := newEngine(budget, nil, "zero")
+	e := newEngine(budget, "zero")
 	h := &helmRender{engine: e, templates: map[string]helmTemplate{}}
 	h.collect(c, top)
 	funcs := e.sprigFuncs("env", "expandenv")
@@ -71,10 +71,7 @@ func Helm(files []File, budget Budget) (*Result, error) {
 	}
 	funcs["include"] = h.include
 	funcs["tpl"] = h.tpl
-	for name, fn := range funcs {
-		e.funcs[name] = e.wrap(name, fn)
-	}
-	e.set.Funcs(e.funcs)
+	e.use(funcs)
 	res, err := h.render(strings.TrimSuffix(c.ChartFullPath(), "/") + "/")
 	if err != nil {
 		return nil, err

@@ -1,10 +1,18 @@
 package render
 
 import (
+	"bytes"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
+	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	helmengine "helm.sh/helm/v3/pkg/engine"
@@ -127,25 +135,7 @@ func TestHelmAsHelm(t *testing.T) {
 		got[o.Name] = o.Text
 	}
 
-	buffered := make([]*loader.BufferedFile, len(sampleChart))
-	for i, f := range sampleChart {
-		buffered[i] = &loader.BufferedFile{Name: f.Path, Data: f.Data}
-	}
-	c, err := loader.LoadFiles(buffered)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := chartutil.ProcessDependenciesWithMerge(c, chartutil.Values{}); err != nil {
-		t.Fatal(err)
-	}
-	vals, err := chartutil.ToRenderValues(c, chartutil.Values{}, chartutil.ReleaseOptions{Name: ReleaseName, Namespace: ReleaseNamespace, Revision: 1, IsInstall: true}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rendered, err := helmengine.Render(c, vals)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rendered := renderWithHelm(t, loadFiles(t, sampleChart))
 	want := map[string]string{}
 	for name, text := range rendered {
 		if !strings.HasPrefix(name[strings.LastIndex(name, "/")+1:], "_") {
@@ -214,24 +204,123 @@ func BenchmarkHelm(b *testing.B) {
 	b.Run("helm engine", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			buffered := make([]*loader.BufferedFile, len(sampleChart))
-			for i, f := range sampleChart {
-				buffered[i] = &loader.BufferedFile{Name: f.Path, Data: f.Data}
-			}
-			c, err := loader.LoadFiles(buffered)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := chartutil.ProcessDependenciesWithMerge(c, chartutil.Values{}); err != nil {
-				b.Fatal(err)
-			}
-			vals, err := chartutil.ToRenderValues(c, chartutil.Values{}, chartutil.ReleaseOptions{Name: ReleaseName, Namespace: ReleaseNamespace}, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := helmengine.Render(c, vals); err != nil {
-				b.Fatal(err)
-			}
+			renderWithHelm(b, loadFiles(b, sampleChart))
 		}
 	})
+}
+
+// loadFiles loads files with Helm's loader.
+func loadFiles(tb testing.TB, files []File) *chart.Chart {
+	tb.Helper()
+	buffered := make([]*loader.BufferedFile, len(files))
+	for i, f := range files {
+		buffered[i] = &loader.BufferedFile{Name: f.Path, Data: f.Data}
+	}
+	c, err := loader.LoadFiles(buffered)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
+// renderWithHelm renders c as `helm template` does, with Helm's own engine.
+func renderWithHelm(tb testing.TB, c *chart.Chart) map[string]string {
+	tb.Helper()
+	if err := chartutil.ProcessDependenciesWithMerge(c, chartutil.Values{}); err != nil {
+		tb.Fatal(err)
+	}
+	vals, err := chartutil.ToRenderValuesWithSchemaValidation(c, chartutil.Values{},
+		chartutil.ReleaseOptions{Name: ReleaseName, Namespace: ReleaseNamespace, Revision: 1, IsInstall: true}, nil, true)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rendered, err := helmengine.Render(c, vals)
+	if err != nil {
+		tb.Fatalf("Helm's engine: %v", err)
+	}
+	return rendered
+}
+
+// readChart reads the chart in dir as Helm's loader takes it.
+func readChart(t *testing.T, dir string) []File {
+	t.Helper()
+	var files []File
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		files = append(files, File{Path: filepath.ToSlash(rel), Data: data})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// TestHelmAsHelmOnRealCharts renders berth's own chart and Helm's test
+// charts (subcharts, archives, aliases, import-values) with Helm's engine
+// and with render.Helm: every template must render the same, but those
+// that use random values (render gives placeholders).
+func TestHelmAsHelmOnRealCharts(t *testing.T) {
+	dirs := []string{"../../deploy/helm/berth"}
+	helmCharts := filepath.Join(helmModuleDir(t), "pkg/chartutil/testdata")
+	for _, name := range []string{"subpop", "frobnitz", "dependent-chart-alias", "import-values-from-enabled-subchart/parent-chart"} {
+		dirs = append(dirs, filepath.Join(helmCharts, name))
+	}
+	for _, dir := range dirs {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			files := readChart(t, dir)
+			res, err := Helm(files, Budget{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]string{}
+			for _, o := range res.Outputs {
+				got[o.Name] = o.Text
+			}
+			c, err := loader.LoadDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rendered := renderWithHelm(t, c)
+			if len(res.Failures) != 0 {
+				t.Errorf("failures %v", res.Failures)
+			}
+			n := 0
+			for name, text := range rendered {
+				if strings.HasPrefix(path.Base(name), "_") {
+					continue
+				}
+				n++
+				if slices.ContainsFunc(c.Templates, func(f *chart.File) bool {
+					return name == c.Name()+"/"+f.Name && bytes.Contains(f.Data, []byte("rand"))
+				}) {
+					continue
+				}
+				if short := strings.TrimPrefix(name, c.Name()+"/"); got[short] != text {
+					t.Errorf("%s:\ngot  %q\nwant %q", short, got[short], text)
+				}
+			}
+			if n != len(got) || n == 0 {
+				t.Errorf("%d templates rendered, Helm rendered %d", len(got), n)
+			}
+		})
+	}
+}
+
+// helmModuleDir is where the Go module cache holds the Helm module this
+// build uses.
+func helmModuleDir(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "helm.sh/helm/v3").Output()
+	if err != nil || len(bytes.TrimSpace(out)) == 0 {
+		t.Fatalf("go list -m helm.sh/helm/v3: %v", err)
+	}
+	return string(bytes.TrimSpace(out))
 }

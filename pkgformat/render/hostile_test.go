@@ -56,6 +56,10 @@ func TestHostileHelm(t *testing.T) {
 		{"indent", "", map[string]string{"a.yaml": `{{ indent 100000000 "x" }}`}, true, "indent would build more than"},
 		{"output", "", map[string]string{"a.yaml": `{{ range until 2000 }}{{ repeat 1000 "x" }}{{ end }}`}, true, "renders more than"},
 		{"output of many templates", "", map[string]string{"a.yaml": `{{ repeat 800000 "x" }}`, "b.yaml": `{{ repeat 800000 "x" }}`}, true, "renders more than 648576 bytes"},
+		{"nested ifs", "", map[string]string{"a.yaml": strings.Repeat("{{ if 1 }}", 2_000_000) + strings.Repeat("{{ end }}", 2_000_000)}, true, "templates/a.yaml: actions nest 2000000 deep, more than 1000"},
+		{"else if chain", "", map[string]string{"a.yaml": "{{ if 0 }}" + strings.Repeat("{{- else if 0 -}}", 2_000_000) + "{{ end }}"}, true, "actions nest 2000001 deep"},
+		{"deep dicts", "", map[string]string{"a.yaml": `{{ $d := dict }}{{ range until 5000 }}{{ $d = dict "a" $d }}{{ end }}{{ toJson $d }}`}, true, "dict returns lists or maps nested more than 1000 deep"},
+		{"a dict that holds itself", "", map[string]string{"a.yaml": `{{ $d := dict }}{{ $_ := set $d "self" $d }}{{ $d }}`}, true, "set returns lists or maps nested more than 1000 deep (or one that holds itself)"},
 		{"file outside the chart", "", map[string]string{"a.yaml": `{{ .Files.Get "../../etc/passwd" }}`}, false, `templates/a.yaml: template: hostile/templates/a.yaml:1:9: executing "hostile/templates/a.yaml" at <.Files.Get>: error calling Get: reads the file "../../etc/passwd", outside the chart`},
 		{"absolute file", "", map[string]string{"a.yaml": `{{ .Files.GetBytes "/etc/passwd" }}`}, false, `reads the file "/etc/passwd", outside the chart`},
 		{"lines outside", "", map[string]string{"a.yaml": `{{ .Files.Lines "x/../../y" }}`}, false, "outside the chart"},
@@ -114,5 +118,26 @@ func TestRenderStopsWithItsContext(t *testing.T) {
 	_, err := Helm(hostileChart("", map[string]string{"a.yaml": `{{ range until 1000 }}{{ end }}`}), Budget{Context: ctx})
 	if !errors.Is(err, context.Canceled) || errors.Is(err, ErrRefused) {
 		t.Fatalf("got %v, want the context's error", err)
+	}
+}
+
+func TestNesting(t *testing.T) {
+	tests := []struct {
+		text string
+		want int
+	}{
+		{"a {{ .x }} b", 0},
+		{"{{ if .a }}{{ range .b }}{{ end }}{{ end }}{{ with .c }}{{ end }}", 2},
+		{"{{- if .a -}}{{- else if .b -}}{{- else -}}{{- end -}}{{ if .c }}{{ end }}", 2},
+		{"{{ if .a }}{{ else }}{{ end }}{{ else if }}{{ end }}{{ end }}", 1},
+		{`{{ define "x" }}{{ block "y" . }}{{ end }}{{ end }}`, 2},
+		{`{{ "}}{{ if" }}{{ if .a }}{{ end }}`, 2},
+		{"{{if(eq 1 1)}}{{if(eq 1 1)}}{{else if(eq 2 2)}}{{end}}{{end}}", 3},
+		{"{{/* if */}}{{ end }}{{ if", 1},
+	}
+	for _, tt := range tests {
+		if got := nesting(tt.text); got != tt.want {
+			t.Errorf("nesting(%q) = %d, want %d", tt.text, got, tt.want)
+		}
 	}
 }

@@ -16,16 +16,13 @@ var kudoDropped = []string{"env", "expandenv", "base", "dir", "clean", "ext", "i
 // data. It returns every template that rendered, and why the others did
 // not; the error wraps ErrRefused when a template breaks the budget.
 func KUDO(templates []File, vars map[string]any, budget Budget) (*Result, error) {
-	e := newEngine(budget, nil, "error")
+	e := newEngine(budget, "error")
 	funcs := e.sprigFuncs(kudoDropped...)
 	funcs["toYaml"] = func(v any) (string, error) {
 		out, err := yaml.Marshal(v)
 		return string(out), err
 	}
-	for name, fn := range funcs {
-		e.funcs[name] = e.wrap(name, fn)
-	}
-	e.set.Funcs(e.funcs)
+	e.use(funcs)
 	res := &Result{}
 	for _, t := range templates {
 		e.current = t.Path

@@ -503,8 +503,9 @@ func (a *Archive) Close() error {
 	return errors.Join(errs...)
 }
 
-// Verify reads the whole archive and checks it: every blob against its
-// digest; that every entry the manifest marks carried is in the archive
+// Verify reads the whole archive and checks it: that the manifest is whole
+// (every version and image names what it needs, see Import); every blob
+// against its digest; that every entry the manifest marks carried is in the archive
 // with its size (and in its part); that index.json names only manifests the
 // archive carries; and for a split archive, the size and sha256 of each part
 // but the last against the manifest. progress, when not nil, is called as
@@ -512,6 +513,9 @@ func (a *Archive) Close() error {
 func (a *Archive) Verify(ctx context.Context, progress func(done, total int64)) error {
 	if len(a.damage) > 0 {
 		return fmt.Errorf("%w: %s", ErrCorrupt, strings.Join(a.damage, "; "))
+	}
+	if _, err := checkManifest(a.manifest); err != nil {
+		return err
 	}
 	for _, e := range a.manifest.Content {
 		if !e.Carried {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,9 +26,10 @@ type ExportOptions struct {
 	// Client reads the source, with its credentials.
 	Client *client.Client
 	// Source is the berth server exported from, host[:port], and Catalog
-	// its catalog API, which resolves the selection.
+	// its catalog API, which resolves the selection and tells the images
+	// of each version.
 	Source  string
-	Catalog CatalogReader
+	Catalog ExportCatalog
 	// Selection chooses the versions.
 	Selection *Selection
 	// Output is a directory, or a FILE.tar (split into FILE-001.tar, ...
@@ -39,6 +41,16 @@ type ExportOptions struct {
 	// carried. BaseInfo describes it in the archive manifest.
 	Base     *Inventory
 	BaseInfo *Base
+	// SkipImages leaves out the container images the versions run; by
+	// default each is carried by digest (see Export).
+	SkipImages bool
+	// RegistryMap says where the images of a registry are read from; they
+	// keep their own names in the archive.
+	RegistryMap RegistryMap
+	// Platforms, when set, are the platforms whose manifests are carried of
+	// an image index; the index itself is carried unchanged. By default
+	// every child is.
+	Platforms []ocispec.Platform
 	// Signer, when set, signs the archive manifest.
 	Signer *signing.Signer
 	// Concurrency is how many versions are read at a time.
@@ -53,8 +65,18 @@ type ExportOptions struct {
 // Export writes the versions the selection chooses in the source, with
 // their signatures, attestations and referrers, to an archive. A version
 // that cannot be read is reported in Summary.Failed and left out; the
-// archive still holds every other version. Export fails only when no
-// archive could be written.
+// archive still holds every other version.
+//
+// Unless SkipImages, it also carries the container images the versions run
+// (as the source's catalog lists them), each by digest: a tag is resolved
+// when exporting and both are recorded (Manifest.Images); an index keeps
+// the children of Platforms only, when set; with each image go its
+// cosign tags and referrers. A blob shared between images and packages is
+// stored once. An image that cannot be read is reported in
+// Summary.ImagesFailed, with the versions that run it, and recorded in the
+// manifest with its Problem; the others are carried.
+//
+// Export fails only when no archive could be written.
 func Export(ctx context.Context, opts ExportOptions) (*Summary, error) {
 	start := time.Now()
 	if opts.Progress == nil {
@@ -79,15 +101,22 @@ func Export(ctx context.Context, opts ExportOptions) (*Summary, error) {
 		walker:  newWalker(func(name string) *remote.Repository { return opts.Client.Repository(opts.Source, name) }),
 		base:    newHoldings(opts.Base),
 		entries: map[digest.Digest]*Entry{},
+		images:  map[string]*imageWant{},
 	}
+	e.imageWalker = newWalker(e.imageRepository)
 	opts.Progress.VersionsTotal.Store(int64(len(res.Versions)))
 	forEach(ctx, opts.Concurrency, res.Versions, func(s Selected) {
 		defer opts.Progress.VersionsDone.Add(1)
 		v := Version{Repository: s.Repository(), Tag: s.Tag, Version: s.Version, Format: s.Format, Digest: s.Digest}
 		if err := e.export(ctx, v); err != nil {
 			e.counts.fail(v, err)
+			return
+		}
+		if !opts.SkipImages {
+			e.wantImages(ctx, s, v)
 		}
 	})
+	e.exportImages(ctx)
 	if err := ctx.Err(); err != nil {
 		return nil, errors.Join(err, w.Abort())
 	}
@@ -118,18 +147,22 @@ type exporter struct {
 	opts   ExportOptions
 	w      *ArchiveWriter
 	walker *walker
-	base   *holdings
-	counts counters
+	// imageWalker walks images, in their registries.
+	imageWalker *walker
+	base        *holdings
+	counts      counters
 
 	mu       sync.Mutex
 	versions []Version
 	entries  map[digest.Digest]*Entry
+	// images are the images wanted, by normalised reference.
+	images map[string]*imageWant
 }
 
 // export discovers the graph of v in the source and writes to the archive
 // what the far side lacks of it.
 func (e *exporter) export(ctx context.Context, v Version) error {
-	g, err := e.walker.walk(ctx, v)
+	g, err := e.walker.walk(ctx, v, nil)
 	if err != nil {
 		return err
 	}
@@ -214,10 +247,16 @@ func (e *exporter) manifest() *Manifest {
 		Selection:     e.opts.Selection,
 		Base:          e.opts.BaseInfo,
 		Versions:      e.versions,
+		Images:        e.imageList(),
 	}
 	needed := map[digest.Digest]bool{}
 	for _, v := range e.versions {
 		for _, d := range v.Needs {
+			needed[d] = true
+		}
+	}
+	for _, img := range m.Images {
+		for _, d := range img.Needs {
 			needed[d] = true
 		}
 	}
@@ -232,7 +271,9 @@ func (e *exporter) manifest() *Manifest {
 
 // index is the archive's index.json: every version and cosign tag the
 // archive carries under its full reference name (source/repository:tag),
-// and every referrer it carries, untagged.
+// every image under its full source reference (quay.io/org/img:1.0, or
+// @sha256:… when named by digest) and its cosign tags likewise, and every
+// referrer it carries, untagged.
 func (e *exporter) index(m *Manifest) ocispec.Index {
 	idx := ocispec.Index{MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{}}
 	idx.SchemaVersion = 2
@@ -264,6 +305,18 @@ func (e *exporter) index(m *Manifest) ocispec.Index {
 			add(r, "")
 		}
 	}
+	for _, img := range m.Images {
+		if img.Problem != "" {
+			continue
+		}
+		add(img.Digest, img.Reference)
+		for _, t := range img.Tags {
+			add(t.Digest, img.Repository+":"+t.Tag)
+		}
+		for _, r := range img.Referrers {
+			add(r, "")
+		}
+	}
 	return idx
 }
 
@@ -273,10 +326,14 @@ type holdings struct {
 	// anywhere maps a digest to the first repository, in name order, that
 	// holds it.
 	anywhere map[digest.Digest]string
+	// bySuffix maps every tail of repository names, by whole components
+	// (org/img and img of mirror/org/img), to the repositories, in name
+	// order, whose names end with it.
+	bySuffix map[string][]string
 }
 
 func newHoldings(inv *Inventory) *holdings {
-	h := &holdings{repos: map[string]map[digest.Digest]bool{}, anywhere: map[digest.Digest]string{}}
+	h := &holdings{repos: map[string]map[digest.Digest]bool{}, anywhere: map[digest.Digest]string{}, bySuffix: map[string][]string{}}
 	if inv == nil {
 		return h
 	}
@@ -294,6 +351,14 @@ func newHoldings(inv *Inventory) *holdings {
 			}
 		}
 		h.repos[name] = set
+		for tail := name; ; {
+			h.bySuffix[tail] = append(h.bySuffix[tail], name)
+			_, rest, ok := strings.Cut(tail, "/")
+			if !ok {
+				break
+			}
+			tail = rest
+		}
 	}
 	return h
 }

@@ -25,6 +25,19 @@ import (
 // hostile registry cannot make a walk endless.
 const maxGraphManifests = 1024
 
+// maxGraphBytes caps the bytes of the manifests one graph holds in memory
+// (each is at most client.MaxManifestSize): an index of many platforms,
+// each with its signatures, cannot take more.
+const maxGraphBytes = 64 << 20
+
+// maxRepositoryTags caps the tags listed of one repository, so that a
+// registry that pages its tag list without end cannot make a walk endless.
+const maxRepositoryTags = 1 << 17
+
+// childFilter chooses, of the manifests an image's index lists, those to
+// carry, and returns them with the platforms they are for.
+type childFilter func(children []ocispec.Descriptor) (kept []ocispec.Descriptor, platforms []string)
+
 // node is a manifest or blob of a version's graph.
 type node struct {
 	desc ocispec.Descriptor
@@ -59,6 +72,8 @@ func (n *node) parse() (children, blobs []ocispec.Descriptor, err error) {
 type graph struct {
 	version Version
 	nodes   map[digest.Digest]*node
+	// platforms are those a childFilter kept of the root's index.
+	platforms []string
 }
 
 // manifests returns the graph's manifests in push order: an index's
@@ -194,6 +209,9 @@ func (w *walker) tagsOf(ctx context.Context, name string) (map[string]bool, erro
 			for _, t := range tags {
 				l.tags[t] = true
 			}
+			if len(l.tags) > maxRepositoryTags {
+				return fmt.Errorf("more than %d tags; refusing to list more", maxRepositoryTags)
+			}
 			return nil
 		})
 		if l.err != nil {
@@ -204,8 +222,10 @@ func (w *walker) tagsOf(ctx context.Context, name string) (map[string]bool, erro
 }
 
 // walk discovers the graph of the version v names (Repository, Tag and
-// Digest set) in its repository.
-func (w *walker) walk(ctx context.Context, v Version) (*graph, error) {
+// Digest set) in its repository. keep, when not nil, chooses which of the
+// manifests the root lists (when it is an index) are followed; the root
+// itself is kept as it is.
+func (w *walker) walk(ctx context.Context, v Version, keep childFilter) (*graph, error) {
 	repo := w.repo(v.Repository)
 	tags, err := w.tagsOf(ctx, v.Repository)
 	if err != nil {
@@ -226,6 +246,7 @@ func (w *walker) walk(ctx context.Context, v Version) (*graph, error) {
 	fetched[root.desc.Digest] = root
 	queue := []ocispec.Descriptor{root.desc}
 	referrers := map[digest.Digest]bool{}
+	var held int64
 	for len(queue) > 0 {
 		desc := queue[0]
 		queue = queue[1:]
@@ -241,13 +262,27 @@ func (w *walker) walk(ctx context.Context, v Version) (*graph, error) {
 				return nil, fmt.Errorf("%s@%s: %w", v.Repository, desc.Digest, err)
 			}
 		}
+		if held += int64(len(n.body)); held > maxGraphBytes {
+			return nil, fmt.Errorf("%s@%s: its manifests, signatures and referrers take more than %d MiB; refusing to hold more", v.Repository, v.Digest, maxGraphBytes>>20)
+		}
 		g.nodes[desc.Digest] = n
 		children, blobs, err := n.parse()
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", v.Repository, err)
 		}
+		if keep != nil && desc.Digest == v.Digest && len(children) > 0 {
+			children, g.platforms = keep(children)
+			if len(children) == 0 {
+				return nil, fmt.Errorf("%s@%s: the index has none of the platforms asked for (--platform)", v.Repository, v.Digest)
+			}
+		}
 		queue = append(queue, children...)
 		for _, b := range blobs {
+			if len(b.URLs) > 0 {
+				// A non-distributable layer (a Windows base layer) is
+				// pulled from its URLs; registries need not hold it.
+				continue
+			}
 			if _, ok := g.nodes[b.Digest]; !ok {
 				g.nodes[b.Digest] = &node{desc: ocispec.Descriptor{MediaType: b.MediaType, Digest: b.Digest, Size: b.Size}}
 			}

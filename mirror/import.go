@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/opencontainers/go-digest"
@@ -33,12 +34,28 @@ type ImportOptions struct {
 	Concurrency int
 	// Progress, when set, is updated as the import goes.
 	Progress *Progress
+	// ImagePrefixes say where the archive's images go in the target; by
+	// default under DefaultImagePrefix.
+	ImagePrefixes ImagePrefixes
+	// ResourcesDir is where the resources a cluster needs to pull the
+	// images from the target are written.
+	ResourcesDir string
+	// Warn is told what did not stop the import but should be known (an
+	// image the export could not carry, a berth target that did not record
+	// where the images now live); it may be nil.
+	Warn func(string)
 }
 
-// Import copies the versions of an archive into the target: for each
-// version its blobs and manifests by digest (skipping what the target has),
-// then cosign's tags, then, last, the version's tag, so that a version
-// half imported is never tagged. Every blob is checked against its digest
+// Import copies the images and versions of an archive into the target.
+// First each image, to the repository ImagePrefixes give it (quay.io/org/img
+// to PREFIX/org/img), by digest: blobs, manifests (children before their
+// index), cosign's tags and referrers, and last its tag when its reference
+// names one (a tag of the target naming another digest is re-pointed and
+// reported in Summary.Moved). Then for each version its blobs and
+// manifests by digest (skipping what the target has), then cosign's tags,
+// then, last, the version's tag, so that a version half imported is never
+// tagged; its images are in place by then. A berth target records where
+// the images now live (Summary.ImageMirrors). Every blob is checked against its digest
 // as it is read. A version whose blobs are all in the archive is imported
 // though a part is missing or cut (Summary.Damaged says what is lost). A version that cannot be imported (a corrupt entry, a
 // refused push) is reported in Summary.Failed and left untagged; the others
@@ -59,7 +76,20 @@ func Import(ctx context.Context, a *Archive, opts ImportOptions) (*Summary, erro
 	if err != nil {
 		return nil, err
 	}
-	t := newTarget(ctx, opts.Client, opts.Target, opts.Policy, opts.Progress, len(m.Versions))
+	mapping, err := mapImages(m, opts.ImagePrefixes, opts.Target)
+	if err != nil {
+		return nil, err
+	}
+	warn := opts.Warn
+	if warn == nil {
+		warn = func(string) {}
+	}
+	for _, img := range m.Images {
+		if img.Problem != "" {
+			warn(fmt.Sprintf("the archive lacks image %s (needed by %s): %s", img.Reference, strings.Join(img.Versions, ", "), img.Problem))
+		}
+	}
+	t := newTarget(ctx, opts.Client, opts.Target, opts.Policy, opts.Progress, len(m.Versions)+len(m.Images))
 	opts.Progress.VersionsTotal.Store(int64(len(m.Versions)))
 	var total int64
 	for _, en := range entries {
@@ -69,7 +99,8 @@ func Import(ctx context.Context, a *Archive, opts ImportOptions) (*Summary, erro
 	}
 	opts.Progress.BytesTotal.Store(total)
 	src := archiveSource{a: a, entries: entries}
-	mountFrom := func(d digest.Digest) string { return entries[d].At }
+	mountFrom := mapping.mountFrom(m, entries, opts.ImagePrefixes)
+	t.importImages(ctx, a, m, entries, mapping, opts.Concurrency, src, mountFrom)
 	forEach(ctx, opts.Concurrency, m.Versions, func(v Version) {
 		defer opts.Progress.VersionsDone.Add(1)
 		g, err := archiveGraph(a, v, entries)
@@ -85,13 +116,16 @@ func Import(ctx context.Context, a *Archive, opts ImportOptions) (*Summary, erro
 	}
 	sum := t.counts.summary(start)
 	sum.Damaged = a.Damage()
+	if len(mapping) > 0 {
+		sum.ImageMirrors = mapping.mirrors(opts.Target)
+		recordMirrors(ctx, opts.Client, opts.Target, sum.ImageMirrors, warn)
+	}
 	return sum, nil
 }
 
 // checkManifest checks that an archive manifest (whose media type
-// OpenArchive checked) is whole: every version
-// names a valid repository, tag and digest, and every digest a version
-// needs has its entry. It returns the entries by digest.
+// OpenArchive checked) is whole: every version and image names a valid
+// repository, tag and digest, and every digest one needs has its entry. It returns the entries by digest.
 func checkManifest(m *Manifest) (map[digest.Digest]Entry, error) {
 	entries := make(map[digest.Digest]Entry, len(m.Content))
 	for _, en := range m.Content {
@@ -123,20 +157,33 @@ func checkManifest(m *Manifest) (map[digest.Digest]Entry, error) {
 				return nil, fmt.Errorf("%s: %w", what, err)
 			}
 		}
-		needs := map[digest.Digest]bool{}
-		for _, d := range v.Needs {
-			if _, ok := entries[d]; !ok {
-				return nil, fmt.Errorf("%s needs %s, which the content list lacks", what, d)
-			}
-			needs[d] = true
-		}
-		for _, d := range append(append([]digest.Digest{v.Digest}, v.Referrers...), tagDigests(v.Tags)...) {
-			if !needs[d] || !entries[d].Manifest {
-				return nil, fmt.Errorf("%s: manifest %s is not among what it needs", what, d)
-			}
+		if err := checkNeeds(what, v.Needs, v.Digest, v.Referrers, v.Tags, entries); err != nil {
+			return nil, err
 		}
 	}
+	if err := checkImages(m, entries); err != nil {
+		return nil, err
+	}
 	return entries, nil
+}
+
+// checkNeeds checks that every digest of needs has its entry, and that
+// the root manifest, its referrers and the manifests its tags name are
+// manifests among needs; what names the version or image.
+func checkNeeds(what string, needs []digest.Digest, root digest.Digest, referrers []digest.Digest, tags []Tag, entries map[digest.Digest]Entry) error {
+	set := make(map[digest.Digest]bool, len(needs))
+	for _, d := range needs {
+		if _, ok := entries[d]; !ok {
+			return fmt.Errorf("%s needs %s, which the content list lacks", what, d)
+		}
+		set[d] = true
+	}
+	for _, d := range append(append([]digest.Digest{root}, referrers...), tagDigests(tags)...) {
+		if !set[d] || !entries[d].Manifest {
+			return fmt.Errorf("%s: manifest %s is not among what it needs", what, d)
+		}
+	}
+	return nil
 }
 
 func tagDigests(tags []Tag) []digest.Digest {

@@ -118,12 +118,20 @@ func WriteInventory(path string, inv *Inventory) (digest.Digest, error) {
 
 // InventoryOf is the inventory of what the far side holds once the archive
 // that m describes was imported: for each version, its repository holds
-// every digest the version needs. Its Taken is when the archive was made;
+// every digest the version needs; for each image carried, a repository
+// named by its source repository (quay.io/org/img) holds every digest the
+// image needs, which an export matches with the far side's repository of
+// the same path under any prefix. Its Taken is when the archive was made;
 // its Registry is empty, as the archive does not name the far side.
 func InventoryOf(m *Manifest) *Inventory {
 	inv := &Inventory{MediaType: InventoryMediaType, Taken: m.Created, Repositories: map[string][]digest.Digest{}}
 	for _, v := range m.Versions {
 		inv.Repositories[v.Repository] = append(inv.Repositories[v.Repository], v.Needs...)
+	}
+	for _, img := range m.Images {
+		if img.Problem == "" {
+			inv.Repositories[img.Repository] = append(inv.Repositories[img.Repository], img.Needs...)
+		}
 	}
 	for repo, ds := range inv.Repositories {
 		slices.Sort(ds)

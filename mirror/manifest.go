@@ -43,8 +43,12 @@ type Manifest struct {
 	Base *Base `json:"base,omitempty"`
 	// Versions are the versions exported, by repository and tag.
 	Versions []Version `json:"versions"`
-	// Content is every manifest and blob the versions need, once each,
-	// ordered by digest, whether the archive carries it or not.
+	// Images are the container images the versions run, each once by
+	// reference, ordered by reference; empty in an archive made with
+	// --images=false or before berth carried images.
+	Images []Image `json:"images,omitempty"`
+	// Content is every manifest and blob the versions and images need,
+	// once each, ordered by digest, whether the archive carries it or not.
 	Content []Entry `json:"content"`
 	// Parts are the parts of a split archive, in order; empty when it is
 	// one file or directory.
@@ -73,6 +77,46 @@ type Version struct {
 	// need in its repository, the version's manifest included, ordered by
 	// digest.
 	Needs []digest.Digest `json:"needs"`
+}
+
+// Image is one container image the exported versions run, carried by
+// digest.
+type Image struct {
+	// Repository is the source repository, normalised (quay.io/org/img,
+	// docker.io/library/nginx): the name the image keeps in the archive,
+	// the mapping and generated resources, whatever --registry-map read it
+	// from.
+	Repository string `json:"repository"`
+	// Reference is the reference as the versions' content names it,
+	// normalised (docker.io/library/nginx:1.25).
+	Reference string `json:"reference"`
+	// Tag is the tag Reference names, if any; Digest is what the tag named
+	// at export, or the digest Reference names.
+	Tag    string        `json:"tag,omitempty"`
+	Digest digest.Digest `json:"digest,omitempty"`
+	// MediaType is the media type of the manifest or index Digest names.
+	MediaType string `json:"mediaType,omitempty"`
+	// Platforms are the platforms (os/arch[/variant]) whose manifests the
+	// archive carries of an index exported with --platform; empty when
+	// every child is carried. The index itself is carried unchanged, so
+	// that its digest stays the one the packages name.
+	Platforms []string `json:"platforms,omitempty"`
+	// Tags are cosign's tags (sha256-<hex>.sig, .att, .sbom) of the image,
+	// of the children carried and of the referrers, with the manifest
+	// each names.
+	Tags []Tag `json:"tags,omitempty"`
+	// Referrers are the manifests that refer to the image or a carried
+	// child, directly or through another referrer, ordered by digest.
+	Referrers []digest.Digest `json:"referrers,omitempty"`
+	// Needs is every manifest and blob the image, its tags and referrers
+	// need, ordered by digest.
+	Needs []digest.Digest `json:"needs,omitempty"`
+	// Versions are the versions that run the image, as repository:tag,
+	// ordered.
+	Versions []string `json:"versions"`
+	// Problem says why the image is not carried (it could not be read, or
+	// its reference is not valid); empty when it is.
+	Problem string `json:"problem,omitempty"`
 }
 
 // Tag is a tag and the manifest it names.

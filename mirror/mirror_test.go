@@ -36,6 +36,10 @@ type source struct {
 	c       *client.Client
 	keys    signingtest.KeyPair
 	digests map[string]digest.Digest // version → digest
+	// images are the images each version runs, as the catalog lists them;
+	// imagesErr, when set, is the catalog's answer instead.
+	images    map[string][]apiv1.VersionImage
+	imagesErr error
 }
 
 func newSource(t *testing.T) *source {
@@ -90,6 +94,14 @@ func (s *source) Package(_ context.Context, ns, name string) (*apiv1.Package, er
 
 func (s *source) Upgrades(context.Context, string, string, string, string) (*apiv1.Upgrades, error) {
 	return nil, errors.New("no channels")
+}
+
+// VersionImages makes source a mirror.ExportCatalog.
+func (s *source) VersionImages(_ context.Context, ns, name, version string) (*apiv1.VersionImages, error) {
+	if s.imagesErr != nil {
+		return nil, s.imagesErr
+	}
+	return &apiv1.VersionImages{Namespace: ns, Name: name, Version: version, Images: s.images[version]}, nil
 }
 
 func (s *source) export(t *testing.T, out string, base *mirror.Inventory) *mirror.Summary {

@@ -141,7 +141,7 @@ func Sync(ctx context.Context, opts SyncOptions) (*Summary, error) {
 	opts.Progress.VersionsTotal.Store(int64(len(puts)))
 	forEach(ctx, opts.Concurrency, puts, func(v Version) {
 		defer opts.Progress.VersionsDone.Add(1)
-		g, err := w.walk(ctx, v)
+		g, err := w.walk(ctx, v, nil)
 		if err == nil {
 			_, err = t.put(ctx, g, src, nil)
 		}

@@ -6,16 +6,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"golang.org/x/sync/errgroup"
 	"oras.land/oras-go/v2/errdef"
 	"oras.land/oras-go/v2/registry/remote"
 	"oras.land/oras-go/v2/registry/remote/errcode"
 
+	"github.com/berth-registry/berth/catalog/apiv1"
 	"github.com/berth-registry/berth/client"
 	"github.com/berth-registry/berth/signing"
 )
@@ -23,6 +26,11 @@ import (
 // DefaultConcurrency is how many versions are copied at a time when an
 // operation's Concurrency is not set.
 const DefaultConcurrency = 8
+
+// blobConcurrency is how many blobs of one version or image are copied at
+// a time: an image of many layers, or an index of many platforms, need not
+// wait for each in turn.
+const blobConcurrency = 4
 
 // Progress counts how far an operation has come. The operation updates it
 // as it goes; a caller may read it at any time to draw progress bars.
@@ -56,6 +64,18 @@ type Summary struct {
 	// Damaged says what of the archive is lost (import): a part missing,
 	// or a tar file cut, and where.
 	Damaged []string `json:"damaged,omitempty"`
+	// Images counts the images written to the archive (export), or pushed
+	// to the target or found whole there (import).
+	Images int `json:"images"`
+	// ImagesFailed are the images that could not be exported or imported,
+	// each with the versions that run it.
+	ImagesFailed []ImageProblem `json:"imagesFailed"`
+	// Moved names the image tags of the target that named another digest
+	// and were re-pointed at the one exported (import).
+	Moved []string `json:"moved,omitempty"`
+	// ImageMirrors are where import put the images of each source
+	// repository.
+	ImageMirrors []apiv1.ImageMirror `json:"imageMirrors,omitempty"`
 	// Files are the archive's files (export).
 	Files []string `json:"files,omitempty"`
 	// Seconds is how long it took.
@@ -70,14 +90,36 @@ type Problem struct {
 	Reason     string        `json:"reason"`
 }
 
+// ImageProblem names an image that could not be carried, the versions
+// that run it, and why.
+type ImageProblem struct {
+	Reference string   `json:"reference"`
+	Versions  []string `json:"versions"`
+	Reason    string   `json:"reason"`
+}
+
 // counters are a Summary's counts, updated concurrently.
 type counters struct {
-	versions, blobs, manifests atomic.Int64
-	bytes, skipped             atomic.Int64
+	versions, blobs, manifests, images atomic.Int64
+	bytes, skipped                     atomic.Int64
 
-	mu          sync.Mutex
-	quarantined []Problem
-	failed      []Problem
+	mu           sync.Mutex
+	quarantined  []Problem
+	failed       []Problem
+	imagesFailed []ImageProblem
+	moved        []string
+}
+
+func (c *counters) failImage(img Image, reason string) {
+	c.mu.Lock()
+	c.imagesFailed = append(c.imagesFailed, ImageProblem{Reference: img.Reference, Versions: img.Versions, Reason: reason})
+	c.mu.Unlock()
+}
+
+func (c *counters) move(what string) {
+	c.mu.Lock()
+	c.moved = append(c.moved, what)
+	c.mu.Unlock()
 }
 
 func (c *counters) fail(v Version, err error) {
@@ -103,6 +145,9 @@ func (c *counters) summary(start time.Time) *Summary {
 		BytesSkipped: c.skipped.Load(),
 		Quarantined:  append([]Problem{}, c.quarantined...),
 		Failed:       append([]Problem{}, c.failed...),
+		Images:       int(c.images.Load()),
+		ImagesFailed: append([]ImageProblem{}, c.imagesFailed...),
+		Moved:        slices.Clone(c.moved),
 		Seconds:      time.Since(start).Seconds(),
 	}
 }
@@ -170,39 +215,19 @@ func (t *target) holds(ctx context.Context, name string, desc ocispec.Descriptor
 func (t *target) put(ctx context.Context, g *graph, src blobSource, mountFrom func(digest.Digest) string) (bool, error) {
 	v := g.version
 	repo := t.c.Repository(t.host, v.Repository)
-	for _, b := range g.blobs() {
-		if err := t.putBlob(ctx, repo, v.Repository, b.desc, src, mountFrom); err != nil {
-			return false, err
-		}
-	}
-	// A manifest that a cosign tag names is pushed under its tag, in one
-	// request; so is the version's, last, unless a trust policy is to check
-	// its signatures first (a quarantined version is left by digest).
-	byTag := map[digest.Digest]string{}
-	for _, tag := range v.Tags {
-		if _, ok := byTag[tag.Digest]; !ok {
-			byTag[tag.Digest] = tag.Tag
-		}
-	}
 	covered := false
 	if t.policy != nil {
 		_, covered = t.policy.For(v.Repository)
 	}
-	if !covered {
-		byTag[v.Digest] = v.Tag
+	// The version's manifest is pushed under its tag, last, in one request,
+	// unless a trust policy is to check its signatures first (a quarantined
+	// version is left by digest).
+	last := v.Tag
+	if covered {
+		last = ""
 	}
-	for _, m := range g.manifests() {
-		if _, ok := byTag[m.desc.Digest]; ok && m.body != nil {
-			continue
-		}
-		if err := t.putManifest(ctx, repo, v.Repository, m); err != nil {
-			return false, err
-		}
-	}
-	for _, tag := range v.Tags {
-		if _, err := t.tag(ctx, repo, g.nodes[tag.Digest], tag.Tag); err != nil {
-			return false, err
-		}
+	if err := t.putContent(ctx, repo, g, src, mountFrom, last); err != nil {
+		return false, err
 	}
 	if covered {
 		report, err := signing.Check(ctx, t.c.Fetcher(t.host), t.policy, v.Repository, v.Digest.String())
@@ -214,7 +239,7 @@ func (t *target) put(ctx context.Context, g *graph, src blobSource, mountFrom fu
 			return false, nil
 		}
 	}
-	tagged, err := t.tag(ctx, repo, g.nodes[v.Digest], v.Tag)
+	tagged, _, err := t.tag(ctx, repo, g.nodes[v.Digest], v.Tag)
 	if err != nil {
 		var resp *errcode.ErrorResponse
 		if errors.As(err, &resp) && resp.StatusCode == 403 {
@@ -229,6 +254,47 @@ func (t *target) put(ctx context.Context, g *graph, src blobSource, mountFrom fu
 		t.counts.versions.Add(1)
 	}
 	return tagged, nil
+}
+
+// putContent copies what g needs into repo, but for the root's own tag:
+// its blobs, blobConcurrency at a time (skipping those the target has,
+// mounting those the far side holds in another repository), then its manifests by digest, then
+// cosign's tags. A manifest a cosign tag names is pushed under its tag, in
+// one request; so is the root's when last, the tag it will be given last,
+// is not empty.
+func (t *target) putContent(ctx context.Context, repo *remote.Repository, g *graph, src blobSource, mountFrom func(digest.Digest) string, last string) error {
+	v := g.version
+	blobs, bctx := errgroup.WithContext(ctx)
+	blobs.SetLimit(blobConcurrency)
+	for _, b := range g.blobs() {
+		blobs.Go(func() error { return t.putBlob(bctx, repo, v.Repository, b.desc, src, mountFrom) })
+	}
+	if err := blobs.Wait(); err != nil {
+		return err
+	}
+	byTag := map[digest.Digest]string{}
+	for _, tag := range v.Tags {
+		if _, ok := byTag[tag.Digest]; !ok {
+			byTag[tag.Digest] = tag.Tag
+		}
+	}
+	if last != "" {
+		byTag[v.Digest] = last
+	}
+	for _, m := range g.manifests() {
+		if _, ok := byTag[m.desc.Digest]; ok && m.body != nil {
+			continue
+		}
+		if err := t.putManifest(ctx, repo, v.Repository, m); err != nil {
+			return err
+		}
+	}
+	for _, tag := range v.Tags {
+		if _, _, err := t.tag(ctx, repo, g.nodes[tag.Digest], tag.Tag); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // putBlob makes sure the target's repository has blob desc.
@@ -290,8 +356,9 @@ func (t *target) putManifest(ctx context.Context, repo *remote.Repository, name 
 }
 
 // tag points tag at manifest m, unless it does already; it reports
-// whether it moved the tag.
-func (t *target) tag(ctx context.Context, repo *remote.Repository, m *node, tag string) (bool, error) {
+// whether it moved the tag, and the manifest the tag named before when it
+// named another.
+func (t *target) tag(ctx context.Context, repo *remote.Repository, m *node, tag string) (bool, digest.Digest, error) {
 	var (
 		have ocispec.Descriptor
 		err  error = errdef.ErrNotFound
@@ -300,11 +367,14 @@ func (t *target) tag(ctx context.Context, repo *remote.Repository, m *node, tag 
 	if t.have == nil || t.have.repos[repo.Reference.Repository][m.desc.Digest] {
 		have, err = repo.Resolve(ctx, tag)
 	}
+	var was digest.Digest
 	switch {
 	case err == nil && have.Digest == m.desc.Digest:
-		return false, nil
-	case err != nil && !errors.Is(err, errdef.ErrNotFound):
-		return false, fmt.Errorf("resolve %s:%s: %w", repo.Reference.Repository, tag, err)
+		return false, "", nil
+	case err == nil:
+		was = have.Digest
+	case !errors.Is(err, errdef.ErrNotFound):
+		return false, "", fmt.Errorf("resolve %s:%s: %w", repo.Reference.Repository, tag, err)
 	}
 	if m.body == nil {
 		err = repo.Tag(ctx, m.desc, tag)
@@ -312,12 +382,12 @@ func (t *target) tag(ctx context.Context, repo *remote.Repository, m *node, tag 
 		err = repo.PushReference(ctx, m.desc, bytes.NewReader(m.body), tag)
 	}
 	if err != nil {
-		return false, fmt.Errorf("tag %s:%s: %w", repo.Reference.Repository, tag, err)
+		return false, "", fmt.Errorf("tag %s:%s: %w", repo.Reference.Repository, tag, err)
 	}
 	if m.body != nil && (t.have == nil || !t.have.repos[repo.Reference.Repository][m.desc.Digest]) {
 		t.counts.manifests.Add(1)
 	}
-	return true, nil
+	return true, was, nil
 }
 
 // countingReader adds what is read to n.

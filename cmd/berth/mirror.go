@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -128,6 +126,9 @@ func newMirrorExportCmd() *cobra.Command {
 		since       string
 		keyFile     string
 		concurrency int
+		images      bool
+		platforms   []string
+		registryMap []string
 	)
 	cmd := &cobra.Command{
 		Use:   "export --source HOST --selection FILE -o DIR|FILE.tar",
@@ -138,6 +139,15 @@ sha256-<hex>.sig/.att/.sbom tags and OCI referrers) and the referrers of those,
 to one archive: an OCI image layout (a directory, or a .tar file) plus
 berth-mirror.json, which lists the selection, every version and digest, the
 source and the time.
+
+With each version go the container images it runs, as the source's catalog
+lists them, by digest: a tag is resolved now and both are recorded. An image
+index keeps only the --platform children when given (the index itself is
+carried unchanged, so its digest stays valid); cosign signatures, attestations
+and referrers of each image go too. --registry-map quay.io=mirror.internal:5000
+reads the images of quay.io from mirror.internal:5000, while they keep their
+quay.io names. --images=false carries the packages alone. An image that cannot
+be read is reported, with the versions that run it, and the rest is carried.
 
 --inventory (from berth mirror inventory on the far side) or --since (the
 berth-mirror.json of the previous export) make a delta: only what the far side
@@ -164,6 +174,17 @@ holds every other version.`,
 			if inventory != "" && since != "" {
 				return errors.New("give either --inventory or --since, not both")
 			}
+			regMap, err := mirror.ParseRegistryMap(registryMap)
+			if err != nil {
+				return err
+			}
+			plats, err := mirror.ParsePlatforms(platforms)
+			if err != nil {
+				return err
+			}
+			if !images && (len(registryMap) > 0 || len(platforms) > 0) {
+				return errors.New("--registry-map and --platform choose how images are read: drop them, or --images=false")
+			}
 			selection, err := sel.selection(true)
 			if err != nil {
 				return err
@@ -178,6 +199,7 @@ holds every other version.`,
 			}
 			opts := mirror.ExportOptions{Client: c, Source: source, Catalog: cat, Selection: selection, Output: output,
 				MaxSize: int64(maxSize), Concurrency: concurrency, Progress: &mirror.Progress{},
+				SkipImages: !images, RegistryMap: regMap, Platforms: plats,
 				Warn: func(s string) { fmt.Fprintln(cmd.ErrOrStderr(), "Warning: "+s) }}
 			if opts.Base, opts.BaseInfo, err = exportBase(inventory, since); err != nil {
 				return err
@@ -203,6 +225,9 @@ holds every other version.`,
 	cmd.Flags().StringVar(&since, "since", "", "pack only what the previous archive's manifest `FILE` (berth-mirror.json) did not")
 	cmd.Flags().StringVar(&keyFile, "key", "", "sign the archive manifest with this cosign private key `FILE` (password in $"+signing.PasswordEnv+")")
 	cmd.Flags().IntVar(&concurrency, "concurrency", mirror.DefaultConcurrency, "versions read at a time")
+	cmd.Flags().BoolVar(&images, "images", true, "carry the container images the versions run")
+	cmd.Flags().StringSliceVar(&platforms, "platform", nil, "of an image index, carry only the manifests of `OS/ARCH[/VARIANT]` (repeatable or comma separated; default: all)")
+	cmd.Flags().StringArrayVar(&registryMap, "registry-map", nil, "read the images of registry FROM from TO, keeping their FROM names: `FROM=TO` (repeatable)")
 	return cmd
 }
 
@@ -233,6 +258,8 @@ func newMirrorImportCmd() *cobra.Command {
 		format      outputFormat
 		archiveKey  string
 		concurrency int
+		prefixes    []string
+		resources   string
 	)
 	cmd := &cobra.Command{
 		Use:   "import ARCHIVE... TARGET",
@@ -246,6 +273,15 @@ a version with a corrupt entry is reported and not tagged. From a tar cut short
 or a split archive with a part missing or cut, the versions whose content is
 all there are imported and the others reported, with what was lost.
 
+The archive's images go first, each by digest to TARGET/PREFIX/PATH:
+quay.io/org/img goes to TARGET/mirror/org/img by default, --image-prefix
+site/upstream puts every registry under site/upstream, and
+--image-prefix quay.io=quay gives one registry its own. An image named by tag
+is tagged last, at the digest exported, even if the tag moved since (a tag of
+TARGET that named another digest is re-pointed and reported). A berth TARGET
+records where each source repository's images now live. The resources a
+cluster needs to pull from the mirror are written to --resources DIR.
+
 With --archive-key the archive manifest's signature is checked before anything
 else. With a trust policy (--trust-policy, or --policy) a version whose
 signatures it does not verify is quarantined: pushed by digest, left untagged,
@@ -254,7 +290,8 @@ and reported. A berth TARGET also applies its own trust policy when tagging.
 Killed at any point, the same import run again finishes the job and sends only
 what TARGET still lacks.`,
 		Example: `  berth mirror import kudo.tar registry.internal:5000
-  berth mirror import delta-001.tar delta-002.tar registry.internal:5000 --archive-key cosign.pub --policy trust.yaml`,
+  berth mirror import delta-001.tar delta-002.tar registry.internal:5000 --archive-key cosign.pub --policy trust.yaml
+  berth mirror import site.tar mirror.site:5000 --image-prefix quay.io=upstream/quay --image-prefix ghcr.io=upstream/ghcr`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			tgt := args[len(args)-1]
@@ -269,7 +306,13 @@ what TARGET still lacks.`,
 			if err != nil {
 				return err
 			}
-			opts := mirror.ImportOptions{Client: c, Target: tgt, Policy: policy, Concurrency: concurrency, Progress: &mirror.Progress{}}
+			imagePrefixes, err := mirror.ParseImagePrefixes(prefixes, tgt)
+			if err != nil {
+				return err
+			}
+			opts := mirror.ImportOptions{Client: c, Target: tgt, Policy: policy, Concurrency: concurrency, Progress: &mirror.Progress{},
+				ImagePrefixes: imagePrefixes, ResourcesDir: resources,
+				Warn: func(s string) { fmt.Fprintln(cmd.ErrOrStderr(), "Warning: "+s) }}
 			if archiveKey != "" {
 				k, err := signing.LoadPublicKey(archiveKey)
 				if err != nil {
@@ -299,6 +342,8 @@ what TARGET still lacks.`,
 	addFormatFlag(cmd, &format)
 	cmd.Flags().StringVar(&archiveKey, "archive-key", "", "require the archive manifest to be signed by this cosign public key `FILE`")
 	cmd.Flags().IntVar(&concurrency, "concurrency", mirror.DefaultConcurrency, "versions imported at a time")
+	cmd.Flags().StringArrayVar(&prefixes, "image-prefix", nil, "put images under this repository `PREFIX` of TARGET (default "+mirror.DefaultImagePrefix+"), or REGISTRY=PREFIX for one source registry (repeatable)")
+	cmd.Flags().StringVar(&resources, "resources", "berth-mirror-resources", "write the resources a cluster needs to pull the images from TARGET to this `DIR`")
 	return cmd
 }
 
@@ -372,14 +417,15 @@ berth mirror export --inventory: only what TARGET lacks is packed.`,
 
 // archiveCheck is what `berth mirror verify --format json` prints: for one
 // part of a split archive checked on its own, Part, Archive and Blobs; for
-// a whole archive, Versions, Source, Created and, with --archive-key,
-// SignedBy.
+// a whole archive, Versions, Images (those carried), Source, Created and,
+// with --archive-key, SignedBy.
 type archiveCheck struct {
 	Files    []string   `json:"files"`
 	Part     int        `json:"part,omitempty"`
 	Archive  string     `json:"archive,omitempty"`
 	Blobs    int        `json:"blobs,omitempty"`
 	Versions int        `json:"versions,omitempty"`
+	Images   int        `json:"images,omitempty"`
 	Source   string     `json:"source,omitempty"`
 	Created  *time.Time `json:"created,omitempty"`
 	SignedBy string     `json:"signedBy,omitempty"`
@@ -437,14 +483,19 @@ every blob its listing names is there, whole and matching its digest.`,
 			}
 			m := a.Manifest()
 			res.Versions, res.Source, res.Created = len(m.Versions), m.Source, &m.Created
+			for _, img := range m.Images {
+				if img.Problem == "" {
+					res.Images++
+				}
+			}
 			if format == formatJSON {
 				return writeJSON(w, res)
 			}
 			if res.SignedBy != "" {
 				fmt.Fprintf(w, "Archive manifest signed by %s\n", res.SignedBy)
 			}
-			fmt.Fprintf(w, "Archive of %d versions from %s, made %s: every entry matches its digest\n",
-				len(m.Versions), m.Source, m.Created.Format(time.RFC3339))
+			fmt.Fprintf(w, "Archive of %d versions and %d images from %s, made %s: every entry matches its digest\n",
+				len(m.Versions), res.Images, m.Source, m.Created.Format(time.RFC3339))
 			return nil
 		},
 	}
@@ -539,110 +590,4 @@ sync with another selection and the same --state is refused.
 	cmd.Flags().DurationVar(&interval, "interval", 30*time.Second, "with --follow: the time between two syncs")
 	cmd.Flags().IntVar(&concurrency, "concurrency", mirror.DefaultConcurrency, "versions copied at a time")
 	return cmd
-}
-
-// runWithProgress runs op, drawing its progress on stderr when stderr is a
-// terminal.
-func runWithProgress(cmd *cobra.Command, label string, p *mirror.Progress, op func(context.Context) (*mirror.Summary, error)) (*mirror.Summary, error) {
-	w := cmd.ErrOrStderr()
-	if !isTerminal(w) {
-		return op(cmd.Context())
-	}
-	done := make(chan struct{})
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		t := time.NewTicker(200 * time.Millisecond)
-		defer t.Stop()
-		for {
-			fmt.Fprint(w, "\r"+renderMirrorProgress(label, p))
-			select {
-			case <-done:
-				fmt.Fprintln(w, "\r"+renderMirrorProgress(label, p))
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	sum, err := op(cmd.Context())
-	close(done)
-	<-stopped
-	return sum, err
-}
-
-// renderMirrorProgress renders one line:
-// "import versions [=====>    ] 12/40  bytes 18.0 MiB / 40.0 MiB".
-func renderMirrorProgress(label string, p *mirror.Progress) string {
-	total, done := p.VersionsTotal.Load(), p.VersionsDone.Load()
-	line := fmt.Sprintf("%s versions %s %d/%d  ", label, bar(done, total), done, total)
-	if bt := p.BytesTotal.Load(); bt > 0 {
-		return line + fmt.Sprintf("bytes %s / %s", mebibytes(p.BytesDone.Load()), mebibytes(bt))
-	}
-	return line + "bytes " + mebibytes(p.BytesDone.Load())
-}
-
-// reportMirror prints what an export, import or sync did: the summary as
-// JSON, or as text with each problem on its own line. It returns err, or an
-// error when a version failed.
-func reportMirror(cmd *cobra.Command, format outputFormat, verb string, sum *mirror.Summary, err error) error {
-	if err != nil {
-		return err
-	}
-	if format == formatJSON {
-		if err := writeJSON(cmd.OutOrStdout(), sum); err != nil {
-			return err
-		}
-	} else {
-		w := cmd.OutOrStdout()
-		fmt.Fprintf(w, "%s %d versions: %d blobs, %d manifests, %s sent, %s already there, in %.1fs\n",
-			verb, sum.Versions, sum.Blobs, sum.Manifests, mebibytes(sum.Bytes), mebibytes(sum.BytesSkipped), sum.Seconds)
-		for _, f := range sum.Files {
-			fmt.Fprintln(w, "Wrote "+f)
-		}
-		for _, d := range sum.Damaged {
-			fmt.Fprintln(w, "Damaged: "+d)
-		}
-		printProblems(w, "Quarantined", sum.Quarantined)
-		printProblems(w, "Deleted upstream", sum.Deleted)
-		printProblems(w, "Failed", sum.Failed)
-	}
-	if n := len(sum.Failed); n > 0 {
-		return fmt.Errorf("%d versions failed", n)
-	}
-	return nil
-}
-
-func printProblems(w io.Writer, what string, ps []mirror.Problem) {
-	for _, p := range ps {
-		fmt.Fprintf(w, "%s: %s:%s (%s): %s\n", what, p.Repository, p.Tag, shortDigest(p.Digest.String()), p.Reason)
-	}
-}
-
-// sizeFlag is a size in bytes given with an optional unit: 700MB, 4GiB.
-type sizeFlag int64
-
-func (s *sizeFlag) String() string { return strconv.FormatInt(int64(*s), 10) }
-func (s *sizeFlag) Type() string   { return "size" }
-
-// Set parses a number of bytes with an optional unit: B, KB, MB, GB, TB
-// (powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024).
-func (s *sizeFlag) Set(v string) error {
-	units := []struct {
-		suffix string
-		factor int64
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
-		{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1}}
-	num, factor := v, int64(1)
-	for _, u := range units {
-		if strings.HasSuffix(v, u.suffix) {
-			num, factor = strings.TrimSpace(strings.TrimSuffix(v, u.suffix)), u.factor
-			break
-		}
-	}
-	n, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || n <= 0 || n > (1<<62)/factor {
-		return fmt.Errorf("want a positive size such as 700MB or 4GiB, not %q", v)
-	}
-	*s = sizeFlag(n * factor)
-	return nil
 }

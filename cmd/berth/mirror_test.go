@@ -44,6 +44,11 @@ func TestMirrorBadInput(t *testing.T) {
 		{"export with inventory and since", []string{"mirror", "export", "--source", "localhost:5000", "-o", out, "--namespace", "kudo", "--inventory", "a", "--since", "b"}, "not both"},
 		{"export with a bad max size", []string{"mirror", "export", "--source", "localhost:5000", "-o", out, "--namespace", "kudo", "--max-size", "lots"}, "4GiB"},
 		{"export with a missing inventory", []string{"mirror", "export", "--source", "localhost:5000", "-o", out, "--namespace", "kudo", "--inventory", filepath.Join(dir, "inv.json")}, "--inventory"},
+		{"export with a bad registry map", []string{"mirror", "export", "--source", "localhost:5000", "-o", out, "--namespace", "kudo", "--registry-map", "quay.io"}, `--registry-map "quay.io": want FROM=TO`},
+		{"export with a bad platform", []string{"mirror", "export", "--source", "localhost:5000", "-o", out, "--namespace", "kudo", "--platform", "amd64"}, `--platform "amd64"`},
+		{"export of no images with a platform", []string{"mirror", "export", "--source", "localhost:5000", "-o", out, "--namespace", "kudo", "--images=false", "--platform", "linux/amd64"}, "--images=false"},
+		{"import with a bad image prefix", []string{"mirror", "import", notArchive, "localhost:5000", "--image-prefix", "Up"}, `--image-prefix "Up"`},
+		{"import with an image prefix of another registry", []string{"mirror", "import", notArchive, "localhost:5000", "--image-prefix", "other.io/up"}, "other.io names a registry"},
 		{"import with one argument", []string{"mirror", "import", out}, "requires at least 2"},
 		{"import into a repository", []string{"mirror", "import", out, "localhost:5000/kudo"}, "want a registry"},
 		{"import of a missing archive", []string{"mirror", "import", filepath.Join(dir, "missing.tar"), "localhost:5000"}, "missing.tar"},
@@ -109,7 +114,7 @@ func TestMirrorVerifyJSON(t *testing.T) {
 	if got.Source != "berth.example:5000" || got.Created == nil || !got.Created.Equal(created) || len(got.Files) != 1 || got.Files[0] != archive {
 		t.Errorf("verify --format json: %s", stdout)
 	}
-	if code, stdout, _ := berth(t, "mirror", "verify", archive); code != 0 || !strings.Contains(stdout, "Archive of 0 versions from berth.example:5000") {
+	if code, stdout, _ := berth(t, "mirror", "verify", archive); code != 0 || !strings.Contains(stdout, "Archive of 0 versions and 0 images from berth.example:5000") {
 		t.Errorf("verify: exit %d, %s", code, stdout)
 	}
 }

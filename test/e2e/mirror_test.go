@@ -122,7 +122,7 @@ func TestMirrorAirGap(t *testing.T) {
 	src := startMirrorSource(t)
 	work := t.TempDir()
 	archive := filepath.Join(work, "site-1")
-	exp := summaryOf(t, berth(t, work, "mirror", "export", "--source", src.s.addr, "--selection", mirrorSelection(t),
+	exp := summaryOf(t, berth(t, work, "mirror", "export", "--images=false", "--source", src.s.addr, "--selection", mirrorSelection(t),
 		"-o", archive, "--key", src.kp.key, "--format", "json").stdout)
 
 	m, _, err := mirror.ReadManifest(filepath.Join(archive, mirror.ManifestFile))
@@ -217,7 +217,7 @@ func TestMirrorAirGap(t *testing.T) {
 		t.Errorf("inventory --format json: %+v", invSum)
 	}
 	delta := filepath.Join(work, "site-2.tar")
-	berth(t, work, "mirror", "export", "--source", src.s.addr, "--selection", mirrorSelection(t), "-o", delta, "--inventory", inv)
+	berth(t, work, "mirror", "export", "--images=false", "--source", src.s.addr, "--selection", mirrorSelection(t), "-o", delta, "--inventory", inv)
 	a, err := mirror.OpenArchive(delta)
 	if err != nil {
 		t.Fatal(err)
@@ -273,7 +273,7 @@ func TestMirrorImportResumesAndRefusesCorruption(t *testing.T) {
 	src := startMirrorSource(t)
 	work := t.TempDir()
 	archive := filepath.Join(work, "site.tar")
-	berth(t, work, "mirror", "export", "--source", src.s.addr, "--namespace", "kudo", "--namespace", "community", "-o", archive)
+	berth(t, work, "mirror", "export", "--images=false", "--source", src.s.addr, "--namespace", "kudo", "--namespace", "community", "-o", archive)
 	a, err := mirror.OpenArchive(archive)
 	if err != nil {
 		t.Fatal(err)
@@ -402,7 +402,7 @@ func TestMirrorImportResumesAndRefusesCorruption(t *testing.T) {
 func importWithoutAPart(t *testing.T, src *mirrorSource, work string) {
 	t.Helper()
 	split := filepath.Join(work, "split.tar")
-	exp := summaryOf(t, berth(t, work, "mirror", "export", "--source", src.s.addr, "--namespace", "kudo", "--namespace", "community",
+	exp := summaryOf(t, berth(t, work, "mirror", "export", "--images=false", "--source", src.s.addr, "--namespace", "kudo", "--namespace", "community",
 		"-o", split, "--max-size", "64KiB", "--format", "json").stdout)
 	a, err := mirror.OpenArchive(exp.Files...)
 	if err != nil {

@@ -33,7 +33,7 @@ referrer, from a berth server to another registry:
 
 See docs/mirror.md for a guide from the first export to a --follow site.`,
 	}
-	cmd.AddCommand(newMirrorExportCmd(), newMirrorImportCmd(), newMirrorInventoryCmd(), newMirrorVerifyCmd(), newMirrorSyncCmd())
+	cmd.AddCommand(newMirrorExportCmd(), newMirrorImportCmd(), newMirrorInventoryCmd(), newMirrorVerifyCmd(), newMirrorSyncCmd(), newMirrorCheckCmd())
 	return cmd
 }
 

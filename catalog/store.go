@@ -242,6 +242,9 @@ type Query struct {
 	// KubeVersion: some version of the package supports this Kubernetes
 	// version (its min/max bounds allow it). Normalised by KubeVersionKey.
 	KubeVersion string
+	// Image: some indexed version runs an image of this repository, and of
+	// this tag and digest when they are set (ParseImageRef normalises it).
+	Image ImageRef
 	// Verified filters on the latest version's verification when not nil.
 	Verified *bool
 	Sort     Sort
@@ -314,6 +317,11 @@ type StoreWriter interface {
 	// checked) records nothing. It returns whether the Verified of some version
 	// changed. It records no change in the change feed.
 	PutSignatures(ctx context.Context, c *SignatureCheck) (changed bool, err error)
+	// PutImageMirrors records mirrors, each replacing the one recorded with
+	// the same Source, in one transaction. It returns an error wrapping
+	// ErrInvalid when CheckImageMirrors refuses them or when more than
+	// MaxImageMirrors would be recorded.
+	PutImageMirrors(ctx context.Context, mirrors []apiv1.ImageMirror) error
 }
 
 // StoreReader answers the catalog's queries.
@@ -356,4 +364,6 @@ type StoreReader interface {
 	// SignedBy returns the digests of a package whose last check found a
 	// signature or attestation in the manifest manifest, ordered.
 	SignedBy(ctx context.Context, namespace, name, manifest string) ([]string, error)
+	// ImageMirrors returns every image mirror recorded, ordered by Source.
+	ImageMirrors(ctx context.Context) ([]apiv1.ImageMirror, error)
 }

@@ -481,7 +481,7 @@ func (n *Node) newServer(context.Context) error {
 	a := n.access
 	opts.Registry = a.registry(n.reg)
 	opts.Admin = a.admin(n.mt.Handler())
-	opts.Catalog = httpapi.New(httpapi.Options{Catalog: n.cat, Authorizer: a.authorizer, Logger: n.log, RegistryURL: n.cfg.Catalog.PublicURL, Inventory: n.reg, OLM: n.publisher.Load()})
+	opts.Catalog = httpapi.New(httpapi.Options{Catalog: n.cat, Authorizer: a.authorizer, Logger: n.log, RegistryURL: n.cfg.Catalog.PublicURL, Inventory: n.reg, OLM: n.publisher.Load(), Admin: a.admin})
 	opts.UI = ui.New(ui.Options{Catalog: n.cat, Authorizer: a.authorizer, Sessions: a.sessions, Trust: n.trust, RegistryURL: n.cfg.Catalog.PublicURL, Logger: n.log})
 	opts.Ready = n.cluster.readyChecks(map[string]server.ReadyChecker{"storage": n.reg, "catalog": n.cat})
 	n.srv = server.New(opts)
@@ -502,7 +502,7 @@ func (n *Node) newCatalogServer(context.Context) error {
 		public = n.cfg.Catalog.Registry
 	}
 	a := n.access
-	opts.Catalog = httpapi.New(httpapi.Options{Catalog: n.cat, Authorizer: a.authorizer, Logger: n.log, RegistryURL: public, Events: true})
+	opts.Catalog = httpapi.New(httpapi.Options{Catalog: n.cat, Authorizer: a.authorizer, Logger: n.log, RegistryURL: public, Events: true, Admin: a.admin})
 	opts.UI = ui.New(ui.Options{Catalog: n.cat, Authorizer: a.authorizer, Sessions: a.sessions, Trust: n.trust, RegistryURL: public, Logger: n.log})
 	opts.Ready = n.cluster.readyChecks(map[string]server.ReadyChecker{"catalog": n.cat})
 	n.srv = server.New(opts)

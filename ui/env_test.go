@@ -31,10 +31,11 @@ const fixtures = "../../shared/fixtures"
 // env is a real registry (in-memory storage, behind an httptest server)
 // with a catalog on SQLite following it in process.
 type env struct {
-	t    testing.TB
-	ctx  context.Context
-	host string
-	cat  *catalog.Catalog
+	t     testing.TB
+	ctx   context.Context
+	host  string
+	cat   *catalog.Catalog
+	store catalog.Store
 }
 
 func newEnv(t testing.TB) *env {
@@ -80,7 +81,7 @@ func newEnv(t testing.TB) *env {
 		srv.Close()
 		reg.Close()
 	})
-	return &env{t: t, ctx: ctx, host: strings.TrimPrefix(srv.URL, "http://"), cat: cat}
+	return &env{t: t, ctx: ctx, host: strings.TrimPrefix(srv.URL, "http://"), cat: cat, store: store}
 }
 
 // push pushes a package as berth push does and waits until it is indexed.

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/berth-registry/berth/catalog"
 	"github.com/berth-registry/berth/catalog/apiv1"
 	"github.com/berth-registry/berth/catalog/httpapi"
 	"github.com/berth-registry/berth/internal/forwarded"
@@ -21,8 +22,10 @@ type snippet struct {
 
 // install returns the commands that pull and install v, on the registry's
 // address as the viewer reaches it; channel is the OLM channel to subscribe
-// to ("" for the version's default).
-func (h *handler) install(r *http.Request, v *apiv1.Version, channel string) []snippet {
+// to ("" for the version's default). Images name where they live at this
+// site: the opm image at its mirror, and, when images of v are mirrored,
+// the mirror sets a cluster pulls them through.
+func (h *handler) install(r *http.Request, v *apiv1.Version, channel string, imgs *apiv1.VersionImages, mirrors catalog.Mirrors) []snippet {
 	base := forwarded.BaseURL(r, h.registryURL)
 	host := httpapi.PullHost(base)
 	repo := host + "/" + v.Namespace + "/" + v.Name
@@ -46,10 +49,13 @@ func (h *handler) install(r *http.Request, v *apiv1.Version, channel string) []s
 		}
 		out = append(out, snippet{"KUDO", cmd})
 	case pkgformat.OLM:
-		out = append(out, snippet{"OLM v0 (CatalogSource and Subscription)", olmYAML(host, v, channel)},
+		out = append(out, snippet{"OLM v0 (CatalogSource and Subscription)", olmYAML(host, v, channel, mirrored(mirrors, olm.OpmImage))},
 			snippet{"OLM v1 (ClusterCatalog and ClusterExtension)", olmV1YAML(host, v, channel)})
 	case pkgformat.Plain:
 		out = append(out, snippet{"kubectl", fmt.Sprintf("berth pull %s:%s -o %s\nkubectl apply -R -f %s/manifests", repo, tag, v.Name, v.Name)})
+	}
+	if sets := mirrorSets(v, imgs); sets != "" {
+		out = append(out, snippet{"Image mirrors (apply before installing)", sets})
 	}
 	return out
 }
@@ -59,8 +65,8 @@ func (h *handler) install(r *http.Request, v *apiv1.Version, channel string) []s
 // its Service and a CatalogSource of that address; then a Subscription to
 // the package in channel, starting at v. The image holds FBC but no opm
 // and no serving cache, so neither an image CatalogSource nor its
-// extractContent can serve it.
-func olmYAML(host string, v *apiv1.Version, channel string) string {
+// extractContent can serve it. opm is the opm image's reference.
+func olmYAML(host string, v *apiv1.Version, channel, opm string) string {
 	if channel == "" {
 		channel = v.Metadata.DefaultChannel
 	}
@@ -134,7 +140,7 @@ spec:
   name: %[4]s
   source: %[1]s
   sourceNamespace: olm
-`, source, host, v.Namespace, v.Name, olm.OpmImage)
+`, source, host, v.Namespace, v.Name, opm)
 	if channel != "" {
 		fmt.Fprintf(&b, "  channel: %s\n", yamlString(channel))
 	}

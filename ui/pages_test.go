@@ -226,6 +226,7 @@ func TestBadParameters(t *testing.T) {
 		{"/?sort=random", "sort"},
 		{"/?kubeVersion=latest", "kubeVersion"},
 		{"/?provides=a/", "provides"},
+		{"/?image=quay.io/org/img@@x", "image"},
 		{"/?cursor=xyz", "cursor"},
 		{"/?namespace=Bad_NS", "namespace"},
 		{"/?nope=1", "nope"},

@@ -6,6 +6,7 @@ import (
 
 	"github.com/berth-registry/berth/catalog/apiv1"
 	"github.com/berth-registry/berth/catalog/httpapi"
+	"github.com/berth-registry/berth/internal/forwarded"
 )
 
 // packagePage is the data of a package's page.
@@ -62,7 +63,11 @@ func (h *handler) packagePage(w http.ResponseWriter, r *http.Request) error {
 		u := packageURL(ns, name) + "?channel=" + url.QueryEscape(c.Name)
 		p.Channels = append(p.Channels, channelLink{Channel: c, URL: u, Selected: c.Name == channel})
 	}
-	p.Install = h.install(r, latest, channel)
+	imgs, mirrors, err := h.siteImages(r.Context(), access, latest, httpapi.PullHost(forwarded.BaseURL(r, h.registryURL)))
+	if err != nil {
+		return err
+	}
+	p.Install = h.install(r, latest, channel, imgs, mirrors)
 	h.render(w, r, http.StatusOK, "package", p)
 	return nil
 }

@@ -41,6 +41,9 @@ import (
 type Catalog interface {
 	httpapi.Reader
 	Overview(ctx context.Context, access catalog.Access, namespace, name, channel string) (*apiv1.Package, *apiv1.Graph, error)
+	// ImageMirrors are where the images of source repositories live at
+	// this site, for the install commands.
+	ImageMirrors(ctx context.Context) ([]apiv1.ImageMirror, error)
 }
 
 var _ Catalog = (*catalog.Catalog)(nil)

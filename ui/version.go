@@ -39,6 +39,14 @@ type versionPage struct {
 	// default one when the version is in it, else the first it is in.
 	Channel string
 	Install []snippet
+	// Images are the images the version runs, each with what the
+	// installable check found at this site; Installable is that check,
+	// made only at a site that records image mirrors (one that berth
+	// mirror import fills): elsewhere images are pulled from where their
+	// references name them, and the check would only say so.
+	Images      []imageRow
+	Incomplete  string
+	Installable *apiv1.Installable
 }
 
 func (p versionPage) title() string {
@@ -86,7 +94,17 @@ func (h *handler) versionPage(w http.ResponseWriter, r *http.Request) error {
 	if err := h.permissions(r.Context(), access, &p); err != nil {
 		return err
 	}
-	p.Install = h.install(r, v, p.Channel)
+	imgs, mirrors, err := h.siteImages(r.Context(), access, v, host)
+	if err != nil {
+		return err
+	}
+	if len(mirrors) > 0 {
+		if p.Installable, err = h.cat.Installable(r.Context(), access, ns, name, version, host); err != nil {
+			return err
+		}
+	}
+	p.Images, p.Incomplete = imageRows(imgs, p.Installable), imgs.Incomplete
+	p.Install = h.install(r, v, p.Channel, imgs, mirrors)
 	for _, scope := range []string{permissions.Namespace, permissions.Cluster} {
 		var rules []permissions.Rule
 		for _, rule := range p.Review.Rules {

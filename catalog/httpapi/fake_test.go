@@ -382,3 +382,37 @@ func newHandler(f *fakeCatalog, auth catalog.Authorizer, logs *bytes.Buffer) htt
 	}
 	return httpapi.New(httpapi.Options{Catalog: f, Authorizer: auth, Logger: log, Events: true})
 }
+
+func (f *fakeCatalog) VersionImages(_ context.Context, access catalog.Access, ns, name, version, registry string) (*apiv1.VersionImages, error) {
+	if err := f.record("VersionImages "+registry, &access); err != nil {
+		return nil, err
+	}
+	if ns != "kudo" || name != "kafka" || version != "2.5.1_1.3.2" {
+		return nil, notFound("version %s/%s %s", ns, name, version)
+	}
+	return &apiv1.VersionImages{Namespace: ns, Name: name, Version: version}, nil // Images nil: written []
+}
+
+func (f *fakeCatalog) Installable(_ context.Context, access catalog.Access, ns, name, version, registry string) (*apiv1.Installable, error) {
+	if err := f.record("Installable "+registry, &access); err != nil {
+		return nil, err
+	}
+	if ns != "kudo" || name != "kafka" || version != "2.5.1_1.3.2" {
+		return nil, notFound("version %s/%s %s", ns, name, version)
+	}
+	return &apiv1.Installable{Namespace: ns, Name: name, Version: version, Installable: true}, nil
+}
+
+func (f *fakeCatalog) ImageMirrors(context.Context) ([]apiv1.ImageMirror, error) {
+	if err := f.record("ImageMirrors", nil); err != nil {
+		return nil, err
+	}
+	return nil, nil
+}
+
+func (f *fakeCatalog) SetImageMirrors(_ context.Context, ms []apiv1.ImageMirror) ([]apiv1.ImageMirror, error) {
+	if err := f.record("SetImageMirrors", nil); err != nil {
+		return nil, err
+	}
+	return ms, nil
+}

@@ -35,6 +35,12 @@ type Reader interface {
 	Permissions(ctx context.Context, access catalog.Access, namespace, name, version, from string) (*apiv1.Permissions, error)
 	// File opens one file of a version's content; size is its length.
 	File(ctx context.Context, access catalog.Access, namespace, name, version, path string) (rc io.ReadCloser, size int64, err error)
+	// VersionImages returns the images a version runs and where each lives
+	// at this site; registry is the host[:port] versions are pulled from.
+	VersionImages(ctx context.Context, access catalog.Access, namespace, name, version, registry string) (*apiv1.VersionImages, error)
+	// Installable says whether everything a version needs to install is
+	// at this site (catalog.Catalog.Installable).
+	Installable(ctx context.Context, access catalog.Access, namespace, name, version, registry string) (*apiv1.Installable, error)
 }
 
 // Catalog is what the HTTP layer asks of the catalog service. Errors wrap
@@ -58,6 +64,11 @@ type Catalog interface {
 	Walk(ctx context.Context, access catalog.Access, namespace string, fn func(*catalog.Entry) error) error
 	// Ingest takes events from a registry's notification webhook (split mode).
 	Ingest(ctx context.Context, events []catalog.Event) error
+	// ImageMirrors returns the image mirrors recorded; SetImageMirrors
+	// records more, each replacing the one with the same source, and
+	// returns them all.
+	ImageMirrors(ctx context.Context) ([]apiv1.ImageMirror, error)
+	SetImageMirrors(ctx context.Context, mirrors []apiv1.ImageMirror) ([]apiv1.ImageMirror, error)
 }
 
 // Options configure the handler New returns.
@@ -84,6 +95,10 @@ type Options struct {
 	// OLM answers /api/v1/olm/{namespace}/all and .../metas from the OLM
 	// catalog publisher. Nil answers them 501 NOT_IMPLEMENTED.
 	OLM OLM
+	// Admin gates what only administrators may do (PUT
+	// /api/v1/image-mirrors), as auth.AdminGate does. Nil answers those
+	// requests 501 NOT_IMPLEMENTED.
+	Admin func(http.Handler) http.Handler
 }
 
 //go:embed openapi.yaml
@@ -137,6 +152,8 @@ func New(opts Options) http.Handler {
 	r.Get(pkg+"/versions/{version}", h.handle(h.getVersion))
 	r.Get(pkg+"/versions/{version}/files/*", h.handle(h.getFile))
 	r.Get(pkg+"/versions/{version}/permissions", h.handle(h.getPermissions))
+	r.Get(pkg+"/versions/{version}/images", h.handle(h.getImages))
+	r.Get(pkg+"/versions/{version}/installable", h.handle(h.getInstallable))
 	r.Post(pkg+"/versions/{version}/approval", h.handle(h.approve))
 	r.Get(pkg+"/channels/{channel}/graph", h.handle(h.getGraph))
 	r.Get(pkg+"/upgrades", h.handle(h.getUpgrades))
@@ -146,6 +163,12 @@ func New(opts Options) http.Handler {
 	r.Get("/api/v1/inventory", h.handle(h.inventory))
 	r.Get("/api/v1/olm/{namespace}/all", h.handle(h.olmAll))
 	r.Get("/api/v1/olm/{namespace}/metas", h.handle(h.olmMetas))
+	r.Get("/api/v1/image-mirrors", h.handle(h.getImageMirrors))
+	if opts.Admin != nil {
+		r.Method(http.MethodPut, "/api/v1/image-mirrors", opts.Admin(h.handle(h.putImageMirrors)))
+	} else {
+		r.Put("/api/v1/image-mirrors", h.handle(notImplemented("recording image mirrors")))
+	}
 	r.Get("/api/v1/openapi.yaml", h.handle(h.openAPI))
 	r.Get("/index.yaml", h.handle(h.index))
 	r.Get("/{namespace}/index.yaml", h.handle(h.index))

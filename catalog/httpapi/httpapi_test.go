@@ -58,6 +58,14 @@ func TestEndpoints(t *testing.T) {
 		{"GET", "/api/v1/packages/kudo/kafka/channels/beta/graph", 404, "application/json", `"NOT_FOUND"`},
 		{"GET", "/api/v1/packages/kudo/kafka/upgrades?from=2.5.1_1.3.1", 200, "application/json", `"path":[]`},
 		{"GET", "/api/v1/packages/kudo/kafka/upgrades?from=2.5.1_1.3.1&channel=stable", 200, "application/json", `"head":"2.5.1_1.3.2"`},
+		{"GET", v + "/images", 200, "application/json", `"images":[]`},
+		{"GET", v + "/images?x=1", 400, "application/json", `x`},
+		{"GET", "/api/v1/packages/kudo/kafka/versions/9.9.9/images", 404, "application/json", `"NOT_FOUND"`},
+		{"GET", v + "/installable", 200, "application/json", `"installable":true`},
+		{"GET", "/api/v1/packages/kudo/kafka/versions/9.9.9/installable", 404, "application/json", `"NOT_FOUND"`},
+		{"GET", "/api/v1/image-mirrors", 200, "application/json", `"mirrors":[]`},
+		{"GET", "/api/v1/packages?image=quay.io/org/img", 200, "application/json", `"total":45`},
+		{"GET", "/api/v1/packages?image=quay.io/org/img@@x", 400, "application/json", `"image"`},
 		{"GET", v + "/permissions", 200, "application/json", `"rating":"low"`},
 		{"GET", v + "/permissions", 200, "application/json", `"text":"no verb (grants nothing) on pods, across the cluster"`},
 		{"GET", v + "/permissions?from=2.5.1_1.3.1", 200, "application/json", `"from":"2.5.1_1.3.1","change":{"from":"none","to":"low"`},
@@ -217,9 +225,10 @@ func TestErrorMapping(t *testing.T) {
 				"/api/v1/packages/kudo/kafka", "/api/v1/packages/kudo/kafka/versions/1.0.0",
 				"/api/v1/packages/kudo/kafka/versions/1.0.0/files/a.yaml", "/api/v1/packages/kudo/kafka/channels/stable/graph",
 				"/api/v1/packages/kudo/kafka/upgrades?from=1.0.0", "/api/v1/packages/kudo/kafka/versions/1.0.0/permissions",
+				"/api/v1/packages/kudo/kafka/versions/1.0.0/images", "/api/v1/packages/kudo/kafka/versions/1.0.0/installable",
 			}
 			if tc.status != 404 { // the other endpoints name nothing that could be missing
-				targets = append(targets, "/api/v1/packages", "/api/v1/changes", "/api/v1/artifacts",
+				targets = append(targets, "/api/v1/packages", "/api/v1/changes", "/api/v1/artifacts", "/api/v1/image-mirrors",
 					"/api/v1/status", "/index.yaml", "/kudo/index.yaml")
 			}
 			for _, target := range targets {
@@ -265,6 +274,7 @@ func TestAccess(t *testing.T) {
 			"/api/v1/packages/kudo/kafka/versions/2.5.1_1.3.2/files/operator.yaml",
 			"/api/v1/packages/kudo/kafka/channels/stable/graph", "/api/v1/packages/kudo/kafka/upgrades?from=1.0.0",
 			"/api/v1/artifacts", "/kudo/index.yaml",
+			"/api/v1/packages/kudo/kafka/versions/2.5.1_1.3.2/images", "/api/v1/packages/kudo/kafka/versions/2.5.1_1.3.2/installable",
 		} {
 			if res := serve(t, h, "GET", target, nil); res.status != 200 {
 				t.Fatalf("%s: status %d: %s", target, res.status, res.body)
@@ -275,8 +285,8 @@ func TestAccess(t *testing.T) {
 				t.Errorf("access %+v passed down, want %+v (calls %v)", a, only, f.calls)
 			}
 		}
-		if len(f.accesses) != 9 {
-			t.Errorf("%d calls with access, want 9: %v", len(f.accesses), f.calls)
+		if len(f.accesses) != 11 {
+			t.Errorf("%d calls with access, want 11: %v", len(f.accesses), f.calls)
 		}
 	})
 	t.Run("changes filtered", func(t *testing.T) {

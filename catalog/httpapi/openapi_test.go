@@ -49,6 +49,7 @@ func TestOpenAPIOperations(t *testing.T) {
 		"GET /api/helm/{namespace}/{name}/{file}",
 		"GET /api/v1/artifacts",
 		"GET /api/v1/changes",
+		"GET /api/v1/image-mirrors",
 		"GET /api/v1/inventory",
 		"GET /api/v1/olm/{namespace}/all",
 		"GET /api/v1/olm/{namespace}/metas",
@@ -59,12 +60,15 @@ func TestOpenAPIOperations(t *testing.T) {
 		"GET /api/v1/packages/{namespace}/{name}/upgrades",
 		"GET /api/v1/packages/{namespace}/{name}/versions/{version}",
 		"GET /api/v1/packages/{namespace}/{name}/versions/{version}/files/{path}",
+		"GET /api/v1/packages/{namespace}/{name}/versions/{version}/images",
+		"GET /api/v1/packages/{namespace}/{name}/versions/{version}/installable",
 		"GET /api/v1/packages/{namespace}/{name}/versions/{version}/permissions",
 		"GET /api/v1/status",
 		"GET /index.yaml",
 		"GET /{namespace}/index.yaml",
 		"POST /api/v1/packages/{namespace}/{name}/versions/{version}/approval",
 		"POST /events",
+		"PUT /api/v1/image-mirrors",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("operations\n got %v\nwant %v", got, want)
@@ -115,6 +119,13 @@ func TestOpenAPISchemasMirrorAPIv1(t *testing.T) {
 		"Permissions":        pkgformat.Permissions{},
 		"PolicyRule":         pkgformat.PolicyRule{},
 		"FileInfo":           pkgformat.FileInfo{},
+		"Image":              pkgformat.Image{},
+		"VersionImages":      apiv1.VersionImages{},
+		"VersionImage":       apiv1.VersionImage{},
+		"ImageMirrors":       apiv1.ImageMirrors{},
+		"ImageMirror":        apiv1.ImageMirror{},
+		"Installable":        apiv1.Installable{},
+		"ImageCheck":         apiv1.ImageCheck{},
 	} {
 		ref := doc.Components.Schemas[name]
 		if ref == nil {

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/berth-registry/berth/catalog"
 	"github.com/berth-registry/berth/catalog/apiv1"
@@ -38,12 +39,16 @@ func (h *handler) search(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, resp)
 }
 
+// maxImageParam bounds the image parameter: a repository of 255 bytes, a
+// tag of 128 and a digest.
+const maxImageParam = 512
+
 // ParseSearch reads the query of a search, GET /api/v1/packages; it returns
 // an error wrapping catalog.ErrInvalid that names the first malformed
 // parameter.
 func ParseSearch(r *http.Request) (catalog.Query, error) {
 	q := catalog.Query{Sort: catalog.SortRelevance}
-	p, err := queryParams(r, "q", "namespace", "format", "channel", "provides", "kubeVersion", "verified", "sort", "limit", "cursor")
+	p, err := queryParams(r, "q", "namespace", "format", "channel", "provides", "kubeVersion", "image", "verified", "sort", "limit", "cursor")
 	if err != nil {
 		return q, err
 	}
@@ -87,6 +92,15 @@ func ParseSearch(r *http.Request) (catalog.Query, error) {
 			return q, queryError("kubeVersion", "%s is not a Kubernetes version such as 1.29 or v1.29.3", quote(s))
 		}
 		q.KubeVersion = key
+	}
+
+	if s := p.get("image"); s != "" {
+		if len(s) > maxImageParam {
+			return q, queryError("image", "is %d bytes long, the limit is %d", len(s), maxImageParam)
+		}
+		if q.Image, err = catalog.ParseImageRef(s); err != nil {
+			return q, queryError("image", "%s; give a repository such as quay.io/org/img, with a tag or digest to narrow to one reference", strings.TrimPrefix(err.Error(), catalog.ErrInvalid.Error()+": "))
+		}
 	}
 
 	switch s := p.get("verified"); s {

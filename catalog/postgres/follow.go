@@ -20,12 +20,16 @@ type storedDoc struct {
 	Channels    []string                `json:"channels,omitempty"`
 	Provides    [][2]string             `json:"provides,omitempty"`
 	Kube        []searchindex.KubeRange `json:"kube,omitempty"`
+	Images      [][3]string             `json:"images,omitempty"`
 }
 
 func encodeDoc(d *searchindex.Doc) *storedDoc {
 	sd := &storedDoc{Summary: d.Summary, Maintainers: d.Maintainers, APIs: d.APIs, Channels: d.Channels, Kube: d.Kube}
 	for _, p := range d.Provides {
 		sd.Provides = append(sd.Provides, [2]string{p.Group, p.Kind})
+	}
+	for _, im := range d.Images {
+		sd.Images = append(sd.Images, [3]string{im.Repository, im.Tag, im.Digest})
 	}
 	return sd
 }
@@ -38,6 +42,9 @@ func decodeDoc(b []byte) (*searchindex.Doc, error) {
 	d := &searchindex.Doc{Summary: sd.Summary, Maintainers: sd.Maintainers, APIs: sd.APIs, Channels: sd.Channels, Kube: sd.Kube}
 	for _, p := range sd.Provides {
 		d.Provides = append(d.Provides, catalog.APIFilter{Group: p[0], Kind: p[1]})
+	}
+	for _, im := range sd.Images {
+		d.Images = append(d.Images, catalog.ImageRef{Repository: im[0], Tag: im[1], Digest: im[2]})
 	}
 	return d, nil
 }

@@ -113,6 +113,24 @@ CREATE TABLE counters (
 );
 INSERT INTO counters (rev, seq) VALUES (0, 0);
 `,
+	// 2: images, as SQLite's step 5: the images of indexed entries, split,
+	// for the image search filter, and the image mirrors of the site; the
+	// versions indexed before it are indexed again at start.
+	`
+CREATE TABLE entry_images (
+	entry_id   bigint NOT NULL REFERENCES entries (id) ON DELETE CASCADE,
+	repository text COLLATE "C" NOT NULL,
+	tag        text COLLATE "C" NOT NULL,
+	digest     text COLLATE "C" NOT NULL
+);
+CREATE INDEX entry_images_entry ON entry_images (entry_id);
+
+CREATE TABLE image_mirrors (
+	source text COLLATE "C" PRIMARY KEY,
+	mirror text NOT NULL
+);
+UPDATE entries SET digest = '' WHERE status = 'indexed' AND (metadata::jsonb -> 'images') IS NULL;
+`,
 }
 
 // migrate brings the database's schema up to date in one transaction, under

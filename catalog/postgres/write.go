@@ -199,6 +199,16 @@ func insertEntry(ctx context.Context, tx pgx.Tx, e *catalog.Entry, row *sqlrow.R
 			return err
 		}
 	}
+	if len(row.Images) > 0 {
+		repos, tags, digests := make([]string, len(row.Images)), make([]string, len(row.Images)), make([]string, len(row.Images))
+		for i, im := range row.Images {
+			repos[i], tags[i], digests[i] = im.Repository, im.Tag, im.Digest
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO entry_images (entry_id, repository, tag, digest) SELECT $1, r, t, d
+		FROM unnest($2::text[], $3::text[], $4::text[]) AS x (r, t, d)`, id, repos, tags, digests); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -223,10 +233,10 @@ func packageDoc(ctx context.Context, tx pgx.Tx, namespace, name string) (*search
 	if err != nil {
 		return nil, err
 	}
-	var groups, kinds, mins, maxs []string
+	var groups, kinds, mins, maxs, repos, tags, digests []string
 	// Each set's distinct rows are read once; a pair's two arrays come
 	// from the same ordered aggregate pass.
-	err = tx.QueryRow(ctx, `SELECT ch.channels, ap.groups, ap.kinds, kb.mins, kb.maxs FROM
+	err = tx.QueryRow(ctx, `SELECT ch.channels, ap.groups, ap.kinds, kb.mins, kb.maxs, im.repos, im.tags, im.digests FROM
 	(SELECT coalesce(array_agg(DISTINCT c.channel ORDER BY c.channel), '{}') AS channels FROM entries e
 		JOIN entry_channels c ON c.entry_id = e.id
 		WHERE e.namespace = $1 AND e.name = $2 AND e.status = 'indexed') AS ch,
@@ -236,8 +246,13 @@ func packageDoc(ctx context.Context, tx pgx.Tx, namespace, name string) (*search
 		WHERE e.namespace = $1 AND e.name = $2 AND e.status = 'indexed') AS apis) AS ap,
 	(SELECT coalesce(array_agg(lo ORDER BY lo, hi), '{}') AS mins, coalesce(array_agg(hi ORDER BY lo, hi), '{}') AS maxs
 		FROM (SELECT DISTINCT kube_min AS lo, kube_max AS hi FROM entries
-		WHERE namespace = $1 AND name = $2 AND status = 'indexed') AS kube) AS kb`,
-		namespace, name).Scan(&d.Channels, &groups, &kinds, &mins, &maxs)
+		WHERE namespace = $1 AND name = $2 AND status = 'indexed') AS kube) AS kb,
+	(SELECT coalesce(array_agg(r ORDER BY r, t, d), '{}') AS repos, coalesce(array_agg(t ORDER BY r, t, d), '{}') AS tags,
+		coalesce(array_agg(d ORDER BY r, t, d), '{}') AS digests
+		FROM (SELECT DISTINCT i.repository AS r, i.tag AS t, i.digest AS d FROM entries e
+		JOIN entry_images i ON i.entry_id = e.id
+		WHERE e.namespace = $1 AND e.name = $2 AND e.status = 'indexed') AS images) AS im`,
+		namespace, name).Scan(&d.Channels, &groups, &kinds, &mins, &maxs, &repos, &tags, &digests)
 	if err != nil {
 		return nil, err
 	}
@@ -246,6 +261,9 @@ func packageDoc(ctx context.Context, tx pgx.Tx, namespace, name string) (*search
 	}
 	for i := range mins {
 		d.Kube = append(d.Kube, searchindex.KubeRange{Min: mins[i], Max: maxs[i]})
+	}
+	for i := range repos {
+		d.Images = append(d.Images, catalog.ImageRef{Repository: repos[i], Tag: tags[i], Digest: digests[i]})
 	}
 	return d, nil
 }

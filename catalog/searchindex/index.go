@@ -33,12 +33,13 @@ type Doc struct {
 	// Maintainers and APIs are more full text of the latest version: its
 	// maintainers' names, and the kinds and groups of the APIs it provides.
 	Maintainers, APIs string
-	// Channels, Provides and Kube cover every indexed version of the
-	// package, for the Channel, Provides and KubeVersion filters. Provides
-	// match case-insensitively.
+	// Channels, Provides, Kube and Images cover every indexed version of
+	// the package, for the Channel, Provides, KubeVersion and Image
+	// filters. Provides match case-insensitively.
 	Channels []string
 	Provides []catalog.APIFilter
 	Kube     []KubeRange
+	Images   []catalog.ImageRef
 }
 
 // KubeRange is the range of Kubernetes versions one version of a package
@@ -84,8 +85,13 @@ type Index struct {
 	tokenBuf  []byte
 
 	// Symbols of the fields filtered and counted on: namespaces, formats,
-	// and values (channels, and lower-case API groups and kinds).
-	namespaces, formats, values symbols
+	// values (channels, and lower-case API groups and kinds), and image
+	// repositories, tags and digests.
+	namespaces, formats, values, images symbols
+	// imageDocs lists, by image repository symbol, the live documents
+	// running an image of it, in no order: "which packages run this
+	// image?" reads the packages that do, not every package.
+	imageDocs map[int32][]int32
 
 	scratch sync.Pool // *scratch, one per search in flight
 }
@@ -112,10 +118,14 @@ type doc struct {
 	channels  []int32
 	provides  []apiID
 	kube      []KubeRange
+	images    []imageID
 }
 
 // apiID is a provided API as value symbols.
 type apiID struct{ group, kind int32 }
+
+// imageID is an image reference as image symbols; -1 for no tag or digest.
+type imageID struct{ repository, tag, digest int32 }
 
 // term is one distinct token and the documents that hold it.
 type term struct {
@@ -132,7 +142,7 @@ type posting struct {
 
 // New returns an empty index.
 func New() *Index {
-	return &Index{ids: map[docKey]int32{}, termIDs: map[string]int32{}}
+	return &Index{ids: map[docKey]int32{}, termIDs: map[string]int32{}, imageDocs: map[int32][]int32{}}
 }
 
 // Len returns the number of packages in the index.
@@ -212,6 +222,19 @@ func (ix *Index) set(d *Doc) (id int32, added bool) {
 	for _, k := range d.Kube {
 		if !slices.Contains(x.kube, k) {
 			x.kube = append(x.kube, k)
+		}
+	}
+	seen := make(map[imageID]bool, len(d.Images))
+	for _, r := range d.Images {
+		v := imageID{ix.images.id(r.Repository), ix.images.optionalID(r.Tag), ix.images.optionalID(r.Digest)}
+		if seen[v] {
+			continue
+		}
+		seen[v] = true
+		x.images = append(x.images, v)
+		if !seen[imageID{v.repository, -1, -1}] {
+			seen[imageID{v.repository, -1, -1}] = true
+			ix.imageDocs[v.repository] = append(ix.imageDocs[v.repository], id)
 		}
 	}
 	for _, t := range ix.docTerms {
@@ -341,6 +364,14 @@ func (ix *Index) unpost(id int32) {
 	}
 	ix.total -= int64(ix.hot[id].length)
 	x.terms = nil
+	for _, im := range x.images {
+		docs := ix.imageDocs[im.repository]
+		if i := slices.Index(docs, id); i >= 0 {
+			docs[i] = docs[len(docs)-1]
+			ix.imageDocs[im.repository] = docs[:len(docs)-1]
+		}
+	}
+	x.images = nil
 }
 
 // newTerm adds the term tok and returns its id.
@@ -433,6 +464,14 @@ func (s *symbols) id(name string) int32 {
 	s.names = append(s.names, name)
 	s.ids[name] = id
 	return id
+}
+
+// optionalID is id, and -1 for the empty name.
+func (s *symbols) optionalID(name string) int32 {
+	if name == "" {
+		return -1
+	}
+	return s.id(name)
 }
 
 // lookup returns the number of name, or -1 when it has none.

@@ -34,6 +34,9 @@ func randomDoc(r *rand.Rand) *Doc {
 			d.Channels = []string{[]string{"stable", "fast"}[r.IntN(2)]}
 			d.Provides = []catalog.APIFilter{{Group: "g" + word(), Kind: "K" + word()}}
 			d.Kube = []KubeRange{{Min: fmt.Sprint(r.IntN(3))}}
+			for range r.IntN(3) {
+				d.Images = append(d.Images, catalog.ImageRef{Repository: fmt.Sprintf("quay.io/org/i%d", r.IntN(20)), Tag: fmt.Sprint(r.IntN(3))})
+			}
 		})
 }
 
@@ -62,6 +65,11 @@ func randomQueries(r *rand.Rand) []catalog.Query {
 			q.KubeVersion = "1"
 		case 3:
 			q.Access = catalog.NamespaceAccess("ns1")
+		case 4:
+			q.Image = catalog.ImageRef{Repository: fmt.Sprintf("quay.io/org/i%d", r.IntN(20))}
+			if i%2 == 0 {
+				q.Image.Tag = "1"
+			}
 		}
 		q.Sort = []catalog.Sort{catalog.SortRelevance, catalog.SortName, catalog.SortUpdated}[i%3]
 		qs = append(qs, q)

@@ -44,14 +44,17 @@ func (ix *Index) Search(q catalog.Query) (*catalog.SearchResult, error) {
 	var page []int32
 	switch f := ix.filter(q); {
 	case f.none:
-	case text == "" && q.Sort != catalog.SortUpdated:
+	case text == "" && q.Sort != catalog.SortUpdated && f.image.repository < 0:
 		page = ix.listByName(f, q.Offset, size, s)
 	default:
 		var ms []match
-		if text == "" {
-			ms = ix.matchAll(f, s)
-		} else {
+		switch {
+		case text != "":
 			ms = ix.matchText(text, q.Sort == "" || q.Sort == catalog.SortRelevance, f, s)
+		case f.image.repository >= 0:
+			ms = ix.matchAmong(ix.imageDocs[f.image.repository], f, s)
+		default:
+			ms = ix.matchAll(f, s)
 		}
 		lo := min(q.Offset, len(ms))
 		hi := lo + min(size, len(ms)-lo)
@@ -143,6 +146,7 @@ type filter struct {
 	none bool
 	// Symbols the package must have; -1 when not filtered on.
 	namespace, format, channel, group, kind int32
+	image                                   imageID
 	verified                                int8 // -1, or 0 or 1
 	kube                                    string
 	// access is what the caller may pull; nil when it may pull everything.
@@ -154,7 +158,7 @@ type filter struct {
 
 // filter compiles the filters of q.
 func (ix *Index) filter(q catalog.Query) *filter {
-	f := &filter{namespace: -1, format: -1, channel: -1, group: -1, kind: -1, verified: -1, kube: q.KubeVersion}
+	f := &filter{namespace: -1, format: -1, channel: -1, group: -1, kind: -1, image: imageID{-1, -1, -1}, verified: -1, kube: q.KubeVersion}
 	need := func(s *symbols, value string) int32 {
 		id := s.lookup(value)
 		f.none = f.none || id < 0
@@ -174,6 +178,15 @@ func (ix *Index) filter(q catalog.Query) *filter {
 	}
 	if q.Provides.Kind != "" {
 		f.kind = need(&ix.values, strings.ToLower(q.Provides.Kind))
+	}
+	if q.Image.Repository != "" {
+		f.image.repository = need(&ix.images, q.Image.Repository)
+	}
+	if q.Image.Tag != "" {
+		f.image.tag = need(&ix.images, q.Image.Tag)
+	}
+	if q.Image.Digest != "" {
+		f.image.digest = need(&ix.images, q.Image.Digest)
 	}
 	if q.Verified != nil {
 		f.verified = 0
@@ -205,6 +218,12 @@ func (f *filter) ok(h *hot, d *doc) bool {
 		}) {
 			return false
 		}
+	}
+	if f.image.repository >= 0 && !slices.ContainsFunc(d.images, func(i imageID) bool {
+		return i.repository == f.image.repository &&
+			(f.image.tag < 0 || i.tag == f.image.tag) && (f.image.digest < 0 || i.digest == f.image.digest)
+	}) {
+		return false
 	}
 	if f.kube != "" && !slices.ContainsFunc(d.kube, func(r KubeRange) bool {
 		return (r.Min == "" || r.Min <= f.kube) && (r.Max == "" || r.Max >= f.kube)
@@ -256,6 +275,18 @@ func (ix *Index) matchAll(f *filter, s *scratch) []match {
 	for id := range ix.hot {
 		if h := &ix.hot[id]; h.live && f.ok(h, &ix.docs[id]) {
 			ms = append(ms, ix.newMatch(int32(id)))
+			s.count(h)
+		}
+	}
+	return ms
+}
+
+// matchAmong returns and counts the live packages of ids that pass f.
+func (ix *Index) matchAmong(ids []int32, f *filter, s *scratch) []match {
+	ms := s.matches[:0]
+	for _, id := range ids {
+		if h := &ix.hot[id]; f.ok(h, &ix.docs[id]) {
+			ms = append(ms, ix.newMatch(id))
 			s.count(h)
 		}
 	}

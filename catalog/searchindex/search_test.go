@@ -394,6 +394,21 @@ func checkInvariants(t *testing.T, ix *Index) {
 				t.Errorf("document %d lists term %q, which has no posting for it", id, ix.terms[tid].text)
 			}
 		}
+		for _, im := range d.images {
+			if !slices.Contains(ix.imageDocs[im.repository], int32(id)) {
+				t.Errorf("document %d runs image repository %q, which does not list it", id, ix.images.names[im.repository])
+			}
+		}
+	}
+	for repo, docs := range ix.imageDocs {
+		for _, id := range docs {
+			if !ix.hot[id].live || !slices.ContainsFunc(ix.docs[id].images, func(im imageID) bool { return im.repository == repo }) {
+				t.Errorf("image repository %q lists document %d, which does not run it", ix.images.names[repo], id)
+			}
+		}
+		if len(slices.Compact(slices.Sorted(slices.Values(docs)))) != len(docs) {
+			t.Errorf("image repository %q lists a document twice: %v", ix.images.names[repo], docs)
+		}
 	}
 	if live != ix.live || live != len(ix.ids) || live != len(ix.byName) || live != len(ix.nameOrder) || tokens != ix.total {
 		t.Errorf("%d live documents, live %d, %d ids, %d by name, %d in name order; %d tokens, total %d",

@@ -80,8 +80,10 @@ const minSamples = 2000
 // percentile over at least minSamples searches and the number of matches:
 // the most common product (term), a prefix, text with filters, the listing
 // without text (facets over everything), the same by update time and its
-// last page, and the stress cases: a word in half the packages
-// (common-term) and a one-letter prefix.
+// last page, the stress cases: a word in half the packages (common-term)
+// and a one-letter prefix, and "which packages run this image?": an operand
+// every package of a popular product runs (image), narrowed to one tag
+// (image-tag).
 func BenchmarkSearch(b *testing.B) {
 	s := benchStore(b)
 	all := catalog.Access{All: true}
@@ -97,6 +99,8 @@ func BenchmarkSearch(b *testing.B) {
 		{"last-page", catalog.Query{Offset: benchPackages - 20, Access: all}},
 		{"common-term", catalog.Query{Text: "operator", Access: all}},
 		{"one-letter", catalog.Query{Text: "k", Access: all}},
+		{"image", catalog.Query{Image: catalog.ImageRef{Repository: "docker.io/library/kafka"}, Access: all}},
+		{"image-tag", catalog.Query{Image: catalog.ImageRef{Repository: "docker.io/library/kafka", Tag: "3.4"}, Access: all}},
 	}
 	ctx := context.Background()
 	for _, tc := range queries {

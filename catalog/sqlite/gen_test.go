@@ -14,7 +14,9 @@ import (
 // A deterministic catalog of operator packages for the benchmarks: product
 // names drawn with a Zipf skew (a few products have many packages, most have
 // few), generic words that appear everywhere, CRD kinds derived from the
-// product, channels, and versionsPerPackage versions per package.
+// product, channels, images (the package's controller, by tag, and its
+// product's operand, shared by every package of the product), and
+// versionsPerPackage versions per package.
 
 var products = strings.Fields(`kafka postgres redis mysql mongodb elasticsearch prometheus grafana etcd cassandra
 zookeeper nginx rabbitmq nats pulsar minio ceph rook longhorn velero istio linkerd envoy traefik consul vault keycloak
@@ -103,9 +105,14 @@ func genEntries(packages int) []*catalog.Entry {
 			for _, c := range channels {
 				chs = append(chs, pkgformat.Channel{Name: c})
 			}
+			appVersion := fmt.Sprintf("%d.%d", 1+r.IntN(9), r.IntN(20))
+			images := []pkgformat.Image{
+				{Reference: "docker.io/library/" + product + ":" + appVersion, Found: []string{"operand"}, Mutable: true},
+				{Reference: "quay.io/" + ns + "/" + name + ":" + version, Found: []string{"controller"}, Mutable: true},
+			}
 			md := &pkgformat.Metadata{
 				SchemaVersion: pkgformat.MetadataSchemaVersion, Name: name, Version: version, Format: format,
-				AppVersion: fmt.Sprintf("%d.%d", 1+r.IntN(9), r.IntN(20)), DisplayName: title + " " + suffixes[r.IntN(len(suffixes))],
+				AppVersion: appVersion, DisplayName: title + " " + suffixes[r.IntN(len(suffixes))], Images: images,
 				Description: strings.Join(desc, " "), Keywords: keywords, Maintainers: maintainers,
 				Channels: chs, DefaultChannel: "stable", ProvidedAPIs: apis, MinKubeVersion: minKube,
 				Created: &created, Files: []pkgformat.FileInfo{{Path: "README.md", Size: 1200}, {Path: "manifests/crd.yaml", Size: 8000}},

@@ -171,4 +171,28 @@ CREATE INDEX entries_digest ON entries (namespace, name, digest);
 ALTER TABLE entries ADD COLUMN olm TEXT;
 UPDATE entries SET digest = '' WHERE status = 'indexed' AND json_extract(metadata, '$.format') = 'olm';
 `,
+	// 5: images. entry_images holds the images of indexed entries
+	// (pkgformat.Metadata.Images that parse), split as catalog.ImageRef,
+	// and all_images their distinct set over a package's indexed versions
+	// ([repository, tag, digest] arrays), for the image search filter;
+	// image_mirrors holds where the images of source repositories live at
+	// this site. The versions indexed before it have no images in their
+	// metadata: they get an empty digest, as in step 4, so that the
+	// reconciliation at start indexes them again and derives their images.
+	`
+CREATE TABLE entry_images (
+	entry_id   INTEGER NOT NULL REFERENCES entries (id) ON DELETE CASCADE,
+	repository TEXT NOT NULL,
+	tag        TEXT NOT NULL,
+	digest     TEXT NOT NULL
+);
+CREATE INDEX entry_images_entry ON entry_images (entry_id);
+ALTER TABLE packages ADD COLUMN all_images TEXT NOT NULL DEFAULT '[]';
+
+CREATE TABLE image_mirrors (
+	source TEXT PRIMARY KEY,
+	mirror TEXT NOT NULL
+) WITHOUT ROWID;
+UPDATE entries SET digest = '' WHERE status = 'indexed' AND json_extract(metadata, '$.images') IS NULL;
+`,
 }

@@ -65,17 +65,17 @@ func readDocs(ctx context.Context, q queryer, namespace, name string) ([]*search
 	}
 	var docs []*searchindex.Doc
 	err := query(ctx, q, `SELECT namespace, name, version, digest, format, display_name, description, app_version,
-	keywords, channels, created, updated, verified, maintainers, apis, all_channels, all_apis, kube_ranges
+	keywords, channels, created, updated, verified, maintainers, apis, all_channels, all_apis, kube_ranges, all_images
 	FROM packages WHERE `+where, args, func(rows *sql.Rows) error {
 		d := &searchindex.Doc{}
 		p := &d.Summary
 		var format string
-		var keywords, channels, allChannels, allAPIs, kubeRanges []byte
+		var keywords, channels, allChannels, allAPIs, kubeRanges, allImages []byte
 		var created sql.NullInt64
 		var updated int64
 		if err := rows.Scan(&p.Namespace, &p.Name, &p.Version, &p.Digest, &format, &p.DisplayName, &p.Description,
 			&p.AppVersion, &keywords, &channels, &created, &updated, &p.Verified, &d.Maintainers, &d.APIs,
-			&allChannels, &allAPIs, &kubeRanges); err != nil {
+			&allChannels, &allAPIs, &kubeRanges, &allImages); err != nil {
 			return err
 		}
 		p.Format = pkgformat.Format(format)
@@ -85,6 +85,7 @@ func readDocs(ctx context.Context, q queryer, namespace, name string) ([]*search
 		}
 		p.Updated = sqlitedb.DecodeTime(updated)
 		var apis, kube [][2]string
+		var images [][3]string
 		for _, col := range []struct {
 			name string
 			data []byte
@@ -92,6 +93,7 @@ func readDocs(ctx context.Context, q queryer, namespace, name string) ([]*search
 		}{
 			{"keywords", keywords, &p.Keywords}, {"channels", channels, &p.Channels},
 			{"all_channels", allChannels, &d.Channels}, {"all_apis", allAPIs, &apis}, {"kube_ranges", kubeRanges, &kube},
+			{"all_images", allImages, &images},
 		} {
 			if err := json.Unmarshal(col.data, col.into); err != nil {
 				return fmt.Errorf("%s of %s/%s: %w", col.name, p.Namespace, p.Name, err)
@@ -102,6 +104,9 @@ func readDocs(ctx context.Context, q queryer, namespace, name string) ([]*search
 		}
 		for _, k := range kube {
 			d.Kube = append(d.Kube, searchindex.KubeRange{Min: k[0], Max: k[1]})
+		}
+		for _, im := range images {
+			d.Images = append(d.Images, catalog.ImageRef{Repository: im[0], Tag: im[1], Digest: im[2]})
 		}
 		docs = append(docs, d)
 		return nil

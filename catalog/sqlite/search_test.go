@@ -179,6 +179,8 @@ func TestMigrateFromVersion1(t *testing.T) {
 		Channels:     []pkgformat.Channel{{Name: "stable"}},
 		ProvidedAPIs: []pkgformat.API{{Group: "kafka.example.io", Version: "v1", Kind: "KafkaTopic"}},
 		Files:        []pkgformat.FileInfo{},
+		// With images, so that step 5 (images) keeps the digest.
+		Images: []pkgformat.Image{{Reference: "docker.io/library/kafka:1", Found: []string{"test"}}},
 	}
 	mdJSON, err := json.Marshal(md)
 	if err != nil {
@@ -248,29 +250,30 @@ func TestMigrateFromVersion1(t *testing.T) {
 	}
 }
 
-// TestMigrateToOLMBundles opens a file of schema version 3, from before OLM
-// bundle images, and checks that its OLM versions, and only they, lose their
-// digest, so that the reconciliation at start finds them out of step and
-// indexes them again, which builds their bundle images; and that an entry
-// put with a bundle record reads back with it.
-func TestMigrateToOLMBundles(t *testing.T) {
+// migratedFrom writes a file of schema version, with an indexed version
+// a/NAME 1.0.0 of each metadata, and opens it, which migrates it; it
+// returns the store and the digest each version then has.
+func migratedFrom(t *testing.T, version int, mds ...pkgformat.Metadata) (catalog.Store, map[string]string) {
+	t.Helper()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "catalog.db")
 	db, err := sql.Open("sqlite", sqlitedb.DSN(path, false, options))
 	if err != nil {
 		t.Fatal(err)
 	}
-	insert := func(name string, format pkgformat.Format) string {
-		md, err := json.Marshal(pkgformat.Metadata{SchemaVersion: pkgformat.MetadataSchemaVersion, Name: name, Version: "1.0.0", Format: format})
+	stmts := slices.Clone(migrations[:version])
+	for _, md := range mds {
+		md.SchemaVersion, md.Version = pkgformat.MetadataSchemaVersion, "1.0.0"
+		b, err := json.Marshal(md)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return `INSERT INTO entries (namespace, name, tag, version_key, digest, status, reason, indexed, verified,
+		stmts = append(stmts, `INSERT INTO entries (namespace, name, tag, version_key, digest, status, reason, indexed, verified,
 		kube_min, kube_max, content_digest, content_size, content_media_type, metadata)
-		VALUES ('a', '` + name + `', '1.0.0', '` + catalog.VersionKey("1.0.0") + `', 'sha256:` + name + `', 'indexed', '', 1000, 0,
-		'', '', 'sha256:c', 10, 'application/x-tar', '` + string(md) + `')`
+		VALUES ('a', '`+md.Name+`', '1.0.0', '`+catalog.VersionKey("1.0.0")+`', 'sha256:`+md.Name+`', 'indexed', '', 1000, 0,
+		'', '', 'sha256:c', 10, 'application/x-tar', '`+string(b)+`')`)
 	}
-	stmts := append(slices.Clone(migrations[:3]), insert("etcd", pkgformat.OLM), insert("kafka", pkgformat.KUDO), `PRAGMA user_version = 3`)
+	stmts = append(stmts, fmt.Sprintf(`PRAGMA user_version = %d`, version))
 	for _, stmt := range stmts {
 		if _, err := db.ExecContext(ctx, stmt); err != nil {
 			t.Fatalf("%.60s: %v", stmt, err)
@@ -279,15 +282,54 @@ func TestMigrateToOLMBundles(t *testing.T) {
 	db.Close()
 
 	s := openAt(t, path)
-	defer s.Close()
+	t.Cleanup(func() { s.Close() })
 	tags, err := s.Tags(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]string{}
+	digests := map[string]string{}
 	for _, td := range tags {
-		got[td.Name] = td.Digest
+		digests[td.Name] = td.Digest
 	}
+	return s, digests
+}
+
+// TestMigrateToImages opens a file of schema version 4, from before images,
+// and checks that its versions without images in their metadata, and only
+// they, lose their digest, so that the reconciliation at start indexes them
+// again and derives their images; and that images and mirrors are then
+// recorded.
+func TestMigrateToImages(t *testing.T) {
+	ctx := context.Background()
+	s, got := migratedFrom(t, 4, pkgformat.Metadata{Name: "old", Format: pkgformat.Helm},
+		pkgformat.Metadata{Name: "derived", Format: pkgformat.Helm, Images: []pkgformat.Image{{Reference: "quay.io/org/x:1", Found: []string{"test"}}}})
+	if got["old"] != "" || got["derived"] != "sha256:derived" {
+		t.Errorf("digests after the migration %v; want old's empty, derived's kept", got)
+	}
+	e := genEntries(1)[0]
+	if _, err := s.Put(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Search(ctx, catalog.Query{Image: catalog.ImageRef{Repository: "quay.io/" + e.Namespace + "/" + e.Name}, Access: catalog.Access{All: true}})
+	if err != nil || res.Total != 1 {
+		t.Errorf("image search after the migration: %v, %v; want the version put", res, err)
+	}
+	if err := s.PutImageMirrors(ctx, []apiv1.ImageMirror{{Source: "quay.io", Mirror: "localhost:5000/q"}}); err != nil {
+		t.Errorf("PutImageMirrors after the migration: %v", err)
+	}
+}
+
+// TestMigrateToOLMBundles opens a file of schema version 3, from before OLM
+// bundle images, and checks that its OLM versions, and only they, lose their
+// digest, so that the reconciliation at start finds them out of step and
+// indexes them again, which builds their bundle images; and that an entry
+// put with a bundle record reads back with it.
+func TestMigrateToOLMBundles(t *testing.T) {
+	ctx := context.Background()
+	// With images, so that step 5 (images) keeps the digests.
+	images := []pkgformat.Image{{Reference: "quay.io/org/x:1", Found: []string{"test"}}}
+	s, got := migratedFrom(t, 3, pkgformat.Metadata{Name: "etcd", Format: pkgformat.OLM, Images: images},
+		pkgformat.Metadata{Name: "kafka", Format: pkgformat.KUDO, Images: images})
 	if got["etcd"] != "" || got["kafka"] != "sha256:kafka" {
 		t.Errorf("digests after the migration %v; want etcd's empty, kafka's kept", got)
 	}

@@ -126,6 +126,12 @@ func insertEntry(ctx context.Context, tx *sql.Tx, e *catalog.Entry, row *sqlrow.
 			return err
 		}
 	}
+	for _, im := range row.Images {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO entry_images (entry_id, repository, tag, digest) VALUES (?, ?, ?, ?)`,
+			id, im.Repository, im.Tag, im.Digest); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -196,8 +202,9 @@ func refreshPackage(ctx context.Context, tx *sql.Tx, namespace, name string) (*i
 
 // setPackageSets sets the columns of the packages row of a package that
 // cover all its indexed versions, for the search filters: its channels, its
-// provided APIs (lower-case group and kind) and its Kubernetes ranges, each a
-// JSON array. Schema step 2 filled them the same way.
+// provided APIs (lower-case group and kind), its Kubernetes ranges and its
+// images, each a JSON array. Schema step 2 filled the first three the same
+// way.
 const setPackageSets = `UPDATE packages SET
 	all_channels = (SELECT json_group_array(channel) FROM (SELECT DISTINCT c.channel FROM entries e
 		JOIN entry_channels c ON c.entry_id = e.id
@@ -206,7 +213,10 @@ const setPackageSets = `UPDATE packages SET
 		JOIN entry_apis a ON a.entry_id = e.id
 		WHERE e.namespace = packages.namespace AND e.name = packages.name AND e.status = 'indexed' ORDER BY 1, 2)),
 	kube_ranges = (SELECT json_group_array(json_array(kube_min, kube_max)) FROM (SELECT DISTINCT kube_min, kube_max FROM entries e
-		WHERE e.namespace = packages.namespace AND e.name = packages.name AND e.status = 'indexed' ORDER BY 1, 2))
+		WHERE e.namespace = packages.namespace AND e.name = packages.name AND e.status = 'indexed' ORDER BY 1, 2)),
+	all_images = (SELECT json_group_array(json_array(repository, tag, digest)) FROM (SELECT DISTINCT i.repository, i.tag, i.digest
+		FROM entries e JOIN entry_images i ON i.entry_id = e.id
+		WHERE e.namespace = packages.namespace AND e.name = packages.name AND e.status = 'indexed' ORDER BY 1, 2, 3))
 	WHERE namespace = ? AND name = ?`
 
 func appendChange(ctx context.Context, tx *sql.Tx, action, namespace, name, tag, digest, status string) error {

@@ -27,12 +27,14 @@ import (
 // Row is an Entry's encoded columns: the JSON of its metadata, files and
 // OLM bundle record (NULL when absent), and, for an indexed entry, what the
 // search filters read: its Kubernetes bounds as catalog.KubeVersionKey keys,
-// its channels, and its provided APIs' lower-case groups and kinds.
+// its channels, its provided APIs' lower-case groups and kinds, and its
+// images that parse, split.
 type Row struct {
 	Metadata, Files, OLM sql.NullString
 	KubeMin, KubeMax     string
 	Channels             []string
 	APIGroups, APIKinds  []string
+	Images               []catalog.ImageRef
 }
 
 // Encode checks e and encodes the columns that are not stored as they are.
@@ -91,6 +93,13 @@ func Encode(e *catalog.Entry) (*Row, error) {
 	for _, a := range md.ProvidedAPIs {
 		row.APIGroups = append(row.APIGroups, strings.ToLower(a.Group))
 		row.APIKinds = append(row.APIKinds, strings.ToLower(a.Kind))
+	}
+	seen := make(map[catalog.ImageRef]bool, len(md.Images))
+	for _, im := range md.Images {
+		if r, err := catalog.ParseImageRef(im.Reference); err == nil && im.Problem == "" && !seen[r] {
+			seen[r] = true
+			row.Images = append(row.Images, r)
+		}
 	}
 	return row, nil
 }

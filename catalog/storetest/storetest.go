@@ -66,6 +66,9 @@ func Run(t *testing.T, open Opener) {
 		{"SignaturesInvalid", testSignaturesInvalid},
 		{"SignaturesReopen", testSignaturesReopen},
 		{"SignaturesConcurrent", testSignaturesConcurrent},
+		{"ImageSearch", testImageSearch},
+		{"ImageMirrors", testImageMirrors},
+		{"ImageMirrorsConcurrent", testImageMirrorsConcurrent},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/berth-registry/berth/catalog/apiv1"
+	"github.com/berth-registry/berth/client"
 	"github.com/berth-registry/berth/permissions"
 	"github.com/berth-registry/berth/pkgformat"
 )
@@ -31,7 +33,10 @@ repository that are not served as versions are listed with the reason.
 With a version, show that version: digest and pull reference, metadata,
 provided and required APIs, supported Kubernetes versions, files, the RBAC
 permissions it asks for with their rating and findings (see berth
-permissions) and signatures. A '+' in the version may be written '_', as in its tag.`,
+permissions), signatures, and the container images it runs: each reference,
+whether it names a mutable tag, and where the image lives at the server's site
+when an image mirror covers its repository (berth mirror import records them).
+A '+' in the version may be written '_', as in its tag.`,
 		Example: `  berth show kudo/kafka
   berth show kudo/kafka:2.5.1_1.3.2
   berth show operators/etcd:0.9.4 --server https://berth.example.com --format json`,
@@ -60,15 +65,33 @@ permissions) and signatures. A '+' in the version may be written '_', as in its 
 			if err != nil {
 				return err
 			}
-			if format == formatJSON {
-				return writeJSON(w, v)
+			// A server older than the images endpoint answers it 404,
+			// after the version itself was found.
+			imgs, err := c.VersionImages(cmd.Context(), ns, name, version)
+			if err != nil && !errors.Is(err, client.ErrNotFound) {
+				return err
 			}
-			return writeVersion(w, v)
+			if format == formatJSON {
+				out := shownVersion{Version: v}
+				if imgs != nil {
+					out.Images = imgs.Images
+				}
+				return writeJSON(w, out)
+			}
+			return writeVersion(w, v, imgs)
 		},
 	}
 	flags.add(cmd)
 	addFormatFlag(cmd, &format)
 	return cmd
+}
+
+// shownVersion is what berth show --format json writes of a version: the
+// version document, and the images it runs with their mirrors (GET
+// …/images), absent when the server does not serve them.
+type shownVersion struct {
+	*apiv1.Version
+	Images []apiv1.VersionImage `json:"images,omitempty"`
 }
 
 // parsePackageArg splits NS/NAME[:VERSION] (NS/NAME unless withVersion).
@@ -139,8 +162,10 @@ func writePackage(w io.Writer, pkg *apiv1.Package) error {
 	return nil
 }
 
-// writeVersion writes the details of one version, its files and its signatures.
-func writeVersion(w io.Writer, v *apiv1.Version) error {
+// writeVersion writes the details of one version, its files, the images it
+// runs (imgs; nil when the server does not serve them), its permissions and
+// its signatures.
+func writeVersion(w io.Writer, v *apiv1.Version, imgs *apiv1.VersionImages) error {
 	md := &v.Metadata
 	t := newTable(w)
 	t.row("Name", clean(v.Namespace+"/"+v.Name))
@@ -178,6 +203,9 @@ func writeVersion(w io.Writer, v *apiv1.Version) error {
 	if err := c.flush(); err != nil {
 		return err
 	}
+	if err := writeImages(w, imgs); err != nil {
+		return err
+	}
 	if err := writePermissions(w, md.Permissions); err != nil {
 		return err
 	}
@@ -191,6 +219,37 @@ func writeVersion(w io.Writer, v *apiv1.Version) error {
 		c.add(shortDigest(s.Digest), s.KeyID, s.Kind, yesNo(s.Verified), s.Reason)
 	}
 	return c.flush()
+}
+
+// writeImages writes the images a version runs: reference, "tag" when it
+// names a mutable tag, where it lives at the server's site, and why a
+// reference is not valid.
+func writeImages(w io.Writer, imgs *apiv1.VersionImages) error {
+	switch {
+	case imgs == nil:
+		_, err := fmt.Fprintln(w, "\nImages: not served by this server")
+		return err
+	case len(imgs.Images) == 0 && imgs.Incomplete == "":
+		_, err := fmt.Fprintln(w, "\nImages: none")
+		return err
+	}
+	fmt.Fprintln(w, "\nImages:")
+	c := newColumns(w, "REFERENCE", "MUTABLE", "MIRROR", "PROBLEM")
+	for _, im := range imgs.Images {
+		mutable := ""
+		if im.Mutable {
+			mutable = "tag"
+		}
+		c.add(im.Reference, mutable, im.Mirror, im.Problem)
+	}
+	if err := c.flush(); err != nil {
+		return err
+	}
+	if imgs.Incomplete != "" {
+		_, err := fmt.Fprintf(w, "Images may be incomplete: %s\n", clean(imgs.Incomplete))
+		return err
+	}
+	return nil
 }
 
 // writePermissions writes the RBAC rules a version asks for, one per line,

@@ -49,6 +49,16 @@ var (
 		},
 		Indexed: created, Verified: true,
 	}
+
+	testImages = apiv1.VersionImages{
+		Namespace: "kudo", Name: "kafka", Version: "2.5.1+1.3.2", Incomplete: "a template does not render with its defaults",
+		Images: []apiv1.VersionImage{
+			{Reference: "docker.io/bitnami/kafka:2.5.1", Repository: "docker.io/bitnami/kafka", Tag: "2.5.1", Mutable: true,
+				Found: []string{"templates/statefulset.yaml: StatefulSet kafka, container kafka"}, Mirror: "localhost:5000/mirror/bitnami/kafka:2.5.1"},
+			{Reference: "quay.io/org/exporter@" + digestOf("7"), Repository: "quay.io/org/exporter", Digest: digestOf("7"), Found: []string{"params.yaml"}},
+			{Reference: "quay.io/org/x@@y", Found: []string{"params.yaml"}, Problem: "invalid reference format"},
+		},
+	}
 )
 
 func TestShowCmdPackage(t *testing.T) {
@@ -95,7 +105,10 @@ latest   sha256:cccccccccccc   ignored   a container image
 }
 
 func TestShowCmdVersion(t *testing.T) {
-	f := serveCatalog(t, map[string]any{"/packages/kudo/kafka/versions/2.5.1_1.3.2": testVersion})
+	f := serveCatalog(t, map[string]any{
+		"/packages/kudo/kafka/versions/2.5.1_1.3.2":        testVersion,
+		"/packages/kudo/kafka/versions/2.5.1_1.3.2/images": testImages,
+	})
 
 	out := mustBerth(t, "show", "kudo/kafka:2.5.1+1.3.2", "--server", f.host)
 	want := `Name:           kudo/kafka
@@ -118,6 +131,13 @@ PATH                         SIZE
 operator.yaml                1.5 KiB
 templates/statefulset.yaml   212 B
 
+Images:
+REFERENCE                                                                                      MUTABLE   MIRROR                                      PROBLEM
+docker.io/bitnami/kafka:2.5.1                                                                  tag       localhost:5000/mirror/bitnami/kafka:2.5.1   -
+quay.io/org/exporter@sha256:7777777777777777777777777777777777777777777777777777777777777777   -         -                                           -
+quay.io/org/x@@y                                                                               -         -                                           invalid reference format
+Images may be incomplete: a template does not render with its defaults
+
 Signatures:
 DIGEST                KEY           KIND       VERIFIED   REASON
 sha256:ffffffffffff   release-key   tag        yes        -
@@ -127,21 +147,30 @@ sha256:999999999999   unknown       referrer   no         no trusted key matches
 		t.Errorf("show output:\n%s\nwant:\n%s", out, want)
 	}
 
-	var v apiv1.Version
-	decode(t, mustBerth(t, "show", "kudo/kafka:2.5.1_1.3.2", "--server", f.host, "--format", "json"), &v)
-	if !reflect.DeepEqual(v, testVersion) {
-		t.Errorf("show --format json = %+v, want %+v", v, testVersion)
+	var v struct {
+		apiv1.Version
+		Images []apiv1.VersionImage `json:"images"`
 	}
-	if got := f.requests(); len(got) != 2 || got[0] != got[1] || got[0] != "/api/v1/packages/kudo/kafka/versions/2.5.1_1.3.2" {
-		t.Errorf("requests %q, want the version's tag twice", got)
+	decode(t, mustBerth(t, "show", "kudo/kafka:2.5.1_1.3.2", "--server", f.host, "--format", "json"), &v)
+	if !reflect.DeepEqual(v.Version, testVersion) || !reflect.DeepEqual(v.Images, testImages.Images) {
+		t.Errorf("show --format json = %+v, want %+v with images %+v", v, testVersion, testImages.Images)
+	}
+	const path = "/api/v1/packages/kudo/kafka/versions/2.5.1_1.3.2"
+	if got, want := f.requests(), []string{path, path + "/images", path, path + "/images"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("requests %q, want %q", got, want)
 	}
 
 	// A version without signatures says so.
 	unsigned := testVersion
 	unsigned.Signatures = nil
 	f = serveCatalog(t, map[string]any{"/packages/kudo/kafka/versions/1.0.0": unsigned})
-	if out := mustBerth(t, "show", "kudo/kafka:1.0.0", "--server", f.host); !strings.HasSuffix(out, "\nSignatures: none\n") {
+	out = mustBerth(t, "show", "kudo/kafka:1.0.0", "--server", f.host)
+	if !strings.HasSuffix(out, "\nSignatures: none\n") {
 		t.Errorf("show of an unsigned version:\n%s", out)
+	}
+	// A server without the images endpoint (404 once the version is found) says so.
+	if !strings.Contains(out, "\nImages: not served by this server\n") {
+		t.Errorf("show from a server without images:\n%s", out)
 	}
 
 	// Errors of the server keep its message.

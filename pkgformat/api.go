@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"time"
 )
 
 // Sentinel errors; every error about the content of a package wraps one of
@@ -39,6 +40,13 @@ type Limits struct {
 	MaxYAMLDocumentNodes int64 // nodes of one YAML document, the tree held at a time
 	MaxYAMLNodes         int64 // nodes of all YAML documents of the package, aliases expanded
 	MaxYAMLSize          int64 // bytes of YAML parsed for the package, a file parsed twice counting twice
+
+	// The render limits bound what rendering a Helm chart's or a KUDO
+	// operator's templates costs (docs/package-format.md, "Images"); what
+	// they render is YAML read under the limits above, and no template
+	// writes more than MaxFileSize.
+	MaxRenderSteps int64         // function calls, range iterations and template calls, weighted by the data they handle
+	RenderTimeout  time.Duration // the time rendering the package may take
 }
 
 // File is one regular file of a package. Path is slash-separated, clean and

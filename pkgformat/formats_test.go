@@ -30,6 +30,8 @@ func TestHelm(t *testing.T) {
 		RequiredPackages: []PackageRequirement{{Name: "redis", VersionRange: ">=17.0.0"}},
 		MinKubeVersion:   "1.21.0",
 		MaxKubeVersion:   "1.30.0",
+		Images:           []Image{{Reference: "docker.io/library/nginx:1.25", Found: []string{"templates/deployment.yaml: Deployment release-name, container hello"}, Mutable: true}},
+		ImagesIncomplete: "Chart.yaml: dependency redis is not in charts/, so its templates are not rendered",
 		Source:           "https://github.com/example/hello",
 		Readme:           "# hello\n\nSays hello.\n",
 		Files:            md.Files,
@@ -240,10 +242,14 @@ spec:
 		RequiredPackages: []PackageRequirement{{Name: "cert-manager", VersionRange: ">=1.0.0"}},
 		Permissions:      &Permissions{Cluster: []PolicyRule{{APIGroups: []string{"example.com"}, Resources: []string{"demos"}, Verbs: []string{"*"}}}},
 		RelatedImages:    []string{"quay.io/example/demo:1.1.0", "quay.io/example/operand:2.0"},
-		Created:          &created,
-		Source:           "https://github.com/example/demo",
-		Readme:           "Demo manages demos.\n\nMore words.",
-		Files:            md.Files,
+		Images: []Image{
+			{Reference: "quay.io/example/demo:1.1.0", Found: []string{"CSV deployment demo, container manager"}, Mutable: true},
+			{Reference: "quay.io/example/operand:2.0", Found: []string{"CSV spec.relatedImages (operand)"}, Mutable: true},
+		},
+		Created: &created,
+		Source:  "https://github.com/example/demo",
+		Readme:  "Demo manages demos.\n\nMore words.",
+		Files:   md.Files,
 	}
 	if !reflect.DeepEqual(md, want) {
 		t.Errorf("got  %+v\nwant %+v", md, want)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -66,6 +67,39 @@ func FuzzParseYAML(f *testing.F) {
 		})
 		if err != nil && !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrLimit) {
 			t.Fatalf("error wraps neither ErrInvalid nor ErrLimit: %v", err)
+		}
+	})
+}
+
+// FuzzTemplateImages renders a fuzzed template as a Helm chart's and as a
+// KUDO operator's: New either refuses the package (ErrInvalid, ErrLimit)
+// or derives its images, sorted and each found somewhere, within a small
+// budget.
+func FuzzTemplateImages(f *testing.F) {
+	f.Add("apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n    - name: c\n      image: {{ .Values.image | default \"nginx\" }}\n")
+	f.Add(`{{ range until 100000000 }}{{ end }}`)
+	f.Add(`{{ define "x" }}{{ include "x" . }}{{ include "x" . }}{{ end }}{{ include "x" . }}`)
+	f.Add(`{{ tpl "{{ repeat 1000000000 \"x\" }}" . }}`)
+	f.Add(`{{ .Files.Get "../x" }}`)
+	f.Add("kind: Deployment\nspec:\n  template:\n    spec:\n      containers:\n        - image: quay.io/x@@sha256:abc\n")
+	limits := Limits{MaxRenderSteps: 20000, RenderTimeout: 5 * time.Second, MaxFileSize: 1 << 16}
+	f.Fuzz(func(t *testing.T, template string) {
+		for _, files := range [][]File{
+			{file("Chart.yaml", "apiVersion: v2\nname: fuzz\nversion: 1.0.0\n"), file("templates/a.yaml", template)},
+			{file("operator.yaml", goodOperator), file("templates/a.yaml", template)},
+		} {
+			p, err := New(files, Options{Limits: limits})
+			if err != nil {
+				if !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrLimit) {
+					t.Fatalf("error wraps neither ErrInvalid nor ErrLimit: %v", err)
+				}
+				continue
+			}
+			for i, img := range p.Metadata.Images {
+				if len(img.Found) == 0 || i > 0 && p.Metadata.Images[i-1].Reference >= img.Reference {
+					t.Fatalf("images not sorted, unique and found: %+v", p.Metadata.Images)
+				}
+			}
 		}
 	})
 }

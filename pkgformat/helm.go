@@ -34,8 +34,9 @@ type helmDependency struct {
 var helmLicenseAnnotations = []string{"artifacthub.io/license", "licenses", "org.opencontainers.image.licenses"}
 
 // readHelm reads a Helm chart: Chart.yaml, crds/ for the APIs it provides,
-// and templates/, read as KUDO's are (templateObjects), for the Roles and
-// ClusterRoles it asks for.
+// templates/, read as KUDO's are (templateObjects), for the Roles and
+// ClusterRoles it asks for, and the chart rendered with its default values
+// for the images it runs (helmImages).
 func readHelm(pf *pkgFiles) (*parsed, error) {
 	md, err := helmMetadata(helmChartFile, pf.data(helmChartFile), pf.yaml)
 	if err != nil {
@@ -52,6 +53,9 @@ func readHelm(pf *pkgFiles) (*parsed, error) {
 		return nil, err
 	}
 	md.ProvidedAPIs, md.Permissions = objs.provided, templates.permissions()
+	if md.Images, md.ImagesIncomplete, err = pf.helmImages(); err != nil {
+		return nil, err
+	}
 	return &parsed{md: md, nameFile: helmChartFile, versionFile: helmChartFile}, nil
 }
 

@@ -1,8 +1,8 @@
 package pkgformat
 
 import (
+	"fmt"
 	"slices"
-	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -69,6 +69,8 @@ type objects struct {
 	cluster  []PolicyRule
 	ns       []PolicyRule
 	images   []string
+	// found are the images with where each was found.
+	found imageSet
 	// clusterAdmin and namespaceAdmin: a ClusterRoleBinding, or a
 	// RoleBinding, binds the built-in cluster-admin ClusterRole.
 	clusterAdmin, namespaceAdmin bool
@@ -127,6 +129,7 @@ func (o *objects) add(file string, n *yaml.Node) error {
 		}
 	default:
 		o.images = appendImages(o.images, n)
+		o.found.addContainers(n, fmt.Sprintf("%s: %s %s", file, h.Kind, orUnnamed(mappingValue(mappingNode(n, "metadata"), "name"))))
 	}
 	return nil
 }
@@ -156,6 +159,7 @@ func (o *objects) merge(other objects) {
 	o.cluster = append(o.cluster, other.cluster...)
 	o.ns = append(o.ns, other.ns...)
 	o.images = append(o.images, other.images...)
+	o.found.merge(other.found)
 	o.clusterAdmin = o.clusterAdmin || other.clusterAdmin
 	o.namespaceAdmin = o.namespaceAdmin || other.namespaceAdmin
 }
@@ -191,46 +195,18 @@ func (c crdObject) apis() []API {
 	return out
 }
 
-// containerKeys are the pod spec fields that hold containers.
-var containerKeys = map[string]bool{"containers": true, "initContainers": true, "ephemeralContainers": true}
-
-// appendImages appends the image of every container found anywhere under n
-// (pods, deployments, jobs, CSV install strategies...). Images that are
-// templated (KUDO, Helm) are left out: they are not references.
-func appendImages(images []string, n *yaml.Node) []string {
+// mappingNode returns the value of key in mapping n (or in the document n
+// holds), or an empty node.
+func mappingNode(n *yaml.Node, key string) *yaml.Node {
+	if n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
+		n = n.Content[0]
+	}
 	if n.Kind == yaml.MappingNode {
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			key, value := n.Content[i], n.Content[i+1]
-			if containerKeys[key.Value] && value.Kind == yaml.SequenceNode {
-				for _, c := range value.Content {
-					if img := mappingValue(c, "image"); img != "" && !isTemplated(img) {
-						images = append(images, img)
-					}
-				}
+			if n.Content[i].Value == key {
+				return n.Content[i+1]
 			}
 		}
 	}
-	for _, c := range n.Content {
-		images = appendImages(images, c)
-	}
-	return images
-}
-
-// mappingValue returns the scalar value of key in mapping n, or "".
-func mappingValue(n *yaml.Node, key string) string {
-	if n.Kind != yaml.MappingNode {
-		return ""
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == key && n.Content[i+1].Kind == yaml.ScalarNode {
-			return strings.TrimSpace(n.Content[i+1].Value)
-		}
-	}
-	return ""
-}
-
-// isTemplated reports whether s is (or holds) a template expression rather
-// than a value.
-func isTemplated(s string) bool {
-	return strings.Contains(s, "{{") || strings.Contains(s, templatePlaceholder)
+	return &yaml.Node{}
 }

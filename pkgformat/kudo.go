@@ -19,14 +19,19 @@ type kudoOperator struct {
 	Tasks             []kudoTask   `yaml:"tasks"`
 }
 
-// kudoTask is a task of operator.yaml; only KudoOperator tasks, which install
-// another operator, matter to the metadata.
+// kudoTask is a task of operator.yaml; KudoOperator tasks, which install
+// another operator, matter to the metadata, and Pipe tasks to rendering.
 type kudoTask struct {
 	Kind string `yaml:"kind"`
 	Spec struct {
 		Package         string `yaml:"package"`
 		AppVersion      string `yaml:"appVersion"`
 		OperatorVersion string `yaml:"operatorVersion"`
+		// Pipe are the files a Pipe task makes into ConfigMaps or
+		// Secrets, which templates name as .Pipes.<key>.
+		Pipe []struct {
+			Key string `yaml:"key"`
+		} `yaml:"pipe"`
 	} `yaml:"spec"`
 }
 
@@ -41,7 +46,9 @@ func kudoVersion(appVersion, operatorVersion string) string {
 }
 
 // readKUDO reads a KUDO operator package: operator.yaml for the identity, the
-// templates for the CRDs, RBAC rules and images.
+// templates for the CRDs, RBAC rules and images as written, and the
+// templates rendered with params.yaml's defaults for the images it runs
+// (kudoImages).
 func readKUDO(pf *pkgFiles) (*parsed, error) {
 	const file = kudoOperatorFile
 	var op kudoOperator
@@ -82,6 +89,9 @@ func readKUDO(pf *pkgFiles) (*parsed, error) {
 		return nil, err
 	}
 	md.ProvidedAPIs, md.Permissions, md.RelatedImages = objs.provided, objs.permissions(), objs.images
+	if md.Images, md.ImagesIncomplete, err = pf.kudoImages(&op); err != nil {
+		return nil, err
+	}
 	return &parsed{md: md, nameFile: file, versionFile: file}, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -15,7 +16,8 @@ import (
 // a Limits: 16 MiB per file, 128 MiB for all files, 10000 files, 128 MiB of
 // compressed archive and 1024 bytes per path; for YAML, 10000 documents per
 // file, 250000 nodes per document (some 50 MiB of yaml.v3 nodes), 1000000
-// nodes and 64 MiB parsed per package.
+// nodes and 64 MiB parsed per package; for rendering templates, 1,000,000
+// steps and 10 seconds.
 func DefaultLimits() Limits {
 	return Limits{
 		MaxFileSize:          16 << 20,
@@ -27,6 +29,8 @@ func DefaultLimits() Limits {
 		MaxYAMLDocumentNodes: 250000,
 		MaxYAMLNodes:         1000000,
 		MaxYAMLSize:          64 << 20,
+		MaxRenderSteps:       1_000_000,
+		RenderTimeout:        10 * time.Second,
 	}
 }
 
@@ -51,11 +55,13 @@ func (l Limits) withDefaults() Limits {
 	l.MaxYAMLDocumentNodes = orDefault(l.MaxYAMLDocumentNodes, d.MaxYAMLDocumentNodes)
 	l.MaxYAMLNodes = orDefault(l.MaxYAMLNodes, d.MaxYAMLNodes)
 	l.MaxYAMLSize = orDefault(l.MaxYAMLSize, d.MaxYAMLSize)
+	l.MaxRenderSteps = orDefault(l.MaxRenderSteps, d.MaxRenderSteps)
+	l.RenderTimeout = orDefault(l.RenderTimeout, d.RenderTimeout)
 	return l
 }
 
 // orDefault is v, or def when v is zero or negative.
-func orDefault[T int | int64](v, def T) T {
+func orDefault[T ~int | ~int64](v, def T) T {
 	if v <= 0 {
 		return def
 	}

@@ -62,6 +62,7 @@ type csvDocument struct {
 			} `yaml:"spec"`
 		} `yaml:"install"`
 		RelatedImages []struct {
+			Name  string `yaml:"name"`
 			Image string `yaml:"image"`
 		} `yaml:"relatedImages"`
 	} `yaml:"spec"`
@@ -287,12 +288,21 @@ func readCSV(pf *pkgFiles, file string) (*parsed, error) {
 		perms.Namespaced = append(perms.Namespaced, policyRules(p.Rules)...)
 	}
 	md.Permissions = &perms
+	var images imageSet
 	for _, img := range spec.RelatedImages {
 		md.RelatedImages = append(md.RelatedImages, img.Image)
+		where := "CSV spec.relatedImages"
+		if name := strings.TrimSpace(img.Name); name != "" {
+			where += " (" + name + ")"
+		}
+		images.add(img.Image, where)
 	}
 	for i := range spec.Install.Spec.Deployments {
-		md.RelatedImages = appendImages(md.RelatedImages, &spec.Install.Spec.Deployments[i])
+		d := &spec.Install.Spec.Deployments[i]
+		md.RelatedImages = appendImages(md.RelatedImages, d)
+		images.addContainers(d, "CSV deployment "+orUnnamed(mappingValue(d, "name")))
 	}
+	md.Images = images.list()
 	edges := &olmEdges{
 		replaces:  strings.TrimSpace(spec.Replaces),
 		skips:     sortedStrings(spec.Skips),

@@ -19,6 +19,7 @@ func readPlain(pf *pkgFiles) (*parsed, error) {
 		ProvidedAPIs:  objs.provided,
 		Permissions:   objs.permissions(),
 		RelatedImages: objs.images,
+		Images:        objs.found.list(),
 	}
 	return &parsed{md: md, nameFile: "the given name", versionFile: "the given version"}, nil
 }

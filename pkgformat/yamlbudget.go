@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+
+	"github.com/berth-registry/berth/pkgformat/render"
 )
 
 // yamlBudget is what parsing the YAML of one package may still cost, under
@@ -127,4 +129,23 @@ func ParseCost(files []File, limits Limits) int64 {
 		most = max(most, min(nodeBound(f.Data), limits.MaxYAMLDocumentNodes))
 	}
 	return most * bytesPerNode
+}
+
+// RenderCost is an upper bound of the memory, in bytes, that New takes
+// beyond ParseCost to render the templates of files (a Helm chart or a
+// KUDO operator; 0 for other packages) under limits (defaults for zero
+// fields): the strings rendering may build (MaxRenderSteps ×
+// render.BytesPerStep), the outputs kept (MaxFileSize in all), and the
+// tree of one rendered document.
+func RenderCost(files []File, limits Limits) int64 {
+	pf := newPkgFiles(files, Options{})
+	if dir := commonFolder(files); dir != "" && !pf.has(helmChartFile) && !pf.has(kudoOperatorFile) {
+		pf = newPkgFiles(stripFolder(files, dir), Options{})
+	}
+	if !pf.has(helmChartFile) && !pf.has(kudoOperatorFile) {
+		return 0
+	}
+	limits = limits.withDefaults()
+	tree := min(limits.MaxYAMLDocumentNodes, 3*limits.MaxFileSize) * bytesPerNode
+	return limits.MaxRenderSteps*render.BytesPerStep + limits.MaxFileSize + tree
 }

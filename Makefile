@@ -104,8 +104,9 @@ bench-provenance:
 	$(GO) run ./test/bench -provenance
 
 ## bench-mirror: copying 500 signed packages (about 2,500 versions) into an empty berth with `berth mirror`
-## export + import and sync, against regctl and oras cp -r, 3 runs each (not part of `make test`;
-## about 20 minutes on a 2-core machine, nearly all of it regctl and oras)
+## export + import and sync, against regctl and oras cp -r, 3 runs each; then 20 OLM packages with about
+## 1 GiB of their images, against regctl image copy and oras cp -r (not part of `make test`;
+## about 20 minutes on a 2-core machine for the packages, nearly all of it regctl and oras, plus the images)
 bench-mirror:
 	$(GO) run ./test/bench -mirror
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -45,6 +46,16 @@ type ImportOptions struct {
 	// image the export could not carry, a berth target that did not record
 	// where the images now live); it may be nil.
 	Warn func(string)
+	// ChunkSize is the size of the chunks in which blobs larger than it
+	// are sent; if <= 0, DefaultChunkSize.
+	ChunkSize int64
+	// StateDir, when set, is where the uploads of those blobs are
+	// recorded (created 0700 when first needed), so that a rerun of a
+	// killed import takes each up at the offset the target holds rather
+	// than from zero.
+	StateDir string
+	// Log, when set, says when an upload is resumed or cannot be.
+	Log *slog.Logger
 }
 
 // Import copies the images and versions of an archive into the target.
@@ -91,6 +102,7 @@ func Import(ctx context.Context, a *Archive, opts ImportOptions) (*Summary, erro
 		}
 	}
 	t := newTarget(ctx, opts.Client, opts.Target, opts.Policy, opts.Progress, len(m.Versions)+len(m.Images))
+	t.up = newUploader(opts.ChunkSize, opts.StateDir, opts.Log)
 	opts.Progress.VersionsTotal.Store(int64(len(m.Versions)))
 	var total int64
 	for _, en := range entries {
@@ -116,6 +128,7 @@ func Import(ctx context.Context, a *Archive, opts ImportOptions) (*Summary, erro
 		return nil, err
 	}
 	sum := t.counts.summary(start)
+	sum.BytesResumed = t.up.resumed.Load()
 	sum.Damaged = a.Damage()
 	// The cluster resources name every mirror the target records, so that
 	// applying them after this import keeps what earlier imports mirrored.

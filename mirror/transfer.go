@@ -50,6 +50,9 @@ type Summary struct {
 	Manifests int `json:"manifests"`
 	// Bytes counts the bytes written to the archive, or of blobs sent.
 	Bytes int64 `json:"bytes"`
+	// BytesResumed counts the bytes of blobs an earlier, interrupted
+	// import had sent, which this one did not send again (import).
+	BytesResumed int64 `json:"bytesResumed,omitempty"`
 	// BytesSkipped counts the bytes of blobs the far side or the target
 	// had already, and so were neither written nor sent.
 	BytesSkipped int64 `json:"bytesSkipped"`
@@ -174,6 +177,9 @@ type target struct {
 	// sent again, and what it does not list is sent without asking first.
 	// When nil, each blob, manifest and tag is asked for.
 	have *holdings
+	// up, when set, sends large blobs as chunked uploads that a rerun
+	// resumes; when nil every blob goes in one request.
+	up *uploader
 }
 
 // inventoryFrom is how many versions an operation must copy before it
@@ -308,6 +314,9 @@ func (t *target) putBlob(ctx context.Context, repo *remote.Repository, name stri
 	if have {
 		t.counts.skipped.Add(desc.Size)
 		t.progress.BytesDone.Add(desc.Size)
+		if t.up.chunked(desc.Size) {
+			t.up.journal.remove(t.host, name, desc.Digest)
+		}
 		return nil
 	}
 	rc, err := src.open(ctx, name, desc)
@@ -328,6 +337,18 @@ func (t *target) putBlob(ctx context.Context, repo *remote.Repository, name stri
 	}
 	if err != nil {
 		return fmt.Errorf("blob %s: %w", desc.Digest, err)
+	}
+	if t.up.chunked(desc.Size) {
+		// The upload opens the blob again each time it takes it up.
+		rc.Close()
+		open := func() (io.ReadCloser, error) { return src.open(ctx, name, desc) }
+		sent, err := t.up.put(ctx, repo, t.host, name, desc, open, &t.progress.BytesDone)
+		t.counts.bytes.Add(sent)
+		if err != nil {
+			return fmt.Errorf("push blob %s to %s: %w", desc.Digest, name, err)
+		}
+		t.counts.blobs.Add(1)
+		return nil
 	}
 	defer rc.Close()
 	if err := repo.Blobs().Push(ctx, desc, &countingReader{r: rc, n: &t.progress.BytesDone}); err != nil {
@@ -392,10 +413,12 @@ func (t *target) tag(ctx context.Context, repo *remote.Repository, m *node, tag 
 	return true, was, nil
 }
 
-// countingReader adds what is read to n.
+// countingReader adds what is read to n, an *atomic.Int64 or a tally
+// of them: the HTTP transport reads a request's body on a goroutine of
+// its own.
 type countingReader struct {
 	r io.Reader
-	n *atomic.Int64
+	n interface{ Add(int64) int64 }
 }
 
 func (c *countingReader) Read(b []byte) (int, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -261,6 +262,8 @@ func newMirrorImportCmd() *cobra.Command {
 		concurrency int
 		prefixes    []string
 		resources   string
+		chunkSize   = sizeFlag(mirror.DefaultChunkSize)
+		stateDir    string
 	)
 	cmd := &cobra.Command{
 		Use:   "import ARCHIVE... TARGET",
@@ -289,7 +292,9 @@ signatures it does not verify is quarantined: pushed by digest, left untagged,
 and reported. A berth TARGET also applies its own trust policy when tagging.
 
 Killed at any point, the same import run again finishes the job and sends only
-what TARGET still lacks.`,
+what TARGET still lacks. Blobs larger than --chunk-size go in chunks, and their
+uploads are recorded in --state-dir, so that a rerun takes each up at the offset
+TARGET holds instead of sending the blob again from zero.`,
 		Example: `  berth mirror import kudo.tar registry.internal:5000
   berth mirror import delta-001.tar delta-002.tar registry.internal:5000 --archive-key cosign.pub --policy trust.yaml
   berth mirror import site.tar mirror.site:5000 --image-prefix quay.io=upstream/quay --image-prefix ghcr.io=upstream/ghcr`,
@@ -311,8 +316,14 @@ what TARGET still lacks.`,
 			if err != nil {
 				return err
 			}
+			if stateDir == "" {
+				if stateDir, err = mirror.DefaultStateDir(args[:len(args)-1], tgt); err != nil {
+					return err
+				}
+			}
 			opts := mirror.ImportOptions{Client: c, Target: tgt, Policy: policy, Concurrency: concurrency, Progress: &mirror.Progress{},
 				ImagePrefixes: imagePrefixes, ResourcesDir: resources,
+				ChunkSize: int64(chunkSize), StateDir: stateDir, Log: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)),
 				Warn: func(s string) { fmt.Fprintln(cmd.ErrOrStderr(), "Warning: "+s) }}
 			if archiveKey != "" {
 				k, err := signing.LoadPublicKey(archiveKey)
@@ -345,6 +356,8 @@ what TARGET still lacks.`,
 	cmd.Flags().IntVar(&concurrency, "concurrency", mirror.DefaultConcurrency, "versions imported at a time")
 	cmd.Flags().StringArrayVar(&prefixes, "image-prefix", nil, "put images under this repository `PREFIX` of TARGET (default "+mirror.DefaultImagePrefix+"), or REGISTRY=PREFIX for one source registry (repeatable)")
 	cmd.Flags().StringVar(&resources, "resources", "berth-mirror-resources", "write the resources a cluster needs to pull the images from TARGET to this `DIR`")
+	cmd.Flags().Var(&chunkSize, "chunk-size", "send blobs larger than this `SIZE` in chunks of it, resumable")
+	cmd.Flags().StringVar(&stateDir, "state-dir", "", "`DIR` recording the uploads in progress, for a rerun to resume (default: a directory of the user's cache named after the archive and TARGET)")
 	return cmd
 }
 

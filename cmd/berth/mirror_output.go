@@ -116,8 +116,20 @@ func printProblems(w io.Writer, what string, ps []mirror.Problem) {
 // sizeFlag is a size in bytes given with an optional unit: 700MB, 4GiB.
 type sizeFlag int64
 
-func (s *sizeFlag) String() string { return strconv.FormatInt(int64(*s), 10) }
-func (s *sizeFlag) Type() string   { return "size" }
+// String writes the size in the largest binary unit that divides it.
+func (s *sizeFlag) String() string {
+	for _, u := range []struct {
+		suffix string
+		factor int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if *s != 0 && int64(*s)%u.factor == 0 {
+			return strconv.FormatInt(int64(*s)/u.factor, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(int64(*s), 10)
+}
+
+func (s *sizeFlag) Type() string { return "size" }
 
 // Set parses a number of bytes with an optional unit: B, KB, MB, GB, TB
 // (powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024).

@@ -54,6 +54,7 @@ func TestMirrorBadInput(t *testing.T) {
 		{"import of a missing archive", []string{"mirror", "import", filepath.Join(dir, "missing.tar"), "localhost:5000"}, "missing.tar"},
 		{"import of a directory that is no archive", []string{"mirror", "import", notArchive, "localhost:5000"}, "empty"},
 		{"import with a missing archive key", []string{"mirror", "import", notArchive, "localhost:5000", "--archive-key", filepath.Join(dir, "k.pub")}, "k.pub"},
+		{"import with a bad chunk size", []string{"mirror", "import", notArchive, "localhost:5000", "--chunk-size", "0"}, "positive size"},
 		{"inventory without output", []string{"mirror", "inventory", "localhost:5000"}, "-o"},
 		{"sync without state", []string{"mirror", "sync", "localhost:5000", "localhost:5001"}, "--state"},
 		{"sync with a narrowing flag alone", []string{"mirror", "sync", "localhost:5000", "localhost:5001", "--state", "s.json", "--latest", "2"}, "narrow a selection"},
@@ -80,6 +81,16 @@ func TestSizeFlag(t *testing.T) {
 		var s sizeFlag
 		if err := s.Set(in); err != nil || int64(s) != want {
 			t.Errorf("Set(%q) = %d, %v; want %d", in, s, err, want)
+		}
+		// What String writes, Set reads back.
+		var back sizeFlag
+		if err := back.Set(s.String()); err != nil || back != s {
+			t.Errorf("Set(%q) after String of %q = %d, %v", s.String(), in, back, err)
+		}
+	}
+	for size, want := range map[sizeFlag]string{0: "0", 10: "10", 32 << 20: "32MiB", 4 << 30: "4GiB", 1536: "1536", 512 << 10: "512KiB"} {
+		if got := size.String(); got != want {
+			t.Errorf("sizeFlag(%d).String() = %q, want %q", int64(size), got, want)
 		}
 	}
 	for _, in := range []string{"", "0", "-1GB", "1.5GB", "GB", "1XB", "99999999999TiB"} {

@@ -24,6 +24,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/berth-registry/berth/signing/signingtest"
 )
 
@@ -63,11 +65,17 @@ type mirrorOptions struct {
 	enabled        bool
 	packages, runs int
 	keep           bool
+	// imagesMiB is the size of the images of the images rows (0: none);
+	// imagesOnly runs those rows alone.
+	imagesMiB  int
+	imagesOnly bool
 }
 
 func registerMirrorFlags(o *mirrorOptions) {
 	flag.BoolVar(&o.enabled, "mirror", false, "run the mirror benchmarks (berth mirror against regctl and oras) instead of the registry comparison")
 	flag.IntVar(&o.packages, "mirror-packages", 500, "mirror: packages in the source, from the catalog corpus (1 to 10 versions each, about 5)")
+	flag.IntVar(&o.imagesMiB, "mirror-images-mib", 1024, "mirror: MiB of generated images of the 20 OLM packages of the images rows (0: no images rows)")
+	flag.BoolVar(&o.imagesOnly, "mirror-images-only", false, "mirror: run only the images rows")
 	flag.IntVar(&o.runs, "mirror-runs", 3, "mirror: runs of every contender, in alternating order; the table shows medians")
 	flag.BoolVar(&o.keep, "mirror-keep", false, "mirror: keep the temporary directory (data, archives, server logs) and print its path")
 }
@@ -83,14 +91,17 @@ type mirrorEnv struct {
 	selection           string // the selection file
 	// archive is the last archive's size, exported the bytes its export reported.
 	archive, exported int64
+	registry          string // distribution's registry binary, for the images rows' stand-ins
+	goVersion         string
+	images            *imagesEnv
 }
 
 // runMirror fills a source berth, copies it with every contender into fresh
 // berths, and prints the table. A contender that fails makes its rows
 // ERROR; the run then ends in an error, after the table.
 func runMirror(ctx context.Context, o mirrorOptions) error {
-	if o.packages < 1 || o.runs < 1 {
-		return errors.New("-mirror-packages and -mirror-runs must be at least 1")
+	if o.packages < 1 || o.runs < 1 || o.imagesMiB < 0 || (o.imagesOnly && o.imagesMiB == 0) {
+		return errors.New("-mirror-packages and -mirror-runs must be at least 1, and -mirror-images-mib positive with -mirror-images-only (0 for no images rows)")
 	}
 	began := time.Now()
 	e, goVersion, err := setUpMirror(ctx, o)
@@ -101,16 +112,41 @@ func runMirror(ctx context.Context, o mirrorOptions) error {
 		return err
 	}
 	defer e.src.stop()
+	e.goVersion = goVersion
+	failed := 0
+	if !o.imagesOnly {
+		if failed, err = e.runPackages(ctx); err != nil {
+			return err
+		}
+	}
+	if o.imagesMiB > 0 {
+		n, err := e.runImages(ctx)
+		if err != nil {
+			return err
+		}
+		failed += n
+	}
+	logf("done in %s", time.Since(began).Round(time.Second))
+	if failed > 0 {
+		return fmt.Errorf("%d rows failed (ERROR); run with -mirror-keep to keep the server logs", failed)
+	}
+	return nil
+}
+
+// runPackages fills the source with signed packages, copies them with
+// every contender and prints the table. It returns how many rows are ERROR.
+func (e *mirrorEnv) runPackages(ctx context.Context) (int, error) {
+	o := e.o
 	keys, err := signingtest.WriteKeyPair(filepath.Join(e.root, "keys"), "berth-bench")
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if e.set, err = fillSource(ctx, e.src, keys.Signer, o.packages); err != nil {
-		return err
+		return 0, err
 	}
 	e.selection = filepath.Join(e.root, "selection.yaml")
 	if err := os.WriteFile(e.selection, []byte(selectionYAML(e.set.namespaces)), 0o644); err != nil {
-		return err
+		return 0, err
 	}
 
 	rows := newMirrorRows()
@@ -129,7 +165,31 @@ func runMirror(ctx context.Context, o mirrorOptions) error {
 		}
 		contenders = contenders[2:]
 	}
-	for run := range o.runs {
+	if err := e.runAll(ctx, contenders, rows); err != nil {
+		return 0, err
+	}
+	if e.archive > 0 && rows.get(rowExportImport).result != "ERROR" {
+		r, ratio := rows.get(rowArchive), float64(e.archive)/float64(e.set.uniqueBytes)
+		r.value, r.result = fmt.Sprintf("%.3fx", ratio), verdict(ratio <= archiveOverhead)
+		r.detail = fmt.Sprintf("archive of the last run %s; its export reported %s", formatBytes(int(e.archive)), formatBytes(int(e.exported)))
+	}
+	header := fmt.Sprintf("mirror: %s packages, %s versions in %d namespaces (corpus seed %d), signed: %s cosign .sig tags, %s OCI referrers; "+
+		"%s in %s unique blobs and manifests; medians of %d runs; %s",
+		thousands(o.packages), thousands(e.set.versions), len(e.set.namespaces), mirrorSeed, thousands(e.set.digestTags), thousands(e.set.nReferred),
+		formatBytes(int(e.set.uniqueBytes)), thousands(e.set.uniqueCount), o.runs, e.tools())
+	return printMirrorTable(os.Stdout, header, rows), nil
+}
+
+// tools names regctl's and oras's versions and the machine.
+func (e *mirrorEnv) tools() string {
+	return fmt.Sprintf("regctl %s, oras %s; machine: %d cores, %s/%s, %s",
+		toolVersion(e.regctl, "github.com/regclient/regclient"), toolVersion(e.oras, "oras.land/oras"),
+		runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, e.goVersion)
+}
+
+// runAll runs every contender o.runs times, in alternating order.
+func (e *mirrorEnv) runAll(ctx context.Context, contenders []contender, rows mirrorRows) error {
+	for run := range e.o.runs {
 		order := slices.Clone(contenders)
 		if run%2 == 1 {
 			slices.Reverse(order)
@@ -139,22 +199,6 @@ func runMirror(ctx context.Context, o mirrorOptions) error {
 				return err // interrupted, or the source is gone
 			}
 		}
-	}
-	if e.archive > 0 && rows.get(rowExportImport).result != "ERROR" {
-		r, ratio := rows.get(rowArchive), float64(e.archive)/float64(e.set.uniqueBytes)
-		r.value, r.result = fmt.Sprintf("%.3fx", ratio), verdict(ratio <= archiveOverhead)
-		r.detail = fmt.Sprintf("archive of the last run %s; its export reported %s", formatBytes(int(e.archive)), formatBytes(int(e.exported)))
-	}
-	header := fmt.Sprintf("mirror: %s packages, %s versions in %d namespaces (corpus seed %d), signed: %s cosign .sig tags, %s OCI referrers; "+
-		"%s in %s unique blobs and manifests; medians of %d runs; regctl %s, oras %s; machine: %d cores, %s/%s, %s",
-		thousands(o.packages), thousands(e.set.versions), len(e.set.namespaces), mirrorSeed, thousands(e.set.digestTags), thousands(e.set.nReferred),
-		formatBytes(int(e.set.uniqueBytes)), thousands(e.set.uniqueCount), o.runs,
-		toolVersion(e.regctl, "github.com/regclient/regclient"), toolVersion(e.oras, "oras.land/oras"),
-		runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, goVersion)
-	failed := printMirrorTable(os.Stdout, header, rows)
-	logf("done in %s", time.Since(began).Round(time.Second))
-	if failed > 0 {
-		return fmt.Errorf("%d rows failed (ERROR); run with -mirror-keep to keep the server logs", failed)
 	}
 	return nil
 }
@@ -181,13 +225,13 @@ func setUpMirror(ctx context.Context, o mirrorOptions) (*mirrorEnv, string, erro
 			return e, "", err
 		}
 	}
-	logf("building berth, regctl and oras")
+	logf("building berth, regctl, oras and registry")
 	bin, goVersion, err := buildBerth(ctx, modRoot, filepath.Join(root, "bin"))
 	if err != nil {
 		return e, "", err
 	}
 	e.berth = bin
-	for name, path := range map[string]*string{"regctl": &e.regctl, "oras": &e.oras} {
+	for name, path := range map[string]*string{"regctl": &e.regctl, "oras": &e.oras, "registry": &e.registry} {
 		cmd := exec.CommandContext(ctx, "go", "tool", "-n", name)
 		cmd.Dir = modRoot
 		out, err := cmd.Output()
@@ -245,12 +289,14 @@ func selectionYAML(namespaces []string) string {
 // contender is one way of copying the source into an empty berth: run
 // copies into dst, working in dir, and returns a sample for each of rows.
 // digestTags says the copy must carry cosign's .sig tags; name names the
-// run's directory.
+// run's directory. check, when set, checks the copy instead of the
+// packages' check.
 type contender struct {
 	name       string
 	rows       []string
 	digestTags bool
 	run        func(ctx context.Context, dst *catServer, dir string) ([]sample, error)
+	check      func(ctx context.Context, dst *catServer) error
 }
 
 // sample is one run's time of one row, and the highest peak RSS of its
@@ -279,7 +325,9 @@ func (e *mirrorEnv) runContender(ctx context.Context, run int, c contender, rows
 	defer dst.stop()
 	settle()
 	samples, err := c.run(ctx, dst, dir)
-	if err == nil {
+	if err == nil && c.check != nil {
+		err = c.check(ctx, dst)
+	} else if err == nil {
 		var got copied
 		if got, err = checkCopy(ctx, newTarget("destination", dst.addr), e.set); err == nil {
 			err = got.complete(e.set, c.digestTags)
@@ -316,25 +364,36 @@ func (e *mirrorEnv) runContender(ctx context.Context, run int, c contender, rows
 
 // exportImport exports the selection into an archive and imports it into dst.
 func (e *mirrorEnv) exportImport(ctx context.Context, dst *catServer, dir string) ([]sample, error) {
-	archive := filepath.Join(dir, "mirror.tar")
-	exp, sum, err := e.berthMirror(ctx, dir, "export", "--source", e.src.addr, "--selection", e.selection, "-o", archive, "--format", "json")
+	var exp, imp procResult
+	var err error
+	exp, imp, e.archive, e.exported, err = e.carry(ctx, dir, filepath.Join(dir, "mirror.tar"), dst.addr,
+		[]string{"--source", e.src.addr, "--selection", e.selection}, nil)
 	if err != nil {
 		return nil, err
 	}
-	imp, _, err := e.berthMirror(ctx, dir, "import", archive, dst.addr, "--format", "json")
-	if err != nil {
-		return nil, err
-	}
-	fi, err := os.Stat(archive)
-	if err != nil {
-		return nil, err
-	}
-	e.archive, e.exported = fi.Size(), sum.Bytes
 	return []sample{
 		{rowExportImport, exp.took + imp.took, max(exp.rssKiB, imp.rssKiB)},
 		{rowExport, exp.took, exp.rssKiB},
 		{rowImport, imp.took, imp.rssKiB},
 	}, nil
+}
+
+// carry runs berth mirror export with exportArgs into archive, then
+// berth mirror import of it into dst with importArgs, and returns both
+// runs, the archive's size and the bytes the export reported.
+func (e *mirrorEnv) carry(ctx context.Context, dir, archive, dst string, exportArgs, importArgs []string) (exp, imp procResult, size, exported int64, err error) {
+	exp, sum, err := e.berthMirror(ctx, dir, append(append([]string{"export"}, exportArgs...), "-o", archive, "--format", "json")...)
+	if err != nil {
+		return exp, imp, 0, 0, err
+	}
+	if imp, _, err = e.berthMirror(ctx, dir, append([]string{"import", archive, dst, "--format", "json"}, importArgs...)...); err != nil {
+		return exp, imp, 0, 0, err
+	}
+	fi, err := os.Stat(archive)
+	if err != nil {
+		return exp, imp, 0, 0, err
+	}
+	return exp, imp, fi.Size(), sum.Bytes, nil
 }
 
 // sync syncs the source into dst, then again, when there is nothing new.
@@ -409,16 +468,30 @@ func (e *mirrorEnv) orasCopy(ctx context.Context, dst *catServer, dir string) ([
 // sequence runs bin with each of commands, one after another, and returns
 // one sample of their total time and highest peak RSS.
 func (e *mirrorEnv) sequence(ctx context.Context, dir, row, bin string, commands [][]string) ([]sample, error) {
+	return e.parallel(ctx, dir, row, bin, commands, 1)
+}
+
+// parallel runs bin with each of commands, n at a time, and returns one
+// sample of their total time and highest peak RSS; it stops at the first
+// that fails.
+func (e *mirrorEnv) parallel(ctx context.Context, dir, row, bin string, commands [][]string, n int) ([]sample, error) {
 	s := sample{row: row}
 	start := time.Now()
-	for _, args := range commands {
-		res, err := e.command(ctx, dir, bin, args...)
-		if err != nil {
-			return nil, err
-		}
-		s.rssKiB = max(s.rssKiB, res.rssKiB)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(n)
+	rss := make([]int64, len(commands))
+	for i, args := range commands {
+		g.Go(func() error {
+			res, err := e.command(gctx, dir, bin, args...)
+			rss[i] = res.rssKiB
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	s.took = time.Since(start)
+	s.rssKiB = slices.Max(append(rss, 0))
 	return []sample{s}, nil
 }
 

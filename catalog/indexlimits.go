@@ -41,13 +41,14 @@ func (b *memoryBudget) acquire(ctx context.Context, cost int64) (func(), error) 
 }
 
 // packageCost is what reading a package whose content holds files may take:
-// the files, and the YAML trees pkgformat builds from them.
+// the files, the YAML trees pkgformat builds from them, and what rendering
+// a chart's or KUDO operator's templates for their images may build.
 func packageCost(files []pkgformat.File, limits pkgformat.Limits) int64 {
 	var size int64
 	for _, f := range files {
 		size += int64(len(f.Data))
 	}
-	return size + pkgformat.ParseCost(files, limits)
+	return size + pkgformat.ParseCost(files, limits) + pkgformat.RenderCost(files, limits)
 }
 
 // tooLong is the reason of a package whose indexing did not end within

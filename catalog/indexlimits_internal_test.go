@@ -74,3 +74,20 @@ func TestPackageCostCountsFilesAndYAML(t *testing.T) {
 		t.Errorf("a YAML flow sequence of %d bytes costs %d, want it weighed by its nodes", len(flow.Data), got)
 	}
 }
+
+// TestPackageCostCountsRendering: a chart weighs what rendering its
+// templates may build too; a plain package does not.
+func TestPackageCostCountsRendering(t *testing.T) {
+	manifest := pkgformat.File{Path: "manifests/a.yaml", Data: []byte("kind: ConfigMap\n")}
+	chart := []pkgformat.File{
+		{Path: "Chart.yaml", Data: []byte("apiVersion: v2\nname: a\nversion: 1.0.0\n")},
+		{Path: "templates/a.yaml", Data: manifest.Data},
+	}
+	plain, rendered := packageCost([]pkgformat.File{manifest}, pkgformat.Limits{}), packageCost(chart, pkgformat.Limits{})
+	if want := pkgformat.RenderCost(chart, pkgformat.Limits{}); want == 0 || rendered < want {
+		t.Errorf("a chart costs %d, want at least its render cost %d", rendered, want)
+	}
+	if pkgformat.RenderCost([]pkgformat.File{manifest}, pkgformat.Limits{}) != 0 || plain >= rendered {
+		t.Errorf("a plain package costs %d, a chart %d: want the chart to weigh its rendering", plain, rendered)
+	}
+}

@@ -56,6 +56,10 @@ type SearchOptions struct {
 	// KubeVersion keeps the packages with a version that supports this
 	// Kubernetes version.
 	KubeVersion string
+	// Image keeps the packages with a version that runs this image: a
+	// repository (quay.io/org/img, or nginx for docker.io/library/nginx),
+	// narrowed to one reference by a tag or digest.
+	Image string
 	// Verified, if not nil, keeps the packages whose latest version is (or is
 	// not) verified.
 	Verified *bool
@@ -74,7 +78,7 @@ func (o SearchOptions) values() url.Values {
 	q := url.Values{}
 	for _, p := range []struct{ key, value string }{
 		{"q", o.Query}, {"namespace", o.Namespace}, {"format", string(o.Format)}, {"channel", o.Channel},
-		{"provides", o.Provides}, {"kubeVersion", o.KubeVersion}, {"sort", o.Sort}, {"cursor", o.Cursor},
+		{"provides", o.Provides}, {"kubeVersion", o.KubeVersion}, {"image", o.Image}, {"sort", o.Sort}, {"cursor", o.Cursor},
 	} {
 		if p.value != "" {
 			q.Set(p.key, p.value)

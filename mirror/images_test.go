@@ -381,6 +381,27 @@ func TestImportImagesIntoBerth(t *testing.T) {
 			t.Errorf("child %s is not in the mirror", p)
 		}
 	}
+
+	// Exported with --platform, the index goes in part, unchanged: berth
+	// accepts an index whose other platforms are absent.
+	amd64 := filepath.Join(t.TempDir(), "amd64")
+	if _, err := mirror.Export(context.Background(), mirror.ExportOptions{Client: src.c, Source: src.host, Catalog: src,
+		Selection: &mirror.Selection{Packages: []mirror.Rule{{Namespace: "charts"}}}, Output: amd64,
+		RegistryMap: mirror.RegistryMap{"quay.io": u.host}, Platforms: []ocispec.Platform{{OS: "linux", Architecture: "amd64"}}}); err != nil {
+		t.Fatal(err)
+	}
+	part := registrytest.NewBerth(t, registry.Options{}, nil)
+	imp, _ = importImages(t, src.c, amd64, part, mirror.ImagePrefixes{})
+	if imp.Images != 2 || len(imp.ImagesFailed)+len(imp.Failed) != 0 {
+		t.Fatalf("import of an index in part into berth: %+v", imp)
+	}
+	mapped = src.c.Repository(part, "mirror/org/app")
+	if !exists(t, mapped, u.index) || !exists(t, mapped, u.children["linux/amd64"]) {
+		t.Error("the index or its linux/amd64 manifest is not in the mirror")
+	}
+	if exists(t, mapped, u.children["linux/arm64"]) {
+		t.Error("linux/arm64, left behind by --platform, is in the mirror")
+	}
 }
 
 func TestExportImagesDelta(t *testing.T) {

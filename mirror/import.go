@@ -11,6 +11,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/berth-registry/berth/catalog/apiv1"
 	"github.com/berth-registry/berth/client"
 	"github.com/berth-registry/berth/pkgformat"
 	"github.com/berth-registry/berth/signing"
@@ -129,9 +130,22 @@ func Import(ctx context.Context, a *Archive, opts ImportOptions) (*Summary, erro
 	sum := t.counts.summary(start)
 	sum.BytesResumed = t.up.resumed.Load()
 	sum.Damaged = a.Damage()
+	// The cluster resources name every mirror the target records, so that
+	// applying them after this import keeps what earlier imports mirrored.
+	var mirrors []apiv1.ImageMirror
 	if len(mapping) > 0 {
 		sum.ImageMirrors = mapping.mirrors(opts.Target)
-		recordMirrors(ctx, opts.Client, opts.Target, sum.ImageMirrors, warn)
+		mirrors = recordMirrors(ctx, opts.Client, opts.Target, sum.ImageMirrors, warn)
+	}
+	if mirrors == nil {
+		mirrors = sum.ImageMirrors
+	}
+	if opts.ResourcesDir != "" {
+		files, err := WriteClusterResources(opts.ResourcesDir, resourcesFor(m, opts.Target, mirrors))
+		if err != nil {
+			return sum, fmt.Errorf("writing the cluster resources: %w", err)
+		}
+		sum.Resources = files
 	}
 	return sum, nil
 }

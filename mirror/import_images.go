@@ -142,21 +142,26 @@ func (im imageMapping) mountFrom(m *Manifest, entries map[digest.Digest]Entry, p
 
 // recordMirrors records the mapping in a berth target (PUT
 // /api/v1/image-mirrors), so that its API, berth show and its UI name
-// where each image now lives. A target that is not a berth server is left
-// alone; one that refuses is told to warn.
-func recordMirrors(ctx context.Context, c *client.Client, host string, mirrors []apiv1.ImageMirror, warn func(string)) {
+// where each image now lives, and returns every mirror the target now
+// records, this import's and earlier ones'. A target that is not a berth
+// server is left alone; one that refuses is told to warn. Both return nil.
+func recordMirrors(ctx context.Context, c *client.Client, host string, mirrors []apiv1.ImageMirror, warn func(string)) []apiv1.ImageMirror {
 	cat, err := c.Catalog(host)
+	var recorded *apiv1.ImageMirrors
 	if err == nil {
-		_, err = cat.SetImageMirrors(ctx, apiv1.ImageMirrors{Mirrors: mirrors})
+		recorded, err = cat.SetImageMirrors(ctx, apiv1.ImageMirrors{Mirrors: mirrors})
 	}
 	switch {
-	case err == nil, errors.Is(err, client.ErrRegistry), errors.Is(err, client.ErrNotFound):
-		// Recorded, or not a berth server (or one without image mirrors).
+	case err == nil:
+		return recorded.Mirrors
+	case errors.Is(err, client.ErrRegistry), errors.Is(err, client.ErrNotFound):
+		// Not a berth server (or one without image mirrors).
 	case errors.Is(err, client.ErrDenied), errors.Is(err, client.ErrUnauthorized):
 		warn(fmt.Sprintf("%s did not record where the images now live (it needs admin on everything, as berth permissions grant it): %v; the images are imported", host, err))
 	default:
 		warn(fmt.Sprintf("%s did not record where the images now live: %v; the images are imported", host, err))
 	}
+	return nil
 }
 
 // resourcesFor is what a cluster needs to pull the images of m from the

@@ -14,6 +14,7 @@ import (
 	"github.com/distribution/reference"
 	"sigs.k8s.io/yaml"
 
+	"github.com/berth-registry/berth/catalog"
 	"github.com/berth-registry/berth/catalog/apiv1"
 	"github.com/berth-registry/berth/internal/atomicfile"
 	"github.com/berth-registry/berth/olm"
@@ -100,6 +101,7 @@ func WriteClusterResources(dir string, r ClusterResources) ([]string, error) {
 type checkedResources struct {
 	target  string
 	mirrors []apiv1.ImageMirror // by Source
+	lookup  catalog.Mirrors     // mirrors, to find a repository's
 	byTag   []string
 	// hostPrefixes are, per source registry host, the repository path at
 	// target under which its repositories keep their own paths ("" for
@@ -150,6 +152,7 @@ func checkClusterResources(r ClusterResources) (*checkedResources, error) {
 		}
 	}
 	slices.SortFunc(c.mirrors, func(a, b apiv1.ImageMirror) int { return strings.Compare(a.Source, b.Source) })
+	c.lookup = catalog.NewMirrors(c.mirrors)
 	for i, repo := range r.ByTag {
 		what := fmt.Sprintf("cluster resources: byTag[%d]", i)
 		if name, err := parseRepoName(what, repo); err != nil {
@@ -157,7 +160,7 @@ func checkClusterResources(r ClusterResources) (*checkedResources, error) {
 		} else if name.path == "" {
 			return nil, fmt.Errorf("%s %q: want a repository, host/path", what, repo)
 		}
-		if _, ok := mirrorOf(c.mirrors, repo); !ok {
+		if _, ok := c.mirrorOf(repo); !ok {
 			return nil, fmt.Errorf("%s: no mirror covers %s", what, repo)
 		}
 		c.byTag = append(c.byTag, repo)
@@ -219,20 +222,11 @@ func hostPrefix(src, dst repoName) (prefix string, ok bool) {
 	return strings.CutSuffix(dst.path, "/"+src.path)
 }
 
-// mirrorOf returns where repo lives at the mirror: the Mirror of the
-// longest Source of ms that is repo, or a prefix of it by whole path
-// components, followed by the rest of repo's path.
-func mirrorOf(ms []apiv1.ImageMirror, repo string) (string, bool) {
-	best := -1
-	for i, m := range ms {
-		if (repo == m.Source || strings.HasPrefix(repo, m.Source+"/")) && (best < 0 || len(m.Source) > len(ms[best].Source)) {
-			best = i
-		}
-	}
-	if best < 0 {
-		return "", false
-	}
-	return ms[best].Mirror + strings.TrimPrefix(repo, ms[best].Source), true
+// mirrorOf returns where repo lives at the mirror, as the catalog finds
+// it (catalog.Mirrors).
+func (c *checkedResources) mirrorOf(repo string) (string, bool) {
+	loc, ok := c.lookup.Location(catalog.ImageRef{Repository: repo})
+	return loc.Repository, ok
 }
 
 // resourceFile is one file to write, its name relative to the directory.
@@ -264,7 +258,7 @@ func (c *checkedResources) render() ([]resourceFile, error) {
 	if len(c.byTag) > 0 {
 		var tags []sourceMirrors
 		for _, repo := range c.byTag {
-			m, _ := mirrorOf(c.mirrors, repo)
+			m, _ := c.mirrorOf(repo)
 			tags = append(tags, sourceMirrors{Source: repo, Mirrors: []string{m}})
 		}
 		data, err := yamlDocs(mirrorSet("ImageTagMirrorSet", mirrorSetSpec{ImageTagMirrors: tags}))
@@ -371,7 +365,7 @@ func (c *checkedResources) registriesConf() registriesConf {
 	}
 	for _, repo := range c.byTag {
 		if !slices.ContainsFunc(c.mirrors, func(m apiv1.ImageMirror) bool { return m.Source == repo }) {
-			m, _ := mirrorOf(c.mirrors, repo)
+			m, _ := c.mirrorOf(repo)
 			conf.Registry = append(conf.Registry, table(repo, m, "all"))
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/berth-registry/berth/catalog"
 	"github.com/berth-registry/berth/client"
 	"github.com/berth-registry/berth/client/registrytest"
 	"github.com/berth-registry/berth/config"
@@ -36,7 +37,8 @@ func TestClusterResourcesReachImages(t *testing.T) {
 	p := &invPusher{t: t, c: c, host: host, want: map[string]map[digest.Digest]bool{}}
 	images := map[string]digest.Digest{} // source repository → digest pushed at its mirror
 	for _, src := range []string{"quay.io/org/operator", "quay.io/org/operand", "docker.io/library/nginx", "ghcr.io/team/tool", "ghcr.io/team/sub/other"} {
-		m, ok := mirrorOf(in.Mirrors, src)
+		loc, ok := catalog.NewMirrors(in.Mirrors).Location(catalog.ImageRef{Repository: src})
+		m := loc.Repository
 		if !ok {
 			t.Fatalf("no mirror for %s", src)
 		}

@@ -81,6 +81,8 @@ type Summary struct {
 	ImageMirrors []apiv1.ImageMirror `json:"imageMirrors,omitempty"`
 	// Files are the archive's files (export).
 	Files []string `json:"files,omitempty"`
+	// Resources are the cluster resources import wrote (ResourcesDir).
+	Resources []string `json:"resources,omitempty"`
 	// Seconds is how long it took.
 	Seconds float64 `json:"seconds"`
 }

@@ -150,6 +150,12 @@ func New(ctx context.Context, opts Options) (*Registry, error) {
 	// Layers may point at URLs (non-distributable layers); berth never fetches
 	// them, so any http(s) URL is accepted, as the OCI conformance suite expects.
 	cfg.Validation.Manifests.URLs.Allow = []string{"^https?://"}
+	// An index may be pushed with only some of its platforms' manifests,
+	// as berth mirror import pushes one exported with --platform: its bytes,
+	// and so the digest packages name, stay those of the whole index. A pull
+	// for a platform left behind fails; garbage collection (gc.go) skips
+	// the manifests an index names but the repository lacks.
+	cfg.Validation.Manifests.Indexes.Platforms = "none"
 
 	// On the filesystem driver, pushes are flushed once per request
 	// (durable.go), where syncfs(2) exists (groupsync.New fails only where

@@ -24,13 +24,14 @@ func newMirrorCmd() *cobra.Command {
 		Use:   "mirror",
 		Short: "Carry packages with their signatures to another registry, across an air gap or online",
 		Long: `Mirror chosen package versions, with every cosign signature, attestation and
-referrer, from a berth server to another registry:
+referrer, and the images they run, from a berth server to another registry:
 
   berth mirror export    write an archive (an OCI image layout) of a selection
   berth mirror inventory record what a registry holds, for the next delta
   berth mirror import    push an archive into any OCI registry
   berth mirror verify    check an archive, or one part of it, on its own
   berth mirror sync      registry to registry, following the source's change feed
+  berth mirror check     say whether each version can install at a far berth
 
 See docs/mirror.md for a guide from the first export to a --follow site.`,
 	}
@@ -322,8 +323,8 @@ TARGET holds instead of sending the blob again from zero.`,
 			}
 			opts := mirror.ImportOptions{Client: c, Target: tgt, Policy: policy, Concurrency: concurrency, Progress: &mirror.Progress{},
 				ImagePrefixes: imagePrefixes, ResourcesDir: resources,
-				Warn:      func(s string) { fmt.Fprintln(cmd.ErrOrStderr(), "Warning: "+s) },
-				ChunkSize: int64(chunkSize), StateDir: stateDir, Log: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))}
+				ChunkSize: int64(chunkSize), StateDir: stateDir, Log: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)),
+				Warn: func(s string) { fmt.Fprintln(cmd.ErrOrStderr(), "Warning: "+s) }}
 			if archiveKey != "" {
 				k, err := signing.LoadPublicKey(archiveKey)
 				if err != nil {

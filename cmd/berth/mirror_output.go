@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -72,7 +73,7 @@ func reportMirror(cmd *cobra.Command, format outputFormat, verb string, sum *mir
 		}
 		fmt.Fprintf(w, "%s %s: %d blobs, %d manifests, %s sent, %s already there, in %.1fs\n",
 			verb, what, sum.Blobs, sum.Manifests, mebibytes(sum.Bytes), mebibytes(sum.BytesSkipped), sum.Seconds)
-		for _, f := range sum.Files {
+		for _, f := range slices.Concat(sum.Files, sum.Resources) {
 			fmt.Fprintln(w, "Wrote "+f)
 		}
 		for _, d := range sum.Damaged {

@@ -124,6 +124,7 @@ format when there are more; --all fetches every page.
 	f.StringVar(&opts.Channel, "channel", "", "only packages with a version in `CHANNEL`")
 	f.StringVar(&opts.Provides, "provides", "", "only packages that provide `API`: a group, a Kind, or group/Kind")
 	f.StringVar(&opts.KubeVersion, "kube-version", "", "only packages with a version that supports Kubernetes `VERSION`")
+	f.StringVar(&opts.Image, "image", "", "only packages with a version that runs `IMAGE` (a repository such as quay.io/org/img; a tag or digest narrows it)")
 	f.Var(&verifiedFlag, "verified", "only packages whose latest version has a verified signature (--verified=false: has none)")
 	f.Lookup("verified").NoOptDefVal = "true"
 	f.Var(&order, "sort", "order of the results (default relevance)")

@@ -95,7 +95,7 @@ func TestSearchCmd(t *testing.T) {
 	f := serveCatalog(t, map[string]any{"/packages": testSearch})
 
 	out := mustBerth(t, "search", "kafka", "streams", "--server", f.host, "--namespace", "kudo", "--type", "kudo",
-		"--channel", "stable", "--provides", "kafka.kudo.dev/Kafka", "--kube-version", "1.29", "--verified",
+		"--channel", "stable", "--provides", "kafka.kudo.dev/Kafka", "--kube-version", "1.29", "--image", "quay.io/org/app", "--verified",
 		"--sort", "updated", "--limit", "2")
 	want := `NAME             VERSION       FORMAT   DESCRIPTION
 kudo/kafka       2.5.1_1.3.2   kudo     Apache Kafka is a distributed event streaming platform used…
@@ -108,7 +108,7 @@ Use --limit N (up to 500) or --all to list more.
 	}
 	query := url.Values{
 		"q": {"kafka streams"}, "namespace": {"kudo"}, "format": {"kudo"}, "channel": {"stable"},
-		"provides": {"kafka.kudo.dev/Kafka"}, "kubeVersion": {"1.29"}, "verified": {"true"},
+		"provides": {"kafka.kudo.dev/Kafka"}, "kubeVersion": {"1.29"}, "image": {"quay.io/org/app"}, "verified": {"true"},
 		"sort": {"updated"}, "limit": {"2"},
 	}
 	if got, want := f.requests(), []string{"/api/v1/packages?" + query.Encode()}; !reflect.DeepEqual(got, want) {

@@ -51,7 +51,7 @@ func (e *env) setImages(ns, name, tag string, refs ...string) {
 // an image can be missing.
 func TestInstallable(t *testing.T) {
 	key := signingtest.NewKeyPair(t, "")
-	policy := signing.NewPolicyOf(signing.Rule{Repositories: []string{"quay.io/org/*"}, Keys: []signing.Key{key.Key}, Require: true})
+	policy := signing.NewPolicyOf(signing.Rule{Images: []string{"quay.io/org/*"}, Keys: []signing.Key{key.Key}, Require: true})
 	e := newEnv(t, envOptions{policy: policy})
 	e.pushPackage("ns", load(t, "kudo/cowsay/0.2.0"))
 	e.waitVersion("ns", "cowsay", "0.2.0", "indexed", func(*apiv1.Version) bool { return true })

@@ -68,6 +68,13 @@ type TrustPolicy struct {
 	// Repositories are globs over namespace/name (path.Match syntax, so "*"
 	// stays within one segment: "stable/*").
 	Repositories []string `yaml:"repositories"`
+	// Images are globs over the repositories of container images a package
+	// runs, written in full with their registry host ("quay.io/org/*",
+	// "docker.io/library/*"): the installable check and berth mirror check
+	// verify an image's signatures with the keys of the first policy whose
+	// Images match its source repository. A policy has Repositories,
+	// Images or both.
+	Images []string `yaml:"images"`
 	// Keys are files holding the PEM public keys (cosign.pub) whose
 	// signatures are trusted.
 	Keys []string `yaml:"keys"`
@@ -358,8 +365,8 @@ func (c *Config) Validate() error {
 func (t *Trust) Validate(prefix string) error {
 	for i, p := range t.Policies {
 		key := fmt.Sprintf("%spolicies[%d]", KeyPrefix(prefix), i)
-		if len(p.Repositories) == 0 {
-			return fmt.Errorf("%s.repositories: required", key)
+		if len(p.Repositories)+len(p.Images) == 0 {
+			return fmt.Errorf("%s.repositories: required (globs over namespace/name; or images: globs over image repositories)", key)
 		}
 		for j, glob := range p.Repositories {
 			if _, err := path.Match(glob, ""); err != nil {
@@ -367,6 +374,11 @@ func (t *Trust) Validate(prefix string) error {
 			}
 			if strings.Count(glob, "/") != 1 {
 				return fmt.Errorf("%s.repositories[%d]: want a glob over namespace/name, like \"stable/*\" (got %q)", key, j, glob)
+			}
+		}
+		for j, glob := range p.Images {
+			if err := CheckImageGlob(glob); err != nil {
+				return fmt.Errorf("%s.images[%d]: %w", key, j, err)
 			}
 		}
 		if len(p.Keys) == 0 {
@@ -382,6 +394,20 @@ func (t *Trust) Validate(prefix string) error {
 				return fmt.Errorf("%s.tlogKeys[%d]: empty file name", key, j)
 			}
 		}
+	}
+	return nil
+}
+
+// CheckImageGlob checks a glob over image repositories: path.Match syntax,
+// starting with a registry host (with a dot or a port, or localhost) and a
+// path under it, as "quay.io/org/*".
+func CheckImageGlob(glob string) error {
+	if _, err := path.Match(glob, ""); err != nil {
+		return fmt.Errorf("bad glob %q: %w", glob, err)
+	}
+	host, rest, ok := strings.Cut(glob, "/")
+	if !ok || rest == "" || (!strings.ContainsAny(host, ".:") && host != "localhost") || strings.ContainsAny(host, "*?[") {
+		return fmt.Errorf("want a glob over image repositories starting with their registry host, like \"quay.io/org/*\" or \"docker.io/library/*\" (got %q)", glob)
 	}
 	return nil
 }

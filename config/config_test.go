@@ -182,6 +182,18 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"trust policy glob without slash", func(c *Config) {
 			c.Trust.Policies = []TrustPolicy{{Repositories: []string{"stable/*", "stable"}, Keys: []string{"k.pub"}}}
 		}, `trust.policies[0].repositories[1]: want a glob over namespace/name, like "stable/*" (got "stable")`},
+		{"trust policy image glob without host", func(c *Config) {
+			c.Trust.Policies = []TrustPolicy{{Images: []string{"quay.io/org/*", "org/*"}, Keys: []string{"k.pub"}}}
+		}, `trust.policies[0].images[1]: want a glob over image repositories starting with their registry host, like "quay.io/org/*"`},
+		{"trust policy image glob host alone", func(c *Config) {
+			c.Trust.Policies = []TrustPolicy{{Images: []string{"quay.io"}, Keys: []string{"k.pub"}}}
+		}, `trust.policies[0].images[0]: want a glob over image repositories`},
+		{"trust policy image glob host pattern", func(c *Config) {
+			c.Trust.Policies = []TrustPolicy{{Images: []string{"*.io/org/*"}, Keys: []string{"k.pub"}}}
+		}, `trust.policies[0].images[0]: want a glob over image repositories`},
+		{"trust policy image bad glob", func(c *Config) {
+			c.Trust.Policies = []TrustPolicy{{Images: []string{"quay.io/[x"}, Keys: []string{"k.pub"}}}
+		}, `trust.policies[0].images[0]: bad glob "quay.io/[x"`},
 		{"trust policy without keys", func(c *Config) {
 			c.Trust.Policies = []TrustPolicy{{Repositories: []string{"a/*"}, Keys: []string{"k.pub"}}, {Repositories: []string{"stable/*"}, Require: true}}
 		}, "trust.policies[1].keys: at least one public key file is required"},

@@ -195,7 +195,8 @@ func verifyAtMirror(ctx context.Context, opts CheckOptions, img *apiv1.ImageChec
 	if err != nil {
 		return imageProblem(*img, "not an image reference: "+err.Error())
 	}
-	rule, covered := opts.Policy.For(reference.TrimNamed(src).Name())
+	srcRepo := reference.TrimNamed(src).Name()
+	rule, covered := opts.Policy.ForImage(srcRepo)
 	if !covered {
 		return ""
 	}
@@ -216,10 +217,9 @@ func verifyAtMirror(ctx context.Context, opts CheckOptions, img *apiv1.ImageChec
 	default:
 		return imageProblem(*img, "its mirror names neither a tag nor a digest")
 	}
-	// The rule is the source's; the signatures are read, and the policy
-	// matched, at the mirror's repository.
-	atMirror := signing.NewPolicyOf(signing.Rule{Repositories: []string{repo}, Keys: rule.Keys, Require: rule.Require, Log: rule.Log})
-	rep, err := signing.Check(ctx, f, atMirror, repo, subject)
+	// The rule is the source repository's; the signatures are read at the
+	// mirror's.
+	rep, err := signing.CheckImage(ctx, f, opts.Policy, srcRepo, repo, subject)
 	if err != nil {
 		return imageProblem(*img, "cannot read its signatures at the mirror: "+err.Error())
 	}

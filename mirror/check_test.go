@@ -158,7 +158,7 @@ func TestCheckInstallPolicy(t *testing.T) {
 		check("ghcr.io/x/y", "gh/x/y", uncovered),
 	}}
 	cat := checkFakeBerth(t, []*apiv1.Package{mirrortest.Package("olm", "etcd", pkgformat.OLM, "1.0.0")}, map[string]*apiv1.Installable{"olm/etcd@1.0.0": inst})
-	policy := signing.NewPolicyOf(signing.Rule{Repositories: []string{"quay.io/org/*"}, Keys: []signing.Key{trusted.Key}, Require: true})
+	policy := signing.NewPolicyOf(signing.Rule{Images: []string{"quay.io/org/*"}, Keys: []signing.Key{trusted.Key}, Require: true})
 	sel := &Selection{Packages: []Rule{{Namespace: "olm"}}}
 	rep, err := CheckInstall(ctx, CheckOptions{Catalog: cat, Selection: sel, Policy: policy, Fetchers: c})
 	if err != nil {

@@ -157,6 +157,15 @@ func Check(ctx context.Context, f Fetcher, p *Policy, repo, subject string) (*Re
 	return check(ctx, f, repo, subject, rule, covered)
 }
 
+// CheckImage is Check for a container image whose source repository is
+// src (quay.io/org/img), read from repo of f (where it is mirrored): its
+// signatures are verified with the keys of the rule p has for src
+// (ForImage).
+func CheckImage(ctx context.Context, f Fetcher, p *Policy, src, repo, subject string) (*Report, error) {
+	rule, covered := p.ForImage(src)
+	return check(ctx, f, repo, subject, rule, covered)
+}
+
 func check(ctx context.Context, f Fetcher, repo, subject string, rule Rule, covered bool) (*Report, error) {
 	d, err := digest.Parse(subject)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/berth-registry/berth/config"
@@ -20,6 +21,9 @@ type Policy struct {
 type Rule struct {
 	// Repositories are the globs over namespace/name the rule applies to.
 	Repositories []string
+	// Images are the globs over image repositories (quay.io/org/*) the
+	// rule applies to (ForImage).
+	Images []string
 	// Keys are the trusted keys.
 	Keys []Key
 	// Require makes a verified signature a condition for tagging and pulling.
@@ -38,7 +42,7 @@ func NewPolicy(prefix string, t config.Trust) (*Policy, error) {
 	}
 	p := &Policy{}
 	for i, tp := range t.Policies {
-		r := Rule{Repositories: tp.Repositories, Require: tp.Require}
+		r := Rule{Repositories: tp.Repositories, Images: tp.Images, Require: tp.Require}
 		for j, file := range tp.Keys {
 			k, err := LoadPublicKey(file)
 			if err != nil {
@@ -64,12 +68,24 @@ func NewPolicyOf(rules ...Rule) *Policy { return &Policy{rules: rules} }
 // For returns the rule of the first policy with a glob matching repo
 // (namespace/name), and false when no policy covers it. A nil Policy covers nothing.
 func (p *Policy) For(repo string) (Rule, bool) {
+	return p.first(repo, func(r Rule) []string { return r.Repositories })
+}
+
+// ForImage returns the rule of the first policy with an Images glob
+// matching repo, the source repository of a container image
+// (quay.io/org/img), and false when no policy covers it.
+func (p *Policy) ForImage(repo string) (Rule, bool) {
+	return p.first(repo, func(r Rule) []string { return r.Images })
+}
+
+// first returns the first rule one of whose globs matches name.
+func (p *Policy) first(name string, globs func(Rule) []string) (Rule, bool) {
 	if p == nil {
 		return Rule{}, false
 	}
 	for _, r := range p.rules {
-		for _, glob := range r.Repositories {
-			if ok, _ := path.Match(glob, repo); ok {
+		for _, glob := range globs(r) {
+			if ok, _ := path.Match(glob, name); ok {
 				return r, true
 			}
 		}
@@ -93,6 +109,9 @@ func (p *Policy) Fingerprint() string {
 	if p != nil {
 		for _, r := range p.rules {
 			fmt.Fprintf(h, "%q %v", r.Repositories, r.Require)
+			if len(r.Images) > 0 {
+				fmt.Fprintf(h, " images %q", r.Images)
+			}
 			for _, k := range r.Keys {
 				fmt.Fprintf(h, " %s", k.ID)
 			}
@@ -107,5 +126,5 @@ func (p *Policy) Fingerprint() string {
 
 // describe names the rule for messages: its globs.
 func (r Rule) describe() string {
-	return "trust policy for " + strings.Join(r.Repositories, ", ")
+	return "trust policy for " + strings.Join(slices.Concat(r.Repositories, r.Images), ", ")
 }

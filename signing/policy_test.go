@@ -48,6 +48,37 @@ func TestPolicy(t *testing.T) {
 		}
 	}
 
+	// Package repositories and image repositories have globs of their own:
+	// neither covers the other.
+	images, err := NewPolicy("trust", config.Trust{Policies: []config.TrustPolicy{
+		{Repositories: []string{"*/*"}, Keys: []string{filepath.Join(dir, "a.pub")}},
+		{Images: []string{"quay.io/org/*", "docker.io/library/*"}, Keys: []string{filepath.Join(dir, "b.pub")}, Require: true},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		repo    string
+		covered bool
+	}{
+		{"quay.io/org/operator", true},
+		{"docker.io/library/nginx", true},
+		{"quay.io/other/operator", false},
+		{"quay.io/org/sub/operator", false},
+		{"org/operator", false},
+	} {
+		r, ok := images.ForImage(tc.repo)
+		if ok != tc.covered || (ok && (!r.Require || r.Keys[0].ID != b.ID)) {
+			t.Errorf("ForImage(%q) = %v %+v, want covered %v by b's key", tc.repo, ok, r, tc.covered)
+		}
+	}
+	if _, ok := images.ForImage("stable/kafka"); ok {
+		t.Error("an image glob matched stable/kafka, a package repository")
+	}
+	if r, ok := images.For("quay.io/org"); !ok || r.Keys[0].ID != a.ID {
+		t.Errorf("For(quay.io/org) = %v %+v, want the package rule", ok, r)
+	}
+
 	// The fingerprint changes with a key, a glob or require, and only then.
 	same, err := NewPolicy("trust", trust)
 	if err != nil {
@@ -63,6 +94,7 @@ func TestPolicy(t *testing.T) {
 		"glob added":  func(c *config.Trust) { c.Policies[0].Repositories = append(c.Policies[0].Repositories, "lts/*") },
 		"require off": func(c *config.Trust) { c.Policies[0].Require = false },
 		"log added":   func(c *config.Trust) { c.Policies[0].TLogKeys = []string{filepath.Join(dir, "b.pub")} },
+		"image glob":  func(c *config.Trust) { c.Policies[0].Images = []string{"quay.io/org/*"} },
 	} {
 		c := config.Trust{Policies: []config.TrustPolicy{trust.Policies[0], trust.Policies[1]}}
 		c.Policies[0].Repositories = append([]string(nil), c.Policies[0].Repositories...)

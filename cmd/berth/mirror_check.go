@@ -30,8 +30,8 @@ and its signatures verified. It prints, per version, yes or no and a line for
 each problem, naming the image or the signature.
 
 With --policy, each image present at its mirror is also verified there by this
-client, offline, against the trust policy: the rule whose glob matches the
-image's source repository (for example quay.io/org/*) gives the keys. An image
+client, offline, against the trust policy: the first policy whose images globs
+match the image's source repository (images: ["quay.io/org/*"]) gives the keys. An image
 that rule requires to be signed, and that no trusted signature verifies, makes
 its version not installable.
 
@@ -92,7 +92,7 @@ The exit status is 1 when any version cannot install.`,
 	addFormatFlag(cmd, &format)
 	cmd.Flags().StringVar(&far, "registry", "", "the berth server to check against, `HOST[:PORT]`")
 	cmd.Flags().StringVar(&policyFile, "policy", "",
-		"also verify each image's signatures at its mirror against this trust policy `FILE` (globs over source repositories, e.g. quay.io/org/*)")
+		"also verify each image's signatures at its mirror against this trust policy `FILE` (its images: globs match source repositories, e.g. quay.io/org/*)")
 	cmd.Flags().SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
 		if name == "trust-policy" {
 			name = "policy"

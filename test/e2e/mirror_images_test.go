@@ -135,7 +135,7 @@ func checkInstall(t *testing.T, a *account, args []string, installable int, notH
 func imagePolicy(t *testing.T, key string, repos ...string) string {
 	t.Helper()
 	file := filepath.Join(t.TempDir(), "trust.yaml")
-	doc := fmt.Sprintf("policies:\n  - repositories: [%s]\n    keys: [%q]\n    require: true\n", `"`+strings.Join(repos, `", "`)+`"`, key)
+	doc := fmt.Sprintf("policies:\n  - images: [%s]\n    keys: [%q]\n    require: true\n", `"`+strings.Join(repos, `", "`)+`"`, key)
 	if err := os.WriteFile(file, []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
 	}

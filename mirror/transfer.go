@@ -180,6 +180,12 @@ type target struct {
 	// up, when set, sends large blobs as chunked uploads that a rerun
 	// resumes; when nil every blob goes in one request.
 	up *uploader
+	// blobLocks (name@digest to *sync.Mutex) let one push of a blob into a
+	// repository run at a time: the images and versions copied at once
+	// share layers, and two chunked uploads of one blob would take each
+	// other's journal entry up. pushed (name@digest) are those this
+	// operation put into the target.
+	blobLocks, pushed sync.Map
 }
 
 // inventoryFrom is how many versions an operation must copy before it
@@ -307,9 +313,25 @@ func (t *target) putContent(ctx context.Context, repo *remote.Repository, g *gra
 
 // putBlob makes sure the target's repository has blob desc.
 func (t *target) putBlob(ctx context.Context, repo *remote.Repository, name string, desc ocispec.Descriptor, src blobSource, mountFrom func(digest.Digest) string) error {
-	have, err := t.holds(ctx, name, desc, repo.Blobs().Exists)
-	if err != nil {
-		return fmt.Errorf("blob %s in %s: %w", desc.Digest, name, err)
+	key := name + "@" + desc.Digest.String()
+	mu, _ := t.blobLocks.LoadOrStore(key, &sync.Mutex{})
+	mu.(*sync.Mutex).Lock()
+	defer mu.(*sync.Mutex).Unlock()
+	if err := t.pushBlob(ctx, repo, name, desc, src, mountFrom); err != nil {
+		return err
+	}
+	t.pushed.Store(key, true)
+	return nil
+}
+
+// pushBlob is putBlob, without its lock.
+func (t *target) pushBlob(ctx context.Context, repo *remote.Repository, name string, desc ocispec.Descriptor, src blobSource, mountFrom func(digest.Digest) string) error {
+	_, have := t.pushed.Load(name + "@" + desc.Digest.String())
+	if !have {
+		var err error
+		if have, err = t.holds(ctx, name, desc, repo.Blobs().Exists); err != nil {
+			return fmt.Errorf("blob %s in %s: %w", desc.Digest, name, err)
+		}
 	}
 	if have {
 		t.counts.skipped.Add(desc.Size)

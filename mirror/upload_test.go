@@ -110,15 +110,15 @@ func randomBytes(n int64, seed uint64) []byte {
 // imageArchive writes an archive of one version, repository "ops/big" tag
 // "1.0.0", an image of one layer; it returns the archive's path.
 func imageArchive(t *testing.T, layer []byte) string {
+	return layerArchive(t, layer, "1.0.0")
+}
+
+// layerArchive writes an archive of versions of repository "ops/big", one
+// per tag, each an image of its own config and the one layer they share;
+// it returns the archive's path.
+func layerArchive(t *testing.T, layer []byte, tags ...string) string {
 	t.Helper()
-	config := []byte("{}")
-	cfg := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageConfig, Digest: digest.FromBytes(config), Size: int64(len(config))}
 	lay := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageLayer, Digest: digest.FromBytes(layer), Size: int64(len(layer))}
-	body, err := json.Marshal(ocispec.Manifest{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageManifest, Config: cfg, Layers: []ocispec.Descriptor{lay}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	man := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.FromBytes(body), Size: int64(len(body))}
 	path := filepath.Join(t.TempDir(), "big.tar")
 	w, err := CreateArchive(path, ArchiveOptions{})
 	if err != nil {
@@ -126,22 +126,64 @@ func imageArchive(t *testing.T, layer []byte) string {
 	}
 	defer w.Abort()
 	m := &Manifest{SchemaVersion: 1, MediaType: ManifestMediaType, Source: "berth.example:5000", Created: created}
-	for _, c := range []struct {
-		desc ocispec.Descriptor
-		data []byte
-	}{{cfg, config}, {lay, layer}, {man, body}} {
-		if _, err := w.Add(context.Background(), c.desc, bytes.NewReader(c.data)); err != nil {
+	add := func(desc ocispec.Descriptor, data []byte, manifest bool) {
+		if _, err := w.Add(context.Background(), desc, bytes.NewReader(data)); err != nil {
 			t.Fatal(err)
 		}
-		m.Content = append(m.Content, Entry{Digest: c.desc.Digest, Size: c.desc.Size, MediaType: c.desc.MediaType, Carried: true, Manifest: c.desc.Digest == man.Digest})
+		m.Content = append(m.Content, Entry{Digest: desc.Digest, Size: desc.Size, MediaType: desc.MediaType, Carried: true, Manifest: manifest})
 	}
-	needs := []digest.Digest{cfg.Digest, lay.Digest, man.Digest}
-	slices.Sort(needs)
-	m.Versions = []Version{{Repository: "ops/big", Tag: "1.0.0", Digest: man.Digest, Needs: needs}}
-	if err := w.Finish(ocispec.Index{Manifests: []ocispec.Descriptor{man}}, m, nil); err != nil {
+	add(lay, layer, false)
+	var index ocispec.Index
+	for i, tag := range tags {
+		config := []byte("{}")
+		if i > 0 {
+			config = []byte(`{"tag":"` + tag + `"}`)
+		}
+		cfg := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageConfig, Digest: digest.FromBytes(config), Size: int64(len(config))}
+		body, err := json.Marshal(ocispec.Manifest{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageManifest, Config: cfg, Layers: []ocispec.Descriptor{lay}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		man := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.FromBytes(body), Size: int64(len(body))}
+		add(cfg, config, false)
+		add(man, body, true)
+		needs := []digest.Digest{cfg.Digest, lay.Digest, man.Digest}
+		slices.Sort(needs)
+		m.Versions = append(m.Versions, Version{Repository: "ops/big", Tag: tag, Digest: man.Digest, Needs: needs})
+		index.Manifests = append(index.Manifests, man)
+	}
+	slices.SortFunc(m.Content, func(a, b Entry) int { return strings.Compare(string(a.Digest), string(b.Digest)) })
+	if err := w.Finish(index, m, nil); err != nil {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// TestImportSharedLayerOnce: versions imported at once that share a layer
+// sent in chunks push it once, whatever the order they reach it in: two
+// uploads of one blob would take each other's journal entry up and break
+// each other's ranges.
+func TestImportSharedLayerOnce(t *testing.T) {
+	size, chunk := int64(8<<20), int64(1<<20)
+	layer := randomBytes(size, 2)
+	path := layerArchive(t, layer, "1.0.0", "1.0.1", "1.0.2", "1.0.3")
+	for _, tg := range targets {
+		t.Run(tg.name, func(t *testing.T) {
+			m := &meter{}
+			host := tg.start(t, m.wrap)
+			sum, err := Import(context.Background(), openArchive(t, path), ImportOptions{Client: testClient(t), Target: host,
+				ChunkSize: chunk, StateDir: filepath.Join(t.TempDir(), "state"), Concurrency: 4})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sum.Versions != 4 || len(sum.Failed) != 0 || sum.Blobs != 5 {
+				t.Fatalf("import: %+v, want 4 versions and 5 blobs (the layer once, 4 configs)", sum)
+			}
+			if read := m.read.Load(); read > size+size/2 {
+				t.Errorf("the target read %d bytes for a shared layer of %d", read, size)
+			}
+		})
+	}
 }
 
 func testClient(t *testing.T) *client.Client {

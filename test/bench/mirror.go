@@ -362,12 +362,15 @@ func (e *mirrorEnv) runContender(ctx context.Context, run int, c contender, rows
 	return nil
 }
 
-// exportImport exports the selection into an archive and imports it into dst.
+// exportImport exports the selection into an archive and imports it into
+// dst. The corpus's packages name public images that a loopback benchmark
+// cannot reach: these rows carry the packages (--images=false), as sync,
+// regctl and oras do; the images rows carry images.
 func (e *mirrorEnv) exportImport(ctx context.Context, dst *catServer, dir string) ([]sample, error) {
 	var exp, imp procResult
 	var err error
 	exp, imp, e.archive, e.exported, err = e.carry(ctx, dir, filepath.Join(dir, "mirror.tar"), dst.addr,
-		[]string{"--source", e.src.addr, "--selection", e.selection}, nil)
+		[]string{"--source", e.src.addr, "--selection", e.selection, "--images=false"}, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -284,6 +284,7 @@ func TestMirrorImportResumesAndRefusesCorruption(t *testing.T) {
 	// Killed halfway.
 	target := startServer(t, "")
 	cmd := exec.Command(berthBin, "mirror", "import", archive, target.addr, "--concurrency", "1", "--format", "json")
+	cmd.Dir = work
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -100,8 +100,8 @@ func TestPermissionGateWithTheCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	archive := filepath.Join(dir, "archive")
-	berth(t, "", "mirror", "export", "--images=false", "--source", src.addr, "--selection", selection, "-o", archive)
-	imported := run(t, "", berthBin, "mirror", "import", archive, s.addr)
+	berth(t, dir, "mirror", "export", "--images=false", "--source", src.addr, "--selection", selection, "-o", archive)
+	imported := run(t, dir, berthBin, "mirror", "import", archive, s.addr)
 	if !strings.Contains(imported.stdout, "Quarantined: gated/op:4.0.0") || !strings.Contains(imported.stdout, "gated/op:4.0.0 asks for permissions beyond those namespace gated has admitted for gated/op") {
 		t.Errorf("mirror import of a wider version: exit %d\n%s%s", imported.code, imported.stdout, imported.stderr)
 	}

@@ -2,8 +2,6 @@ package mirror
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -409,21 +407,6 @@ func CatalogImage(host, namespace string) string {
 	return host + "/" + olm.CatalogRepository(namespace) + ":" + olm.CatalogTag
 }
 
-// olmObjectName is the name of the objects serving namespace's catalog,
-// "berth-<namespace>" as the web UI's snippets name them, made a DNS-1035
-// label (a Service's name, and a label value): '.' and '_' written '-', and
-// when that changed the name or it is longer than 63 characters, cut and
-// followed by 8 hex digits of the namespace's sha256, so that two
-// namespaces never share a name.
-func olmObjectName(namespace string) string {
-	name := "berth-" + strings.NewReplacer(".", "-", "_", "-").Replace(namespace)
-	if name == "berth-"+namespace && len(name) <= 63 {
-		return name
-	}
-	sum := sha256.Sum256([]byte(namespace))
-	return strings.TrimRight(name[:min(len(name), 63-9)], "-") + "-" + hex.EncodeToString(sum[:4])
-}
-
 // opmImage is where the cluster pulls opm (olm.OpmImage): under the
 // mirror prefix of its registry when some mirror covers that registry,
 // else upstream. berth mirror carries the images of packages, not opm:
@@ -447,7 +430,7 @@ func (c *checkedResources) opmImage() string {
 // Deployment runs opm serve over the image, mounted as an image volume; a
 // Service and a CatalogSource of its address follow.
 func (c *checkedResources) olmServe(namespace string) []k8sObject {
-	name := olmObjectName(namespace)
+	name := olm.CatalogObjectName(namespace)
 	meta := k8sObject{"name": name, "namespace": OLMServeNamespace}
 	labels := k8sObject{"app": name}
 	deployment := k8sObject{
@@ -504,7 +487,7 @@ func (c *checkedResources) clusterCatalog(namespace string) k8sObject {
 	return k8sObject{
 		"apiVersion": "olm.operatorframework.io/v1",
 		"kind":       "ClusterCatalog",
-		"metadata":   k8sObject{"name": olmObjectName(namespace)},
+		"metadata":   k8sObject{"name": olm.CatalogObjectName(namespace)},
 		"spec": k8sObject{
 			"source": k8sObject{
 				"type":  "Image",

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/berth-registry/berth/catalog/apiv1"
+	"github.com/berth-registry/berth/olm"
 )
 
 // The patterns openshift/api's CRDs validate an ImageDigestMirrorSet's
@@ -200,7 +201,7 @@ func TestWriteClusterResources(t *testing.T) {
 	})
 
 	t.Run("OLM v0", func(t *testing.T) {
-		for ns, name := range map[string]string{"community": "berth-community", "team_b.x": olmObjectName("team_b.x")} {
+		for ns, name := range map[string]string{"community": "berth-community", "team_b.x": olm.CatalogObjectName("team_b.x")} {
 			docs := yamlDocsOf(readFile(t, filepath.Join(dir, "catalogsource-"+ns+".yaml")))
 			if len(docs) != 3 {
 				t.Fatalf("%s: %d documents, want Deployment, Service, CatalogSource", ns, len(docs))
@@ -245,7 +246,7 @@ func TestWriteClusterResources(t *testing.T) {
 	})
 
 	t.Run("OLM v1", func(t *testing.T) {
-		for ns, name := range map[string]string{"community": "berth-community", "team_b.x": olmObjectName("team_b.x")} {
+		for ns, name := range map[string]string{"community": "berth-community", "team_b.x": olm.CatalogObjectName("team_b.x")} {
 			var cc map[string]any
 			if err := yaml.Unmarshal(readFile(t, filepath.Join(dir, "clustercatalog-"+ns+".yaml")), &cc); err != nil {
 				t.Fatal(err)
@@ -441,7 +442,7 @@ func TestOLMObjectName(t *testing.T) {
 	long := strings.Repeat("a", 128)
 	names := map[string]string{}
 	for _, ns := range []string{"community", "a-b", "a_b", "a.b", "0start", long, long[:127] + "b", strings.Repeat("a.", 63) + "a"} {
-		name := olmObjectName(ns)
+		name := olm.CatalogObjectName(ns)
 		if errs := validation.IsDNS1035Label(name); len(errs) > 0 {
 			t.Errorf("%s: %q: %v", ns, name, errs)
 		}
@@ -449,11 +450,11 @@ func TestOLMObjectName(t *testing.T) {
 			t.Errorf("%s and %s are both %q", other, ns, name)
 		}
 		names[name] = ns
-		if olmObjectName(ns) != name {
+		if olm.CatalogObjectName(ns) != name {
 			t.Errorf("%s: not deterministic", ns)
 		}
 	}
-	if got := olmObjectName("community"); got != "berth-community" {
+	if got := olm.CatalogObjectName("community"); got != "berth-community" {
 		t.Errorf("community: %q, want the web UI's berth-community", got)
 	}
 }

@@ -1,6 +1,8 @@
 package olm
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"strings"
 
@@ -23,6 +25,22 @@ const (
 
 // CatalogRepository is the repository of namespace's catalog image.
 func CatalogRepository(namespace string) string { return namespace + catalogRepositorySuffix }
+
+// CatalogObjectName is the name of the Kubernetes objects that serve
+// namespace's catalog to a cluster (ClusterCatalog, CatalogSource, opm's
+// Deployment and Service): "berth-<namespace>", made a DNS-1035 label (a
+// Service's name, and a label value): '.' and '_' written '-', and when
+// that changed the name or it is longer than 63 characters, cut and
+// followed by 8 hex digits of the namespace's sha256, so that two
+// namespaces never share a name.
+func CatalogObjectName(namespace string) string {
+	name := "berth-" + strings.NewReplacer(".", "-", "_", "-").Replace(namespace)
+	if name == "berth-"+namespace && len(name) <= 63 {
+		return name
+	}
+	sum := sha256.Sum256([]byte(namespace))
+	return strings.TrimRight(name[:min(len(name), 63-9)], "-") + "-" + hex.EncodeToString(sum[:4])
+}
 
 // CatalogNamespace reports whether repo is a namespace's catalog repository,
 // and which namespace's.

@@ -73,7 +73,7 @@ func olmYAML(host string, v *apiv1.Version, channel, opm string) string {
 	if channel == "" && len(v.Metadata.Channels) > 0 {
 		channel = v.Metadata.Channels[0].Name
 	}
-	source := "berth-" + v.Namespace
+	source := olm.CatalogObjectName(v.Namespace)
 	var b strings.Builder
 	fmt.Fprintf(&b, `apiVersion: apps/v1
 kind: Deployment
@@ -154,7 +154,7 @@ spec:
 // (docs/olm.md) and a ClusterExtension installing exactly v from it, in
 // channel when one is known.
 func olmV1YAML(host string, v *apiv1.Version, channel string) string {
-	source := "berth-" + v.Namespace
+	source := olm.CatalogObjectName(v.Namespace)
 	var b strings.Builder
 	fmt.Fprintf(&b, `apiVersion: olm.operatorframework.io/v1
 kind: ClusterCatalog

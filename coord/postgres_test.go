@@ -125,6 +125,15 @@ func TestPostgresLeadershipAfterLostConnections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// One replica leads as soon as it holds the lock, maybe before the
+	// other has connected at all: cut once both have a connection (their
+	// pools keep it), as a database restart finds them.
+	waitUntil(t, "both replicas to have connected", func() bool {
+		var n int
+		err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid()`).Scan(&n)
+		return err == nil && n >= 2
+	})
 	var cut int
 	err = conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
 	WHERE datname = current_database() AND pid <> pg_backend_pid()`).Scan(&cut)

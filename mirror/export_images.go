@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"oras.land/oras-go/v2/registry/remote"
 
+	"github.com/berth-registry/berth/catalog"
 	"github.com/berth-registry/berth/catalog/apiv1"
 	"github.com/berth-registry/berth/client"
 )
@@ -53,6 +54,11 @@ func (e *exporter) wantImages(ctx context.Context, s Selected, v Version) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, vi := range res.Images {
+		if slices.Equal(vi.Found, []string{catalog.BundleImageFound}) {
+			// The bundle image berth generated: a referrer of the version,
+			// carried with it, and generated again by a far berth.
+			continue
+		}
 		w := &imageWant{img: Image{Reference: vi.Reference, Problem: vi.Problem}}
 		if w.img.Problem == "" {
 			if w.ref, err = parseImageRef(vi.Reference); err != nil {

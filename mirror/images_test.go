@@ -22,6 +22,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"oras.land/oras-go/v2/registry/remote"
 
+	"github.com/berth-registry/berth/catalog"
 	"github.com/berth-registry/berth/catalog/apiv1"
 	"github.com/berth-registry/berth/client"
 	"github.com/berth-registry/berth/client/registrytest"
@@ -131,8 +132,12 @@ func newUpstream(t *testing.T, c *client.Client, signer *signing.Signer) *upstre
 // missing one, and two that are not valid references.
 func withImages(src *source, u *upstream) {
 	app := apiv1.VersionImage{Reference: "quay.io/org/app:1.0"}
+	// The bundle image the source generated travels as a referrer of its
+	// version, not as an image: this one exists nowhere, and carrying it
+	// would fail.
+	bundle := apiv1.VersionImage{Reference: src.host + "/charts/x@" + digest.FromString("bundle").String(), Found: []string{catalog.BundleImageFound}}
 	src.images = map[string][]apiv1.VersionImage{
-		"1.0.0": {app, {Reference: "quay.io/org/tool@" + u.tool.Digest.String()}},
+		"1.0.0": {app, {Reference: "quay.io/org/tool@" + u.tool.Digest.String()}, bundle},
 		"1.1.0": {app, {Reference: "quay.io/org/missing:1"}, {Reference: "quay.io/org/app@@"}},
 		"2.0.0": {{Reference: "Bad Ref", Problem: "invalid reference format"}},
 	}

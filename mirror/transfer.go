@@ -20,6 +20,7 @@ import (
 
 	"github.com/berth-registry/berth/catalog/apiv1"
 	"github.com/berth-registry/berth/client"
+	"github.com/berth-registry/berth/internal/keyedmutex"
 	"github.com/berth-registry/berth/signing"
 )
 
@@ -180,12 +181,13 @@ type target struct {
 	// up, when set, sends large blobs as chunked uploads that a rerun
 	// resumes; when nil every blob goes in one request.
 	up *uploader
-	// blobLocks (name@digest to *sync.Mutex) let one push of a blob into a
-	// repository run at a time: the images and versions copied at once
-	// share layers, and two chunked uploads of one blob would take each
-	// other's journal entry up. pushed (name@digest) are those this
-	// operation put into the target.
-	blobLocks, pushed sync.Map
+	// blobLocks (by name@digest) let one push of a blob into a repository
+	// run at a time: the images and versions copied at once share layers,
+	// and two chunked uploads of one blob would take each other's journal
+	// entry up.
+	blobLocks keyedmutex.Mutex
+	// pushed (name@digest) are the blobs this operation put into the target.
+	pushed sync.Map
 }
 
 // inventoryFrom is how many versions an operation must copy before it
@@ -314,9 +316,7 @@ func (t *target) putContent(ctx context.Context, repo *remote.Repository, g *gra
 // putBlob makes sure the target's repository has blob desc.
 func (t *target) putBlob(ctx context.Context, repo *remote.Repository, name string, desc ocispec.Descriptor, src blobSource, mountFrom func(digest.Digest) string) error {
 	key := name + "@" + desc.Digest.String()
-	mu, _ := t.blobLocks.LoadOrStore(key, &sync.Mutex{})
-	mu.(*sync.Mutex).Lock()
-	defer mu.(*sync.Mutex).Unlock()
+	defer t.blobLocks.Lock(key)()
 	if err := t.pushBlob(ctx, repo, name, desc, src, mountFrom); err != nil {
 		return err
 	}

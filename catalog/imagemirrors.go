@@ -7,6 +7,7 @@ import (
 	"github.com/distribution/reference"
 
 	"github.com/berth-registry/berth/catalog/apiv1"
+	"github.com/berth-registry/berth/pkgformat"
 )
 
 // Image mirrors record where the images of source repositories live at this
@@ -163,7 +164,7 @@ func checkRepositoryPrefix(s string) error {
 	if !ok || !reference.IsNameOnly(named) {
 		return fmt.Errorf("%q has a tag or digest: give the repository alone", s)
 	}
-	if host := reference.Domain(named); !strings.ContainsAny(host, ".:") && host != "localhost" {
+	if host := reference.Domain(named); !pkgformat.LooksLikeRegistryHost(host) {
 		if n, err := reference.ParseNormalizedNamed(s); err == nil && probe == s {
 			return fmt.Errorf("%q does not start with a registry host: write %s", s, n.String())
 		}

@@ -74,11 +74,11 @@ func ParseReference(s string) (Reference, error) {
 	host, path, _ := strings.Cut(rest, "/")
 	parts := strings.Split(path, "/")
 	switch {
-	case path == "" && !looksLikeHost(host):
+	case path == "" && !pkgformat.LooksLikeRegistryHost(host):
 		return Reference{}, invalid("missing registry host, namespace and name: %s", wantPackage)
 	case path == "":
 		return Reference{}, invalid("missing namespace and name: %s", wantPackage)
-	case len(parts) == 1 && !looksLikeHost(host):
+	case len(parts) == 1 && !pkgformat.LooksLikeRegistryHost(host):
 		return Reference{}, invalid("missing registry host: %s", wantPackage)
 	case len(parts) == 1:
 		return Reference{}, invalid("missing namespace: %s", wantPackage)
@@ -155,7 +155,7 @@ func ParseRepositoryPrefix(s string) (RepositoryPrefix, error) {
 	switch {
 	case strings.Contains(s, "@"):
 		return RepositoryPrefix{}, invalid("a digest is not allowed here: %s", wantRepository)
-	case path == "" && !looksLikeHost(host):
+	case path == "" && !pkgformat.LooksLikeRegistryHost(host):
 		return RepositoryPrefix{}, invalid("missing registry host and namespace: %s", wantRepository)
 	case path == "":
 		return RepositoryPrefix{}, invalid("missing namespace: %s", wantRepository)
@@ -195,12 +195,6 @@ func checkSyntax(s, want string) error {
 		return fmt.Errorf("ends with '/': %s", want)
 	}
 	return nil
-}
-
-// looksLikeHost tells a registry host from a namespace the way docker does: a
-// host has a dot or a port, or is localhost.
-func looksLikeHost(s string) bool {
-	return strings.ContainsAny(s, ".:[") || s == "localhost"
 }
 
 // checkHost validates host[:port], where host is a DNS name, an IPv4 address

@@ -18,6 +18,7 @@ import (
 
 	"github.com/berth-registry/berth/internal/forwarded"
 	"github.com/berth-registry/berth/permissions"
+	"github.com/berth-registry/berth/pkgformat"
 	"github.com/berth-registry/berth/storage"
 )
 
@@ -406,7 +407,7 @@ func CheckImageGlob(glob string) error {
 		return fmt.Errorf("bad glob %q: %w", glob, err)
 	}
 	host, rest, ok := strings.Cut(glob, "/")
-	if !ok || rest == "" || (!strings.ContainsAny(host, ".:") && host != "localhost") || strings.ContainsAny(host, "*?[") {
+	if !ok || rest == "" || !pkgformat.LooksLikeRegistryHost(host) || strings.ContainsAny(host, "*?[") {
 		return fmt.Errorf("want a glob over image repositories starting with their registry host, like \"quay.io/org/*\" or \"docker.io/library/*\" (got %q)", glob)
 	}
 	return nil

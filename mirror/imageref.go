@@ -9,6 +9,8 @@ import (
 	"github.com/distribution/reference"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/berth-registry/berth/pkgformat"
 )
 
 // imageRef is an image reference the content of a version names, parsed.
@@ -58,7 +60,7 @@ var registryHostRE = regexp.MustCompile("^" + reference.DomainRegexp.String() + 
 // component of an image reference names one: with a dot or a port, or
 // localhost.
 func checkRegistryHost(s string) error {
-	if !registryHostRE.MatchString(s) || !strings.ContainsAny(s, ".:") && s != "localhost" {
+	if !registryHostRE.MatchString(s) || !pkgformat.LooksLikeRegistryHost(s) {
 		return fmt.Errorf("%q is not a registry host[:port]", s)
 	}
 	return nil

@@ -78,6 +78,14 @@ func normalizeImage(raw string) Image {
 	return Image{Reference: named.String(), Mutable: !digested}
 }
 
+// LooksLikeRegistryHost tells a registry host from the first path
+// component of an image repository as docker does (distribution/reference's
+// normalisation): a host has a dot or a port, is a bracketed IPv6 address,
+// or is localhost; anything else is a namespace under docker.io.
+func LooksLikeRegistryHost(s string) bool {
+	return strings.ContainsAny(s, ".:[") || s == "localhost"
+}
+
 // maxShownReference is the most of an unparsable reference kept as
 // written: a hostile one can be megabytes long.
 const maxShownReference = 512

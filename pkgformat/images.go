@@ -66,7 +66,7 @@ func (s *imageSet) list() []Image {
 // and a reference with neither tag nor digest pulls, and so names, the tag
 // latest. A reference that does not parse is kept as written, with why.
 func normalizeImage(raw string) Image {
-	if strings.Contains(raw, "{{") || strings.Contains(raw, templatePlaceholder) {
+	if isTemplated(raw) {
 		return unparsed(raw, "a template expression, not an image reference: the template was not rendered")
 	}
 	named, err := reference.ParseNormalizedNamed(raw)

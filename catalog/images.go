@@ -37,6 +37,11 @@ func (c *Catalog) VersionImages(ctx context.Context, access Access, ns, name, ve
 	if err != nil {
 		return nil, err
 	}
+	return c.imagesOf(ctx, e, registry)
+}
+
+// imagesOf is VersionImages of the entry e.
+func (c *Catalog) imagesOf(ctx context.Context, e *Entry, registry string) (*apiv1.VersionImages, error) {
 	mirrors, err := c.store.ImageMirrors(ctx)
 	if err != nil {
 		return nil, err

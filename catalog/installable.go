@@ -38,20 +38,27 @@ const mediaTypeDockerList = "application/vnd.docker.distribution.manifest.list.v
 // this berth's registry is pulled from, as the version's PullReference
 // names it. Access is as Version's.
 func (c *Catalog) Installable(ctx context.Context, access Access, ns, name, version, registry string) (*apiv1.Installable, error) {
-	v, err := c.Version(ctx, access, ns, name, version)
+	e, err := c.version(ctx, access, ns, name, version)
 	if err != nil {
 		return nil, err
 	}
-	imgs, err := c.VersionImages(ctx, access, ns, name, version, registry)
+	imgs, err := c.imagesOf(ctx, e, registry)
 	if err != nil {
 		return nil, err
 	}
 	out := &apiv1.Installable{
-		Namespace: ns, Name: name, Version: v.Version, Verified: v.Verified, VerifiedReason: v.VerifiedReason,
+		Namespace: ns, Name: name, Version: e.Tag, Verified: e.Verified,
 		Images: make([]apiv1.ImageCheck, 0, min(len(imgs.Images), maxCheckedImages)),
 	}
-	if !v.Verified && c.policy.Requires(ns+"/"+name) {
-		out.Problems = append(out.Problems, fmt.Sprintf("version %s is not verified and the trust policy requires it: %s", v.Version, v.VerifiedReason))
+	if !e.Verified {
+		sc, err := c.signaturesOf(ctx, e)
+		if err != nil {
+			return nil, err
+		}
+		out.VerifiedReason = verifiedReason(sc)
+		if c.policy.Requires(ns + "/" + name) {
+			out.Problems = append(out.Problems, fmt.Sprintf("version %s is not verified and the trust policy requires it: %s", e.Tag, out.VerifiedReason))
+		}
 	}
 	if len(imgs.Images) > maxCheckedImages {
 		out.Problems = append(out.Problems, fmt.Sprintf("the version names %d images; only the first %d were checked", len(imgs.Images), maxCheckedImages))

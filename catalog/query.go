@@ -155,10 +155,7 @@ func (c *Catalog) Version(ctx context.Context, access Access, ns, name, version 
 	for i, f := range e.Files {
 		files[i] = pkgformat.FileInfo{Path: f.Path, Size: f.Size}
 	}
-	sc, err := c.store.Signatures(ctx, ns, name, e.Digest)
-	if errors.Is(err, ErrNotFound) {
-		sc, err = nil, nil
-	}
+	sc, err := c.signaturesOf(ctx, e)
 	if err != nil {
 		return nil, err
 	}
@@ -191,6 +188,16 @@ func (c *Catalog) Version(ctx context.Context, access Access, ns, name, version 
 		}
 	}
 	return v, nil
+}
+
+// signaturesOf returns what the last check of e's signatures found; nil
+// when they were not checked yet.
+func (c *Catalog) signaturesOf(ctx context.Context, e *Entry) (*SignatureCheck, error) {
+	sc, err := c.store.Signatures(ctx, e.Namespace, e.Name, e.Digest)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	return sc, err
 }
 
 // version returns a readable version; a tag that is not one is ErrNotFound

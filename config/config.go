@@ -30,11 +30,13 @@ type Config struct {
 	Data string `yaml:"data"`
 	// ShutdownTimeout bounds how long in-flight requests may run after a
 	// shutdown signal (default 30s).
-	ShutdownTimeout time.Duration  `yaml:"shutdownTimeout"`
-	Log             Log            `yaml:"log"`
-	Storage         storage.Config `yaml:"storage"`
-	Registry        Registry       `yaml:"registry"`
-	Catalog         Catalog        `yaml:"catalog"`
+	ShutdownTimeout time.Duration `yaml:"shutdownTimeout"`
+	// HTTP configures how Addr is served: TLS and client certificates.
+	HTTP     HTTP           `yaml:"http"`
+	Log      Log            `yaml:"log"`
+	Storage  storage.Config `yaml:"storage"`
+	Registry Registry       `yaml:"registry"`
+	Catalog  Catalog        `yaml:"catalog"`
 	// Namespaces hold per-namespace policy; the first entry whose name
 	// matches a namespace applies to it.
 	Namespaces []Namespace `yaml:"namespaces"`
@@ -89,6 +91,38 @@ type TrustPolicy struct {
 	TLogKeys []string `yaml:"tlogKeys"`
 }
 
+// HTTP configures the listener at Addr.
+type HTTP struct {
+	// TLS, when its certificate and key are set, serves HTTPS (TLS 1.2 or
+	// later, HTTP/2) instead of plain HTTP.
+	TLS TLS `yaml:"tls"`
+}
+
+// TLS is the server's certificate and what it asks of clients
+// (docs/configuration.md#tls). The files are read again when they change,
+// so a certificate renewed in place (cert-manager, a mounted Secret) is
+// served without a restart.
+type TLS struct {
+	// Certificate is a PEM file holding the server's certificate, followed
+	// by the intermediates clients need to reach their roots.
+	Certificate string `yaml:"certificate"`
+	// Key is a PEM file holding the certificate's private key.
+	Key string `yaml:"key"`
+	// MinVersion is the oldest TLS version accepted: "1.2" (default) or "1.3".
+	MinVersion string `yaml:"minVersion"`
+	// ClientCA is a PEM file of the certificate authorities whose client
+	// certificates berth accepts. Default: none, and no client certificate
+	// is asked for.
+	ClientCA string `yaml:"clientCA"`
+	// ClientAuth is what berth asks of clients when ClientCA is set:
+	// "verify-if-given" (default: a certificate, when sent, must verify)
+	// or "require" (every connection must present one that verifies).
+	ClientAuth string `yaml:"clientAuth"`
+}
+
+// Enabled reports whether TLS is configured: whether Certificate is set.
+func (t TLS) Enabled() bool { return t.Certificate != "" }
+
 // Log configures the server's structured log.
 type Log struct {
 	// Level is debug, info (default), warn or error.
@@ -103,6 +137,29 @@ type Registry struct {
 	// behind one load balancer must share it. Default <data>/http-secret,
 	// created on first start.
 	HTTPSecretFile string `yaml:"httpSecretFile"`
+	// Uploads bound blob uploads (docs/configuration.md#uploads).
+	Uploads Uploads `yaml:"uploads"`
+}
+
+// Uploads bound what blob uploads may cost the storage before any quota
+// counts them: the size of one upload, how many one subject may have open
+// at once, and how long an abandoned one stays.
+type Uploads struct {
+	// MaxSize is the largest blob one upload may store; a request that
+	// would go beyond it is refused before its bytes are stored. Default
+	// 0: no limit beyond the namespace's quota.
+	MaxSize ByteSize `yaml:"maxSize"`
+	// MaxConcurrentPerSubject is how many uploads one subject (a user, a
+	// robot, or without auth a client address) may have open at once,
+	// across replicas (default 32; negative: no limit). An upload that has
+	// not been written to for IdleTimeout no longer counts.
+	MaxConcurrentPerSubject int `yaml:"maxConcurrentPerSubject"`
+	// IdleTimeout is how long an open upload may go without a write and
+	// still count as open (default 10m).
+	IdleTimeout time.Duration `yaml:"idleTimeout"`
+	// PurgeAfter is how long an upload may go without a write before it
+	// is abandoned and its bytes deleted (default 24h).
+	PurgeAfter time.Duration `yaml:"purgeAfter"`
 }
 
 // Catalog configures the search and metadata catalog.
@@ -160,6 +217,11 @@ type Namespace struct {
 	// admitted without an approval when RefuseWideningPermissions is on.
 	// Default: medium (permissions.DefaultMaxUnapproved).
 	MaxUnapprovedRating string `yaml:"maxUnapprovedRating"`
+	// Quota is the most storage the namespace may reference: the sizes of
+	// the distinct blobs and manifests its repositories hold, each counted
+	// once however many of its repositories hold it (docs/configuration.md#quotas).
+	// A push beyond it is refused. Default 0: no quota.
+	Quota ByteSize `yaml:"quota"`
 }
 
 // MaxUnapproved is MaxUnapprovedRating, or its default when unset. It
@@ -226,6 +288,15 @@ func (c *Config) SetDefaults() {
 	c.Storage.SetDefaults(c.Data)
 	if c.Registry.HTTPSecretFile == "" {
 		c.Registry.HTTPSecretFile = path.Join(c.Data, "http-secret")
+	}
+	if c.Registry.Uploads.MaxConcurrentPerSubject == 0 {
+		c.Registry.Uploads.MaxConcurrentPerSubject = 32
+	}
+	if c.Registry.Uploads.IdleTimeout == 0 {
+		c.Registry.Uploads.IdleTimeout = 10 * time.Minute
+	}
+	if c.Registry.Uploads.PurgeAfter == 0 {
+		c.Registry.Uploads.PurgeAfter = 24 * time.Hour
 	}
 	if c.Catalog.Database == "" {
 		c.Catalog.Database = path.Join(c.Data, "catalog.db")
@@ -305,6 +376,13 @@ func (c *Config) Validate() error {
 	}
 	if err := c.Storage.Validate("storage"); err != nil {
 		return err
+	}
+	if u := c.Registry.Uploads; u.IdleTimeout < 0 {
+		return fmt.Errorf("registry.uploads.idleTimeout: must not be negative (got %s)", u.IdleTimeout)
+	} else if u.PurgeAfter < time.Minute {
+		return fmt.Errorf("registry.uploads.purgeAfter: must be at least 1m, or uploads in progress would be deleted (got %s)", u.PurgeAfter)
+	} else if u.PurgeAfter < u.IdleTimeout {
+		return fmt.Errorf("registry.uploads.purgeAfter: must be at least registry.uploads.idleTimeout, %s (got %s)", u.IdleTimeout, u.PurgeAfter)
 	}
 	if c.Catalog.IndexTimeout <= 0 {
 		return fmt.Errorf("catalog.indexTimeout: must be positive (got %s)", c.Catalog.IndexTimeout)

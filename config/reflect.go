@@ -136,7 +136,10 @@ func walkScalars(v reflect.Value, prefix string, fn func(key string, f reflect.V
 	return nil
 }
 
-var durationType = reflect.TypeFor[time.Duration]()
+var (
+	durationType = reflect.TypeFor[time.Duration]()
+	byteSizeType = reflect.TypeFor[ByteSize]()
+)
 
 func setScalar(f reflect.Value, s string) error {
 	switch {
@@ -146,6 +149,12 @@ func setScalar(f reflect.Value, s string) error {
 			return fmt.Errorf("want a duration such as 30s (got %q)", s)
 		}
 		f.SetInt(int64(d))
+	case f.Type() == byteSizeType:
+		n, err := ParseByteSize(s)
+		if err != nil {
+			return err
+		}
+		f.SetInt(int64(n))
 	case f.Kind() == reflect.String:
 		f.SetString(s)
 	case f.Kind() == reflect.Bool:

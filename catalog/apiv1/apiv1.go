@@ -471,3 +471,25 @@ type Inventory struct {
 	// Repositories maps namespace/name to the digests it holds, ordered.
 	Repositories map[string][]digest.Digest `json:"repositories"`
 }
+
+// NamespaceUsage is what one namespace stores against its quota: an entry
+// of GET /api/v1/usage and the answer of GET
+// /api/v1/namespaces/{namespace}/usage.
+type NamespaceUsage struct {
+	Namespace string `json:"namespace"`
+	// UsedBytes is the size of the distinct blobs and manifests the
+	// namespace references, each counted once.
+	UsedBytes int64 `json:"usedBytes"`
+	// LimitBytes is the namespace's quota; 0 means none.
+	LimitBytes int64 `json:"limitBytes"`
+	// Blobs is how many distinct blobs and manifests UsedBytes counts.
+	Blobs int64 `json:"blobs"`
+	// OpenUploads is how many uploads into the namespace are open.
+	OpenUploads int64 `json:"openUploads"`
+}
+
+// Usages is the answer of GET /api/v1/usage: the namespaces the caller may
+// pull from that store something or have a quota, by name.
+type Usages struct {
+	Namespaces []NamespaceUsage `json:"namespaces"`
+}

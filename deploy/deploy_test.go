@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/base64"
 	"errors"
 	"io"
@@ -103,6 +104,7 @@ type container struct {
 	VolumeMounts []struct {
 		Name      string `yaml:"name"`
 		MountPath string `yaml:"mountPath"`
+		SubPath   string `yaml:"subPath"`
 		ReadOnly  bool   `yaml:"readOnly"`
 	} `yaml:"volumeMounts"`
 	StartupProbe    *probe          `yaml:"startupProbe"`
@@ -113,8 +115,9 @@ type container struct {
 
 type probe struct {
 	HTTPGet *struct {
-		Path string `yaml:"path"`
-		Port string `yaml:"port"` // a number or a port's name
+		Path   string `yaml:"path"`
+		Port   string `yaml:"port"`   // a number or a port's name
+		Scheme string `yaml:"scheme"` // HTTP (the default) or HTTPS
 	} `yaml:"httpGet"`
 }
 
@@ -163,8 +166,10 @@ type serviceMonitor struct {
 	Spec struct {
 		Selector  selector `yaml:"selector"`
 		Endpoints []struct {
-			Port string `yaml:"port"`
-			Path string `yaml:"path"`
+			Port      string         `yaml:"port"`
+			Path      string         `yaml:"path"`
+			Scheme    string         `yaml:"scheme"`
+			TLSConfig map[string]any `yaml:"tlsConfig"`
 		} `yaml:"endpoints"`
 	} `yaml:"spec"`
 }
@@ -227,6 +232,7 @@ var apiTypes = map[string]func() any{
 	"ConfigMap":             func() any { return new(corev1.ConfigMap) },
 	"Deployment":            func() any { return new(appsv1.Deployment) },
 	"Ingress":               func() any { return new(networkingv1.Ingress) },
+	"NetworkPolicy":         func() any { return new(networkingv1.NetworkPolicy) },
 	"PersistentVolumeClaim": func() any { return new(corev1.PersistentVolumeClaim) },
 	"PodDisruptionBudget":   func() any { return new(policyv1.PodDisruptionBudget) },
 	"Secret":                func() any { return new(corev1.Secret) },
@@ -243,13 +249,18 @@ func (o object) checkSchema(t *testing.T) {
 	if !ok {
 		return
 	}
-	b, err := yaml.Marshal(o.doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sigsyaml.UnmarshalStrict(b, newType()); err != nil {
+	if err := o.decodeAPI(newType()); err != nil {
 		t.Errorf("%s %s: %v", o.Kind, o.Metadata.Name, err)
 	}
+}
+
+// decodeAPI decodes o strictly into v, a Kubernetes API type.
+func (o object) decodeAPI(v any) error {
+	b, err := yaml.Marshal(o.doc)
+	if err != nil {
+		return err
+	}
+	return sigsyaml.UnmarshalStrict(b, v)
 }
 
 // decode decodes o as the kind-specific type of v.
@@ -369,6 +380,11 @@ func checkDeployment(t *testing.T, objs []object, image string, secrets cluster)
 			o.decode(t, &cm)
 			files = cm.Data
 		case v.Secret != nil:
+			// The kubelet renews a Secret's files in place, and berth reads
+			// them again (a rotated certificate), but not through a subPath.
+			if m.SubPath != "" {
+				t.Errorf("volume mount %s: Secret %s mounted with subPath %s is never renewed", m.MountPath, v.Secret.SecretName, m.SubPath)
+			}
 			files = d.secret(t, v.Secret.SecretName, secrets)
 		default: // an emptyDir or a volume claim
 			writable[m.MountPath] = !m.ReadOnly
@@ -423,9 +439,19 @@ func checkDeployment(t *testing.T, objs []object, image string, secrets cluster)
 			checkTokenKey(t, filepath.Join(root, f), f)
 		}
 	}
+	// The TLS files berth serves with must be in the pod, as Secrets.
+	for key, f := range map[string]string{"http.tls.certificate": cfg.HTTP.TLS.Certificate, "http.tls.key": cfg.HTTP.TLS.Key, "http.tls.clientCA": cfg.HTTP.TLS.ClientCA} {
+		if f == "" {
+			continue
+		}
+		if b, err := os.ReadFile(filepath.Join(root, f)); err != nil || len(b) == 0 {
+			t.Errorf("%s %s: not in a mounted Secret (%v)", key, f, err)
+		}
+	}
 	// Validate opens the key files: a copy names them under root.
 	inPod := *cfg
-	for _, f := range []*string{&inPod.Storage.S3.SecretKeyFile, &inPod.Storage.GCS.KeyFile, &inPod.Storage.Azure.AccountKeyFile} {
+	tls := &inPod.HTTP.TLS
+	for _, f := range []*string{&inPod.Storage.S3.SecretKeyFile, &inPod.Storage.GCS.KeyFile, &inPod.Storage.Azure.AccountKeyFile, &tls.Certificate, &tls.Key, &tls.ClientCA} {
 		if *f != "" {
 			*f = filepath.Join(root, *f)
 		}
@@ -447,6 +473,10 @@ func checkDeployment(t *testing.T, objs []object, image string, secrets cluster)
 	if ports[port] != port {
 		t.Errorf("berth listens on %s (addr %q), but the container has no such port (%v)", port, cfg.Addr, c.Ports)
 	}
+	scheme := "HTTP"
+	if cfg.HTTP.TLS.Enabled() {
+		scheme = "HTTPS"
+	}
 	for _, p := range []struct {
 		name  string
 		probe *probe
@@ -458,6 +488,8 @@ func checkDeployment(t *testing.T, objs []object, image string, secrets cluster)
 			t.Errorf("no HTTP %s probe", p.name)
 		case p.probe.HTTPGet.Path != p.path || ports[p.probe.HTTPGet.Port] != port:
 			t.Errorf("%s probe GET %s on port %s, want %s on %s", p.name, p.probe.HTTPGet.Path, p.probe.HTTPGet.Port, p.path, port)
+		case cmp.Or(p.probe.HTTPGet.Scheme, "HTTP") != scheme:
+			t.Errorf("%s probe scheme %q, want %s: berth serves %s", p.name, p.probe.HTTPGet.Scheme, scheme, scheme)
 		}
 	}
 	services := ofKind(objs, "Service")

@@ -152,53 +152,63 @@ func TestHelmNetworkPolicy(t *testing.T) {
 		{"defaults", minimal, 0, nil},
 		{"scale-out", []string{"--values", scaleOutValues}, 0, []int{5432, 443}},
 		{"MinIO in the cluster", []string{"--values", scaleOutValues, "--set", "config.storage.s3.regionEndpoint=http://minio.minio.svc:9000"}, 0, []int{5432, 9000}},
+		{"S3 with the cloud's credentials", []string{"--values", scaleOutValues, "--set", "s3.existingSecret="}, 0, []int{5432, 443, 80}},
 		{"OIDC", append([]string{"--set", "config.auth.oidc[0].issuer=https://ci.example.com,config.auth.oidc[0].jwksURL=https://ci.example.com:8443/keys"}, minimal...), 0, []int{8443}},
 		{"TLS behind the ingress", []string{"--values", tlsValues}, 2, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			objs := render(t, tc.args...)
-			pols := ofKind(objs, "NetworkPolicy")
-			if len(pols) != 1 {
-				t.Fatalf("%d NetworkPolicies, want one", len(pols))
-			}
 			var w workload
 			ofKind(objs, "Deployment")[0].decode(t, &w)
-			pod := w.Spec.Template
-			var np networkingv1.NetworkPolicy
-			if err := pols[0].decodeAPI(&np); err != nil {
-				t.Fatal(err)
-			}
-			if !matches(selector{np.Spec.PodSelector.MatchLabels}, pod.Metadata.Labels) {
-				t.Errorf("podSelector %v does not select berth's pods %v", np.Spec.PodSelector.MatchLabels, pod.Metadata.Labels)
-			}
-			port := pod.Spec.Containers[0].Ports[0].Name
-			if in := np.Spec.Ingress; len(in) != 1 || len(in[0].Ports) != 1 || in[0].Ports[0].Port.String() != port || len(in[0].From) != tc.from {
-				t.Errorf("ingress %+v, want berth's port %s from %d peers", in, port, tc.from)
-			}
-			if !slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeEgress) {
-				t.Fatalf("policyTypes %v: egress is not restricted", np.Spec.PolicyTypes)
-			}
-			var got []int
-			dns := false
-			for _, r := range np.Spec.Egress {
-				for _, p := range r.Ports {
-					switch {
-					case p.Port.IntValue() == 53:
-						dns = len(r.To) > 0
-					case !slices.Contains(got, p.Port.IntValue()):
-						got = append(got, p.Port.IntValue())
-					}
-				}
-			}
-			if !dns {
-				t.Error("no egress rule to the cluster's DNS on port 53")
-			}
-			if !slices.Equal(got, tc.egress) {
-				t.Errorf("egress ports %v besides DNS, want %v", got, tc.egress)
+			if from, egress := checkNetworkPolicy(t, objs, w); from != tc.from || !slices.Equal(egress, tc.egress) {
+				t.Errorf("ingress from %d peers, egress ports %v besides DNS; want %d and %v", from, egress, tc.from, tc.egress)
 			}
 		})
 	}
 	if n := len(ofKind(render(t, append([]string{"--set", "networkPolicy.enabled=false"}, minimal...)...), "NetworkPolicy")); n != 0 {
 		t.Errorf("networkPolicy.enabled=false: %d NetworkPolicies, want none", n)
 	}
+}
+
+// checkNetworkPolicy checks the one NetworkPolicy of objs: it selects the
+// pods of w, admits berth's port and restricts egress, DNS included. It
+// returns how many peers the port admits (0: anywhere) and the ports egress
+// allows besides DNS, in order.
+func checkNetworkPolicy(t *testing.T, objs []object, w workload) (from int, egress []int) {
+	t.Helper()
+	pols := ofKind(objs, "NetworkPolicy")
+	if len(pols) != 1 {
+		t.Fatalf("%d NetworkPolicies, want one", len(pols))
+	}
+	pod := w.Spec.Template
+	var np networkingv1.NetworkPolicy
+	if err := pols[0].decodeAPI(&np); err != nil {
+		t.Fatal(err)
+	}
+	if !matches(selector{np.Spec.PodSelector.MatchLabels}, pod.Metadata.Labels) {
+		t.Errorf("podSelector %v does not select berth's pods %v", np.Spec.PodSelector.MatchLabels, pod.Metadata.Labels)
+	}
+	port := pod.Spec.Containers[0].Ports[0]
+	if in := np.Spec.Ingress; len(in) != 1 || len(in[0].Ports) != 1 ||
+		(in[0].Ports[0].Port.String() != port.Name && in[0].Ports[0].Port.IntValue() != port.ContainerPort) {
+		t.Fatalf("ingress %+v, want one rule for berth's port %s", in, port.Name)
+	}
+	if !slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeEgress) {
+		t.Fatalf("policyTypes %v: egress is not restricted", np.Spec.PolicyTypes)
+	}
+	dns := false
+	for _, r := range np.Spec.Egress {
+		for _, p := range r.Ports {
+			switch {
+			case p.Port.IntValue() == 53:
+				dns = len(r.To) > 0
+			case !slices.Contains(egress, p.Port.IntValue()):
+				egress = append(egress, p.Port.IntValue())
+			}
+		}
+	}
+	if !dns {
+		t.Error("no egress rule to the cluster's DNS on port 53")
+	}
+	return len(np.Spec.Ingress[0].From), egress
 }

@@ -242,6 +242,7 @@ func TestHelmRefuses(t *testing.T) {
 		{"a database password in the ConfigMap", []string{"config.catalog.database=postgres://u:p@db/berth"}, "config.catalog.database: a PostgreSQL URL holds a password"},
 		{"no public URL", []string{"ingress.enabled=true"}, "config.catalog.publicURL is required"},
 		{"several replicas without an upload secret", []string{"replicas=2", "database.existingSecret=pg", "config.storage.driver=s3"}, "set httpSecret.existingSecret"},
+		{"one replica rolling on PostgreSQL without an upload secret", []string{"persistence.enabled=false", "database.existingSecret=pg", "config.storage.driver=s3"}, "set httpSecret.existingSecret"},
 		{"several replicas with auth without a token key", []string{"replicas=2", "database.existingSecret=pg", "config.storage.driver=s3", "httpSecret.existingSecret=h", "config.auth.service=berth"}, "set tokenKey.existingSecret"},
 		{"TLS without a Secret", []string{"tls.enabled=true"}, "tls.enabled needs tls.secretName"},
 		{"TLS requiring client certificates", []string{"tls.enabled=true", "tls.secretName=t", "tls.clientAuth=require"}, "tls.clientAuth require: the kubelet's probes"},
@@ -316,7 +317,7 @@ func TestHelmStrategy(t *testing.T) {
 	}{
 		{"defaults", minimal, "Recreate"},
 		{"SQLite on S3 without a volume", append([]string{"--set", "persistence.enabled=false", "--set", "config.storage.driver=s3"}, minimal...), "Recreate"},
-		{"one replica on PostgreSQL and S3", append([]string{"--set", "persistence.enabled=false", "--set", "config.storage.driver=s3", "--set", "database.existingSecret=pg"}, minimal...), "RollingUpdate"},
+		{"one replica on PostgreSQL and S3", append([]string{"--set", "persistence.enabled=false", "--set", "config.storage.driver=s3", "--set", "database.existingSecret=pg", "--set", "httpSecret.existingSecret=h"}, minimal...), "RollingUpdate"},
 		{"scale-out", []string{"--values", scaleOutValues}, "RollingUpdate"},
 	} {
 		ds := ofKind(render(t, tc.args...), "Deployment")

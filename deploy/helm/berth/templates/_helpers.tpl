@@ -69,6 +69,12 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if and .Values.persistence.enabled (le (int .Values.replicas) 1) }}true{{ end }}
 {{- end }}
 
+{{/* "true" when pods are replaced by a rolling update, old and new side by side: the catalog in
+PostgreSQL, and no volume that one pod at a time holds. Otherwise Recreate. */}}
+{{- define "berth.rolling" -}}
+{{- if and .Values.database.existingSecret (not (include "berth.persistent" .)) }}true{{ end }}
+{{- end }}
+
 {{/* The URL nodes and clients pull from: config.catalog.publicURL, else the ingress's first host. */}}
 {{- define "berth.publicURL" -}}
 {{- $set := dig "catalog" "publicURL" "" (default (dict) .Values.config) }}
@@ -95,11 +101,13 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if has (toString (dig "storage" "driver" "" $config)) (list "" "filesystem" "inmemory") }}
 {{- fail "replicas > 1 needs shared object storage: set config.storage.driver to s3, gcs or azure (the SQLite catalog and filesystem storage serve a single replica only)" }}
 {{- end }}
+{{- end }}
+{{- if include "berth.rolling" . }}
 {{- if not .Values.httpSecret.existingSecret }}
-{{- fail "replicas > 1 needs one upload secret shared by every replica: set httpSecret.existingSecret to a Secret holding it (kubectl create secret generic berth-http-secret --from-literal=http-secret=\"$(openssl rand -hex 32)\"; upgrading from chart 0.1.0, keep the Secret it made: docs/deploy.md#upgrading)" }}
+{{- fail "pods that run side by side (replicas > 1, or one replica on PostgreSQL without a volume, replaced by a rolling update) need one upload secret shared by all: set httpSecret.existingSecret to a Secret holding it (kubectl create secret generic berth-http-secret --from-literal=http-secret=\"$(openssl rand -hex 32)\"; upgrading from chart 0.1.0, keep the Secret it made: docs/deploy.md#upgrading)" }}
 {{- end }}
 {{- if and (include "berth.auth" .) (not .Values.tokenKey.existingSecret) }}
-{{- fail "replicas > 1 with auth needs one token key shared by every replica: set tokenKey.existingSecret to a Secret holding an ECDSA P-256 key in PEM (openssl ecparam -name prime256v1 -genkey -noout -out token-key.pem; kubectl create secret generic berth-token-key --from-file=token-key.pem; upgrading from chart 0.1.0, keep the Secret it made: docs/deploy.md#upgrading)" }}
+{{- fail "pods that run side by side (replicas > 1, or one replica on PostgreSQL without a volume, replaced by a rolling update) with auth need one token key shared by all: set tokenKey.existingSecret to a Secret holding an ECDSA P-256 key in PEM (openssl ecparam -name prime256v1 -genkey -noout -out token-key.pem; kubectl create secret generic berth-token-key --from-file=token-key.pem; upgrading from chart 0.1.0, keep the Secret it made: docs/deploy.md#upgrading)" }}
 {{- end }}
 {{- end }}
 {{- if .Values.tls.enabled }}

@@ -6,8 +6,8 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"path/filepath"
 	"time"
+	"unicode/utf8"
 
 	"github.com/berth-registry/berth/internal/forwarded"
 )
@@ -51,22 +51,37 @@ func NewAuditor(w io.Writer) *Auditor {
 }
 
 // OpenAuditor opens dest: "stderr", "stdout" or a file, appended to
-// (created with mode 0600). The closer closes the file.
-func OpenAuditor(dest string) (*Auditor, io.Closer, error) {
+// (created with mode 0600) and rotated as rot says. The closer closes the
+// file.
+func OpenAuditor(dest string, rot Rotation) (*Auditor, io.Closer, error) {
 	switch dest {
 	case "stderr":
 		return NewAuditor(os.Stderr), io.NopCloser(nil), nil
 	case "stdout":
 		return NewAuditor(os.Stdout), io.NopCloser(nil), nil
 	}
-	if err := os.MkdirAll(filepath.Dir(dest), 0o750); err != nil {
-		return nil, nil, err
-	}
-	f, err := os.OpenFile(dest, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := openRotating(dest, rot)
 	if err != nil {
 		return nil, nil, err
 	}
 	return NewAuditor(f), f, nil
+}
+
+// maxField bounds each string of an event in bytes, so that one event,
+// however long the request's path, stays far below config.MinAuditSize
+// and a rotated file holds it whole.
+const maxField = 4096
+
+// clip cuts s to maxField bytes, on a character boundary, marking the cut.
+func clip(s string) string {
+	if len(s) <= maxField {
+		return s
+	}
+	cut := maxField
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…(clipped)"
 }
 
 // Record writes e, with the request's ID, client address, method and path.
@@ -77,21 +92,21 @@ func (a *Auditor) Record(r *http.Request, e Event) {
 	// Room for every attribute: the event's, the request's and the time.
 	attrs := make([]slog.Attr, 0, 10)
 	attrs = append(attrs,
-		slog.String("subject", e.Subject),
+		slog.String("subject", clip(e.Subject)),
 		slog.String("action", e.Action),
-		slog.String("resource", e.Resource),
+		slog.String("resource", clip(e.Resource)),
 		slog.String("result", e.Result))
 	if e.Reason != "" {
-		attrs = append(attrs, slog.String("reason", e.Reason))
+		attrs = append(attrs, slog.String("reason", clip(e.Reason)))
 	}
 	ctx := context.Background()
 	if r != nil {
 		ctx = r.Context()
 		attrs = append(attrs,
-			slog.String("request_id", r.Header.Get("X-Request-Id")),
+			slog.String("request_id", clip(r.Header.Get("X-Request-Id"))),
 			slog.String("client", ClientIP(r)),
-			slog.String("method", r.Method),
-			slog.String("path", r.URL.Path))
+			slog.String("method", clip(r.Method)),
+			slog.String("path", clip(r.URL.Path)))
 	}
 	a.log.LogAttrs(ctx, slog.LevelInfo, "audit", append(attrs, slog.Time("at", time.Now().UTC()))...)
 }

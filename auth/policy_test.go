@@ -138,6 +138,8 @@ func TestAuthConfigValidate(t *testing.T) {
 		{"public with slash", func(c *config.Auth) { c.Public = []string{"a/b"} }, "auth.public[0]"},
 		{"metrics", func(c *config.Auth) { c.Metrics = "users" }, "auth.metrics"},
 		{"ttl", func(c *config.Auth) { c.TokenTTL = -time.Second }, "auth.tokenTTL"},
+		{"audit size below 1MiB", func(c *config.Auth) { c.AuditMaxSize = 64 << 10 }, "auth.auditMaxSize: want at least 1MiB (got 65536 bytes)"},
+		{"negative audit files", func(c *config.Auth) { c.AuditMaxFiles = -1 }, "auth.auditMaxFiles: must not be negative (got -1)"},
 		{"oidc no keys", func(c *config.Auth) { c.OIDC = []config.OIDCIssuer{{Issuer: "https://x", Audience: "b"}} }, "auth.oidc[0].jwksFile"},
 		{"oidc both keys", func(c *config.Auth) {
 			c.OIDC = []config.OIDCIssuer{{Issuer: "https://x", JWKSFile: "f", JWKSURL: "https://x/k", Audience: "b"}}

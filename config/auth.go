@@ -38,6 +38,15 @@ type Auth struct {
 	// Audit is where audit events go: a file (default <data>/audit.log),
 	// "stderr" or "stdout".
 	Audit string `yaml:"audit"`
+	// AuditMaxSize is the size an audit file reaches before it is rotated
+	// to FILE.1 (default 100MiB, at least 1MiB); not used for stderr and
+	// stdout.
+	AuditMaxSize ByteSize `yaml:"auditMaxSize"`
+	// AuditMaxFiles is how many rotated files, FILE.1 (the newest) to
+	// FILE.N, are kept beside FILE (default 5, also for 0); older ones are
+	// deleted.
+	// The audit log so takes at most AuditMaxSize * (AuditMaxFiles + 1).
+	AuditMaxFiles int `yaml:"auditMaxFiles"`
 	// Login bounds failed logins.
 	Login Login `yaml:"login"`
 }
@@ -104,6 +113,10 @@ type Login struct {
 	Window time.Duration `yaml:"window"`
 }
 
+// MinAuditSize is the smallest auth.auditMaxSize: room for many events, each
+// of which a rotation keeps whole.
+const MinAuditSize ByteSize = 1 << 20
+
 // AuthActions are the actions rules grant.
 var AuthActions = []string{"pull", "push", "delete", "sign", "admin"}
 
@@ -130,6 +143,12 @@ func (a *Auth) setDefaults(data string) {
 	if a.Audit == "" {
 		a.Audit = path.Join(data, "audit.log")
 	}
+	if a.AuditMaxSize == 0 {
+		a.AuditMaxSize = 100 << 20
+	}
+	if a.AuditMaxFiles == 0 {
+		a.AuditMaxFiles = 5
+	}
 	if a.Login.MaxFailures == 0 {
 		a.Login.MaxFailures = 5
 	}
@@ -149,6 +168,12 @@ func (a *Auth) Validate(prefix string) error {
 	}
 	if a.Metrics != "admin" && a.Metrics != "open" {
 		return fmt.Errorf("%smetrics: want admin or open (got %q)", p, a.Metrics)
+	}
+	if a.AuditMaxSize != 0 && a.AuditMaxSize < MinAuditSize {
+		return fmt.Errorf("%sauditMaxSize: want at least 1MiB (got %d bytes)", p, a.AuditMaxSize)
+	}
+	if a.AuditMaxFiles < 0 {
+		return fmt.Errorf("%sauditMaxFiles: must not be negative (got %d)", p, a.AuditMaxFiles)
 	}
 	if a.Login.MaxFailures < 0 || a.Login.Window < 0 {
 		return fmt.Errorf("%slogin: maxFailures and window must not be negative", p)

@@ -88,6 +88,32 @@ trust:
 	}
 }
 
+// TestAuditRotationSettings: auth.auditMaxSize reads a size, and both
+// rotation settings default when unset.
+func TestAuditRotationSettings(t *testing.T) {
+	for _, tc := range []struct {
+		yaml  string
+		size  ByteSize
+		files int
+	}{
+		{"auth: {}\n", 100 << 20, 5},
+		{"auth: {audit: stdout}\n", 100 << 20, 5},
+		{"auth: {auditMaxSize: 10MiB, auditMaxFiles: 2}\n", 10 << 20, 2},
+	} {
+		c, err := Load(writeFile(t, tc.yaml), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDefaults()
+		if err := c.Validate(); err != nil {
+			t.Fatalf("%q: %v", tc.yaml, err)
+		}
+		if c.Auth.AuditMaxSize != tc.size || c.Auth.AuditMaxFiles != tc.files {
+			t.Errorf("%q: auditMaxSize %d, auditMaxFiles %d, want %d and %d", tc.yaml, c.Auth.AuditMaxSize, c.Auth.AuditMaxFiles, tc.size, tc.files)
+		}
+	}
+}
+
 func TestLoadErrorsNameTheKey(t *testing.T) {
 	for _, tc := range []struct {
 		name, yaml string

@@ -22,12 +22,19 @@ import (
 	"github.com/berth-registry/berth/internal/testenv"
 )
 
-// chart is the Helm chart's folder, and scaleOutValues the values of several
-// replicas on PostgreSQL and S3 behind an ingress, scraped by Prometheus.
+// chart is the Helm chart's folder, scaleOutValues the values of several
+// replicas on PostgreSQL and S3 behind an ingress, scraped by Prometheus, and
+// tlsValues those of one replica serving HTTPS with auth behind a
+// NetworkPolicy.
 const (
 	chart          = "helm/berth"
 	scaleOutValues = "helm/berth/ci/scale-out-values.yaml"
+	tlsValues      = "helm/berth/ci/tls-values.yaml"
 )
+
+// minimal are the fewest values the chart renders with: the public URL,
+// which it requires unless an ingress host gives it.
+var minimal = []string{"--set", "config.catalog.publicURL=https://berth.example.com"}
 
 // helmPath is the helm pinned in go.mod: `go tool -n helm` builds it once
 // and prints its path.
@@ -101,21 +108,29 @@ func chartImage(t *testing.T) string {
 }
 
 func TestHelmLint(t *testing.T) {
-	for _, args := range [][]string{nil, {"--values", scaleOutValues}} {
+	for _, args := range [][]string{nil, {"--values", scaleOutValues}, {"--values", tlsValues}} {
 		if _, err := helm(t, append([]string{"lint", "--strict", chart}, args...)...); err != nil {
 			t.Error(err)
 		}
 	}
 }
 
-// TestHelmDefaults renders the chart as it installs with no values: one
-// replica, filesystem storage and the SQLite catalog on a volume claim.
+// TestHelmDefaults: the default values refuse to render without the public
+// URL, saying which value to set; with it, one replica, filesystem storage and
+// the SQLite catalog on a volume claim, the upload secret berth creates on
+// that volume, and no Secret of the chart's own.
 func TestHelmDefaults(t *testing.T) {
 	t.Parallel()
-	objs := render(t)
+	if _, err := helm(t, "template", "berth", chart); err == nil || !strings.Contains(err.Error(), "config.catalog.publicURL is required") {
+		t.Errorf("helm template with the default values: %v, want an error naming config.catalog.publicURL", err)
+	}
+	objs := render(t, minimal...)
 	d := checkDeployment(t, objs, chartImage(t), nil)
 	if d.config.Storage.Driver != "filesystem" || d.config.Catalog.Postgres() {
 		t.Errorf("storage %q, catalog %q: want filesystem and SQLite", d.config.Storage.Driver, d.config.Catalog.Database)
+	}
+	if d.config.Catalog.PublicURL != "https://berth.example.com" {
+		t.Errorf("catalog.publicURL %q, want the value set", d.config.Catalog.PublicURL)
 	}
 	if len(d.config.TrustedProxies) != 0 {
 		t.Errorf("trustedProxies %q, want none by default", d.config.TrustedProxies)
@@ -127,10 +142,19 @@ func TestHelmDefaults(t *testing.T) {
 	if _, ok := find(objs, "PersistentVolumeClaim", data.PersistentVolumeClaim.ClaimName); !ok {
 		t.Errorf("the volume claim %s is not rendered", data.PersistentVolumeClaim.ClaimName)
 	}
-	for _, kind := range []string{"Ingress", "ServiceMonitor"} {
+	if f := d.config.Registry.HTTPSecretFile; !strings.HasPrefix(f, d.config.Data+"/") {
+		t.Errorf("registry.httpSecretFile %s, want the file berth creates on the volume %s", f, d.config.Data)
+	}
+	if u := d.config.Registry.Uploads; u.MaxSize <= 0 || u.MaxConcurrentPerSubject <= 0 || u.PurgeAfter <= 0 {
+		t.Errorf("registry.uploads %+v: want a maximum size, a cap on open uploads and a purge age", u)
+	}
+	for _, kind := range []string{"Ingress", "ServiceMonitor", "Secret"} {
 		if n := len(ofKind(objs, kind)); n != 0 {
 			t.Errorf("%d %s objects, want none by default", n, kind)
 		}
+	}
+	if n := len(ofKind(objs, "NetworkPolicy")); n != 1 {
+		t.Errorf("%d NetworkPolicies, want one by default", n)
 	}
 }
 
@@ -166,6 +190,9 @@ func TestHelmScaleOut(t *testing.T) {
 	}
 	if n := len(ofKind(objs, "PersistentVolumeClaim")); n != 0 {
 		t.Errorf("%d PersistentVolumeClaims, want none for several replicas", n)
+	}
+	if n := len(ofKind(objs, "Secret")); n != 0 {
+		t.Errorf("%d Secrets rendered beside the existing ones, want none", n)
 	}
 	if cfg.Catalog.PublicURL != "https://berth.example.com" {
 		t.Errorf("catalog.publicURL %q, want the ingress's host", cfg.Catalog.PublicURL)
@@ -213,9 +240,18 @@ func TestHelmRefuses(t *testing.T) {
 		{"several replicas on the filesystem", []string{"replicas=2", "database.existingSecret=pg"}, "replicas > 1 needs shared object storage"},
 		{"several replicas in memory", []string{"replicas=2", "database.existingSecret=pg", "config.storage.driver=inmemory"}, "replicas > 1 needs shared object storage"},
 		{"a database password in the ConfigMap", []string{"config.catalog.database=postgres://u:p@db/berth"}, "config.catalog.database: a PostgreSQL URL holds a password"},
+		{"no public URL", []string{"ingress.enabled=true"}, "config.catalog.publicURL is required"},
+		{"several replicas without an upload secret", []string{"replicas=2", "database.existingSecret=pg", "config.storage.driver=s3"}, "set httpSecret.existingSecret"},
+		{"one replica rolling on PostgreSQL without an upload secret", []string{"persistence.enabled=false", "database.existingSecret=pg", "config.storage.driver=s3"}, "set httpSecret.existingSecret"},
+		{"several replicas with auth without a token key", []string{"replicas=2", "database.existingSecret=pg", "config.storage.driver=s3", "httpSecret.existingSecret=h", "config.auth.service=berth"}, "set tokenKey.existingSecret"},
+		{"TLS without a Secret", []string{"tls.enabled=true"}, "tls.enabled needs tls.secretName"},
+		{"TLS requiring client certificates", []string{"tls.enabled=true", "tls.secretName=t", "tls.clientAuth=require"}, "tls.clientAuth require: the kubelet's probes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := []string{"template", "berth", chart}
+			if !strings.Contains(tc.want, "publicURL") {
+				args = append(args, minimal...)
+			}
 			for _, s := range tc.set {
 				args = append(args, "--set", s)
 			}
@@ -227,25 +263,12 @@ func TestHelmRefuses(t *testing.T) {
 	}
 }
 
-// TestHelmAuthTokenKey: with an auth section, every replica reads one token
-// key from a Secret mounted at auth.keyFile: the chart's own, or an existing
-// one; without auth there is none.
+// TestHelmAuthTokenKey: with an auth section and several replicas, every
+// replica reads one token key from the existing Secret tokenKey names,
+// mounted at auth.keyFile; one replica without it keeps the key berth makes on
+// its volume; without auth there is none. The chart never renders a key.
 func TestHelmAuthTokenKey(t *testing.T) {
 	t.Parallel()
-	secrets := cluster{
-		"berth-postgres":    {"url": "postgres://berth:pw@postgres.db.svc:5432/berth?sslmode=require"},
-		"berth-s3":          {"accessKey": "AKIAEXAMPLE", "secretKey": "s3-secret"},
-		"berth-http-secret": {"http-secret": "shared-upload-secret"},
-	}
-	own := render(t, "--values", scaleOutValues, "--set", "config.auth.service=berth,config.auth.keyFile=/data/mine.pem")
-	d := checkDeployment(t, own, chartImage(t), secrets)
-	if v := d.mounts[path.Dir(d.config.Auth.KeyFile)]; v.Secret == nil || v.Secret.SecretName != "berth-token-key" {
-		t.Errorf("auth.keyFile %s is not in the chart's Secret berth-token-key", d.config.Auth.KeyFile)
-	}
-	if d.config.Auth.Service != "berth" {
-		t.Errorf("auth.service %q: the chart's auth.keyFile replaced the auth section", d.config.Auth.Service)
-	}
-
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -254,21 +277,30 @@ func TestHelmAuthTokenKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	existing := string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}))
-	secrets["berth-tokens"] = map[string]string{"key.pem": existing}
-	objs := render(t, "--values", scaleOutValues, "--set", "config.auth.service=berth,tokenKey.existingSecret=berth-tokens,tokenKey.key=key.pem")
-	d = checkDeployment(t, objs, chartImage(t), secrets)
+	secrets := cluster{
+		"berth-postgres":    {"url": "postgres://berth:pw@postgres.db.svc:5432/berth?sslmode=require"},
+		"berth-s3":          {"accessKey": "AKIAEXAMPLE", "secretKey": "s3-secret"},
+		"berth-http-secret": {"http-secret": "shared-upload-secret"},
+		"berth-tokens":      {"key.pem": string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}))},
+	}
+	objs := render(t, "--values", scaleOutValues, "--set", "config.auth.service=berth,config.auth.keyFile=/data/mine.pem,tokenKey.existingSecret=berth-tokens,tokenKey.key=key.pem")
+	d := checkDeployment(t, objs, chartImage(t), secrets)
 	if v := d.mounts[path.Dir(d.config.Auth.KeyFile)]; v.Secret == nil || v.Secret.SecretName != "berth-tokens" || path.Base(d.config.Auth.KeyFile) != "key.pem" {
 		t.Errorf("auth.keyFile %s is not key.pem of the existing Secret berth-tokens", d.config.Auth.KeyFile)
 	}
-	if _, ok := find(objs, "Secret", "berth-token-key"); ok {
-		t.Error("the chart renders a token key beside the existing Secret")
+	if d.config.Auth.Service != "berth" {
+		t.Errorf("auth.service %q: the chart's auth.keyFile replaced the auth section", d.config.Auth.Service)
 	}
 
-	for _, args := range [][]string{{"--values", scaleOutValues}, nil} {
-		objs := render(t, args...)
-		if _, ok := find(objs, "Secret", "berth-token-key"); ok {
-			t.Errorf("values %v without auth: a token key Secret is rendered", args)
+	one := render(t, append(minimal, "--set", "config.auth.service=berth")...)
+	d = checkDeployment(t, one, chartImage(t), nil)
+	if f := d.config.Auth.KeyFile; !strings.HasPrefix(f, d.config.Data+"/") {
+		t.Errorf("one replica: auth.keyFile %s, want the key berth creates on the volume %s", f, d.config.Data)
+	}
+
+	for _, objs := range [][]object{objs, one, render(t, "--values", scaleOutValues), render(t, minimal...)} {
+		if n := len(ofKind(objs, "Secret")); n != 0 {
+			t.Errorf("%d Secrets rendered, want none: the chart generates no key", n)
 		}
 	}
 }
@@ -283,9 +315,9 @@ func TestHelmStrategy(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"defaults", nil, "Recreate"},
-		{"SQLite on S3 without a volume", []string{"--set", "persistence.enabled=false", "--set", "config.storage.driver=s3"}, "Recreate"},
-		{"one replica on PostgreSQL and S3", []string{"--set", "persistence.enabled=false", "--set", "config.storage.driver=s3", "--set", "database.existingSecret=pg"}, "RollingUpdate"},
+		{"defaults", minimal, "Recreate"},
+		{"SQLite on S3 without a volume", append([]string{"--set", "persistence.enabled=false", "--set", "config.storage.driver=s3"}, minimal...), "Recreate"},
+		{"one replica on PostgreSQL and S3", append([]string{"--set", "persistence.enabled=false", "--set", "config.storage.driver=s3", "--set", "database.existingSecret=pg", "--set", "httpSecret.existingSecret=h"}, minimal...), "RollingUpdate"},
 		{"scale-out", []string{"--values", scaleOutValues}, "RollingUpdate"},
 	} {
 		ds := ofKind(render(t, tc.args...), "Deployment")

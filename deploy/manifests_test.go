@@ -8,7 +8,8 @@ import (
 
 // TestManifests checks the plain manifests for a single node: a StatefulSet
 // running the chart's image with filesystem storage and the SQLite catalog
-// on a volume claim template.
+// on a volume claim template, a public URL and upload limits set, and the
+// chart's default NetworkPolicy.
 func TestManifests(t *testing.T) {
 	files, err := filepath.Glob("manifests/*.yaml")
 	if err != nil || len(files) == 0 {
@@ -40,5 +41,14 @@ func TestManifests(t *testing.T) {
 	}
 	if name == "" {
 		t.Errorf("the data directory %s is not on a volume claim template", d.config.Data)
+	}
+	if from, egress := checkNetworkPolicy(t, objs, d.workload); from != 0 || len(egress) != 0 {
+		t.Errorf("NetworkPolicy: ingress from %d peers, egress ports %v besides DNS; want anywhere, and DNS only", from, egress)
+	}
+	if d.config.Catalog.PublicURL == "" {
+		t.Error("catalog.publicURL is not set: OLM catalog images would name localhost:5000")
+	}
+	if u := d.config.Registry.Uploads; u.MaxSize <= 0 {
+		t.Errorf("registry.uploads.maxSize %d, want a limit below the volume's size", u.MaxSize)
 	}
 }

@@ -48,7 +48,10 @@ func startAuth(ctx context.Context, cfg *config.Config, log *slog.Logger, m prom
 	if err != nil {
 		return nil, nil, fmt.Errorf("config: %w", err)
 	}
-	audit, auditFile, err := auth.OpenAuditor(cfg.Auth.Audit)
+	audit, auditFile, err := auth.OpenAuditor(cfg.Auth.Audit, auth.Rotation{
+		MaxSize: int64(cfg.Auth.AuditMaxSize), MaxFiles: cfg.Auth.AuditMaxFiles,
+		OnError: func(err error) { log.Error("auth.audit", "err", err) },
+	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("auth.audit: %w", err)
 	}

@@ -40,13 +40,13 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 {{- end }}
 
-{{/* The Secret holding the upload secret, and the file berth reads it from. */}}
-{{- define "berth.httpSecretName" -}}
-{{- default (printf "%s-http-secret" (include "berth.fullname" .)) .Values.httpSecret.existingSecret }}
-{{- end }}
-
+{{/* The files berth reads its upload secret and token key from when they come from Secrets. */}}
 {{- define "berth.httpSecretFile" -}}
 {{- printf "/etc/berth-secrets/http/%s" .Values.httpSecret.key }}
+{{- end }}
+
+{{- define "berth.tokenKeyFile" -}}
+{{- printf "/etc/berth-secrets/token/%s" .Values.tokenKey.key }}
 {{- end }}
 
 {{/* "true" when config has an auth section. */}}
@@ -54,12 +54,14 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if hasKey (default (dict) .Values.config) "auth" }}true{{ end }}
 {{- end }}
 
-{{- define "berth.tokenKeyName" -}}
-{{- default (printf "%s-token-key" (include "berth.fullname" .)) .Values.tokenKey.existingSecret }}
+{{/* "true" when berth serves HTTPS: tls.enabled, or a certificate set in config.http.tls. */}}
+{{- define "berth.tls" -}}
+{{- if or .Values.tls.enabled (dig "http" "tls" "certificate" "" (default (dict) .Values.config)) }}true{{ end }}
 {{- end }}
 
-{{- define "berth.tokenKeyFile" -}}
-{{- printf "/etc/berth-secrets/token/%s" .Values.tokenKey.key }}
+{{/* The name of berth's port, in the container and the Service, which is also its scheme. */}}
+{{- define "berth.portName" -}}
+{{- ternary "https" "http" (not (empty (include "berth.tls" .))) }}
 {{- end }}
 
 {{/* "true" when /data is a PersistentVolumeClaim: persistence on and one replica. */}}
@@ -67,9 +69,28 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if and .Values.persistence.enabled (le (int .Values.replicas) 1) }}true{{ end }}
 {{- end }}
 
+{{/* "true" when pods are replaced by a rolling update, old and new side by side: the catalog in
+PostgreSQL, and no volume that one pod at a time holds. Otherwise Recreate. */}}
+{{- define "berth.rolling" -}}
+{{- if and .Values.database.existingSecret (not (include "berth.persistent" .)) }}true{{ end }}
+{{- end }}
+
+{{/* The URL nodes and clients pull from: config.catalog.publicURL, else the ingress's first host. */}}
+{{- define "berth.publicURL" -}}
+{{- $set := dig "catalog" "publicURL" "" (default (dict) .Values.config) }}
+{{- if $set }}
+{{- $set }}
+{{- else if and .Values.ingress.enabled .Values.ingress.hosts }}
+{{- printf "%s://%s" (ternary "https" "http" (not (empty .Values.ingress.tls))) (first .Values.ingress.hosts) }}
+{{- end }}
+{{- end }}
+
 {{/* Fails the rendering on values that cannot work. */}}
 {{- define "berth.validate" -}}
 {{- $config := default (dict) .Values.config }}
+{{- if not (include "berth.publicURL" .) }}
+{{- fail "config.catalog.publicURL is required: set it to the URL cluster nodes and clients pull from (e.g. https://berth.example.com; OLM catalog images name their bundle images on its host, and nodes cannot pull from localhost:5000), or enable the ingress with a host (ingress.enabled, ingress.hosts), from which the chart derives it. To try berth through kubectl port-forward only: --set config.catalog.publicURL=http://localhost:5000" }}
+{{- end }}
 {{- if regexMatch "^postgres(ql)?://" (toString (dig "catalog" "database" "" $config)) }}
 {{- fail "config.catalog.database: a PostgreSQL URL holds a password and does not belong in a ConfigMap; put it in a Secret and name it in database.existingSecret" }}
 {{- end }}
@@ -81,24 +102,55 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- fail "replicas > 1 needs shared object storage: set config.storage.driver to s3, gcs or azure (the SQLite catalog and filesystem storage serve a single replica only)" }}
 {{- end }}
 {{- end }}
+{{- if include "berth.rolling" . }}
+{{- if not .Values.httpSecret.existingSecret }}
+{{- fail "pods that run side by side (replicas > 1, or one replica on PostgreSQL without a volume, replaced by a rolling update) need one upload secret shared by all: set httpSecret.existingSecret to a Secret holding it (kubectl create secret generic berth-http-secret --from-literal=http-secret=\"$(openssl rand -hex 32)\"; upgrading from chart 0.1.0, keep the Secret it made: docs/deploy.md#upgrading)" }}
+{{- end }}
+{{- if and (include "berth.auth" .) (not .Values.tokenKey.existingSecret) }}
+{{- fail "pods that run side by side (replicas > 1, or one replica on PostgreSQL without a volume, replaced by a rolling update) with auth need one token key shared by all: set tokenKey.existingSecret to a Secret holding an ECDSA P-256 key in PEM (openssl ecparam -name prime256v1 -genkey -noout -out token-key.pem; kubectl create secret generic berth-token-key --from-file=token-key.pem; upgrading from chart 0.1.0, keep the Secret it made: docs/deploy.md#upgrading)" }}
+{{- end }}
+{{- end }}
+{{- if .Values.tls.enabled }}
+{{- if not .Values.tls.secretName }}
+{{- fail "tls.enabled needs tls.secretName: a kubernetes.io/tls Secret holding tls.crt and tls.key (kubectl create secret tls berth-tls --cert=... --key=..., or a cert-manager Certificate)" }}
+{{- end }}
+{{- end }}
+{{- if and (include "berth.tls" .) (has "require" (list (toString .Values.tls.clientAuth) (toString (dig "http" "tls" "clientAuth" "" (default (dict) .Values.config))))) }}
+{{- fail "tls.clientAuth require: the kubelet's probes present no client certificate, so no pod would become ready; use verify-if-given (the default) and let auth rules decide who may do what" }}
+{{- end }}
 {{- end }}
 
 {{/* berth's configuration file: .Values.config with the keys the chart owns set. */}}
 {{- define "berth.config" -}}
 {{- $config := deepCopy (default (dict) .Values.config) }}
-{{- $owned := dict "addr" ":5000" "data" "/data" "registry" (dict "httpSecretFile" (include "berth.httpSecretFile" .)) }}
+{{- $owned := dict "addr" ":5000" "data" "/data" }}
+{{- if .Values.httpSecret.existingSecret }}
+{{- $_ := set $owned "registry" (dict "httpSecretFile" (include "berth.httpSecretFile" .)) }}
+{{- end }}
 {{- if .Values.s3.existingSecret }}
 {{- $_ := set $owned "storage" (dict "s3" (dict "secretKeyFile" (printf "/etc/berth-secrets/s3/%s" .Values.s3.secretKeyKey))) }}
 {{- end }}
-{{- if and .Values.ingress.enabled .Values.ingress.hosts (not (dig "catalog" "publicURL" "" $config)) }}
-{{- $scheme := ternary "https" "http" (not (empty .Values.ingress.tls)) }}
-{{- $_ := set $owned "catalog" (dict "publicURL" (printf "%s://%s" $scheme (first .Values.ingress.hosts))) }}
+{{- with include "berth.publicURL" . }}
+{{- $_ := set $owned "catalog" (dict "publicURL" .) }}
 {{- end }}
 {{- with .Values.trustedProxies }}
 {{- $_ := set $owned "trustedProxies" . }}
 {{- end }}
-{{- if include "berth.auth" . }}
+{{- if and (include "berth.auth" .) .Values.tokenKey.existingSecret }}
 {{- $_ := set $owned "auth" (dict "keyFile" (include "berth.tokenKeyFile" .)) }}
+{{- end }}
+{{- if .Values.tls.enabled }}
+{{- $tls := dict "certificate" "/etc/berth-secrets/tls/tls.crt" "key" "/etc/berth-secrets/tls/tls.key" }}
+{{- with .Values.tls.minVersion }}
+{{- $_ := set $tls "minVersion" (toString .) }}
+{{- end }}
+{{- if .Values.tls.clientCA.secretName }}
+{{- $_ := set $tls "clientCA" (printf "/etc/berth-secrets/client-ca/%s" .Values.tls.clientCA.key) }}
+{{- end }}
+{{- with .Values.tls.clientAuth }}
+{{- $_ := set $tls "clientAuth" . }}
+{{- end }}
+{{- $_ := set $owned "http" (dict "tls" $tls) }}
 {{- end }}
 {{- toYaml (mustMergeOverwrite $config $owned) }}
 {{- end }}

@@ -1,0 +1,214 @@
+package deploy
+
+import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"path"
+	"slices"
+	"testing"
+	"time"
+
+	networkingv1 "k8s.io/api/networking/v1"
+)
+
+// TestHelmRendersAreStable: two renders of the same values are byte for byte
+// the same, so a GitOps controller sees no change where there is none: the
+// chart generates no secret.
+func TestHelmRendersAreStable(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		minimal,
+		append([]string{"--set", "config.auth.service=berth"}, minimal...),
+		{"--values", scaleOutValues},
+		{"--values", scaleOutValues, "--set", "config.auth.service=berth,tokenKey.existingSecret=berth-token-key"},
+		{"--values", tlsValues},
+	} {
+		var first []byte
+		for range 2 {
+			out, err := helm(t, append([]string{"template", "berth", chart}, args...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if first == nil {
+				first = out
+			} else if !bytes.Equal(first, out) {
+				t.Errorf("values %v: two renders differ", args)
+			}
+		}
+	}
+}
+
+// TestHelmTLS: with tls.enabled berth serves HTTPS from the kubernetes.io/tls
+// Secret mounted whole (so renewals reach it), client certificates verified
+// against the client CA Secret, and the Service port, the probes, the
+// ingress's backend and the ServiceMonitor all speak HTTPS.
+func TestHelmTLS(t *testing.T) {
+	t.Parallel()
+	crt, key := selfSigned(t, "berth.berth.svc")
+	ca, _ := selfSigned(t, "clients")
+	objs := render(t, "--values", tlsValues)
+	d := checkDeployment(t, objs, chartImage(t), cluster{
+		"berth-tls":       {"tls.crt": crt, "tls.key": key, "ca.crt": crt},
+		"berth-client-ca": {"ca.crt": ca},
+		"berth-auth":      {"htpasswd": "alice:$2y$05$abcdefghijklmnopqrstuu5Kc3bqSOKYmKkdTwtb3ZVE3/ONYFrOu\n"},
+	})
+	tc := d.config.HTTP.TLS
+	if !tc.Enabled() {
+		t.Fatal("http.tls.certificate is not set")
+	}
+	for file, want := range map[string]string{tc.Certificate: "berth-tls", tc.Key: "berth-tls", tc.ClientCA: "berth-client-ca"} {
+		if v := d.mounts[path.Dir(file)]; v.Secret == nil || v.Secret.SecretName != want {
+			t.Errorf("%s is not in the mounted Secret %s", file, want)
+		}
+	}
+	if path.Base(tc.Certificate) != "tls.crt" || path.Base(tc.Key) != "tls.key" {
+		t.Errorf("http.tls certificate %s, key %s: want the kubernetes.io/tls keys tls.crt and tls.key", tc.Certificate, tc.Key)
+	}
+	if tc.MinVersion != "1.3" || tc.ClientAuth != "" {
+		t.Errorf("http.tls minVersion %q, clientAuth %q: want 1.3 as tls.minVersion says, and berth's default", tc.MinVersion, tc.ClientAuth)
+	}
+	if d.config.Catalog.PublicURL != "https://berth.example.com" {
+		t.Errorf("catalog.publicURL %q, want https://berth.example.com from the ingress", d.config.Catalog.PublicURL)
+	}
+
+	var svc service
+	ofKind(objs, "Service")[0].decode(t, &svc)
+	if p := svc.Spec.Ports; len(p) != 1 || p[0].Name != "https" || p[0].TargetPort != "https" {
+		t.Errorf("Service ports %+v, want one named https", p)
+	}
+	var ing ingress
+	ofKind(objs, "Ingress")[0].decode(t, &ing)
+	for _, r := range ing.Spec.Rules {
+		if n := r.HTTP.Paths[0].Backend.Service.Port.Name; n != "https" {
+			t.Errorf("ingress host %s: backend port %q, want https", r.Host, n)
+		}
+	}
+	sms := ofKind(objs, "ServiceMonitor")
+	if len(sms) != 1 {
+		t.Fatalf("%d ServiceMonitors, want one", len(sms))
+	}
+	var sm serviceMonitor
+	sms[0].decode(t, &sm)
+	if e := sm.Spec.Endpoints; len(e) != 1 || e[0].Port != "https" || e[0].Scheme != "https" || e[0].TLSConfig == nil {
+		t.Errorf("ServiceMonitor endpoints %+v, want port https, scheme https and a tlsConfig", e)
+	}
+
+	plain := render(t, minimal...)
+	var ps service
+	ofKind(plain, "Service")[0].decode(t, &ps)
+	if p := ps.Spec.Ports; len(p) != 1 || p[0].Name != "http" {
+		t.Errorf("without TLS: Service ports %+v, want one named http", p)
+	}
+}
+
+// selfSigned returns a PEM certificate for host and its PEM key, checking
+// that they make a pair as berth loads it.
+func selfSigned(t *testing.T, host string) (crt, key string) {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: host}, DNSNames: []string{host},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crt = string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+	key = string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}))
+	if _, err := tls.X509KeyPair([]byte(crt), []byte(key)); err != nil {
+		t.Fatal(err)
+	}
+	return crt, key
+}
+
+// TestHelmNetworkPolicy: the NetworkPolicy, on by default, selects berth's
+// pods, admits its port from anywhere or from the peers given, and lets
+// them out to DNS and, as configured, to PostgreSQL, the object store and
+// the OIDC issuers' key sets, nowhere else.
+func TestHelmNetworkPolicy(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		from   int   // peers admitted; 0: anywhere
+		egress []int // ports besides DNS
+	}{
+		{"defaults", minimal, 0, nil},
+		{"scale-out", []string{"--values", scaleOutValues}, 0, []int{5432, 443}},
+		{"MinIO in the cluster", []string{"--values", scaleOutValues, "--set", "config.storage.s3.regionEndpoint=http://minio.minio.svc:9000"}, 0, []int{5432, 9000}},
+		{"S3 with the cloud's credentials", []string{"--values", scaleOutValues, "--set", "s3.existingSecret="}, 0, []int{5432, 443, 80}},
+		{"OIDC", append([]string{"--set", "config.auth.oidc[0].issuer=https://ci.example.com,config.auth.oidc[0].jwksURL=https://ci.example.com:8443/keys"}, minimal...), 0, []int{8443}},
+		{"TLS behind the ingress", []string{"--values", tlsValues}, 2, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := render(t, tc.args...)
+			var w workload
+			ofKind(objs, "Deployment")[0].decode(t, &w)
+			if from, egress := checkNetworkPolicy(t, objs, w); from != tc.from || !slices.Equal(egress, tc.egress) {
+				t.Errorf("ingress from %d peers, egress ports %v besides DNS; want %d and %v", from, egress, tc.from, tc.egress)
+			}
+		})
+	}
+	if n := len(ofKind(render(t, append([]string{"--set", "networkPolicy.enabled=false"}, minimal...)...), "NetworkPolicy")); n != 0 {
+		t.Errorf("networkPolicy.enabled=false: %d NetworkPolicies, want none", n)
+	}
+}
+
+// checkNetworkPolicy checks the one NetworkPolicy of objs: it selects the
+// pods of w, admits berth's port and restricts egress, DNS included. It
+// returns how many peers the port admits (0: anywhere) and the ports egress
+// allows besides DNS, in order.
+func checkNetworkPolicy(t *testing.T, objs []object, w workload) (from int, egress []int) {
+	t.Helper()
+	pols := ofKind(objs, "NetworkPolicy")
+	if len(pols) != 1 {
+		t.Fatalf("%d NetworkPolicies, want one", len(pols))
+	}
+	pod := w.Spec.Template
+	var np networkingv1.NetworkPolicy
+	if err := pols[0].decodeAPI(&np); err != nil {
+		t.Fatal(err)
+	}
+	if !matches(selector{np.Spec.PodSelector.MatchLabels}, pod.Metadata.Labels) {
+		t.Errorf("podSelector %v does not select berth's pods %v", np.Spec.PodSelector.MatchLabels, pod.Metadata.Labels)
+	}
+	port := pod.Spec.Containers[0].Ports[0]
+	if in := np.Spec.Ingress; len(in) != 1 || len(in[0].Ports) != 1 ||
+		(in[0].Ports[0].Port.String() != port.Name && in[0].Ports[0].Port.IntValue() != port.ContainerPort) {
+		t.Fatalf("ingress %+v, want one rule for berth's port %s", in, port.Name)
+	}
+	if !slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeEgress) {
+		t.Fatalf("policyTypes %v: egress is not restricted", np.Spec.PolicyTypes)
+	}
+	dns := false
+	for _, r := range np.Spec.Egress {
+		for _, p := range r.Ports {
+			switch {
+			case p.Port.IntValue() == 53:
+				dns = len(r.To) > 0
+			case !slices.Contains(egress, p.Port.IntValue()):
+				egress = append(egress, p.Port.IntValue())
+			}
+		}
+	}
+	if !dns {
+		t.Error("no egress rule to the cluster's DNS on port 53")
+	}
+	return len(np.Spec.Ingress[0].From), egress
+}

@@ -1,0 +1,76 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/berth-registry/berth/catalog"
+	"github.com/berth-registry/berth/catalog/apiv1"
+	"github.com/berth-registry/berth/quota"
+)
+
+// errNoQuotas answers the usage endpoints of a server that keeps no quota
+// ledger.
+var errNoQuotas = fmt.Errorf("this server keeps no storage usage or quotas (berth serve catalog has no registry storage to count); ask the registry itself: %w", catalog.ErrNotImplemented)
+
+// usages answers GET /api/v1/usage: the usage of every namespace that
+// stores something or has a quota, among those the caller may pull from.
+func (h *handler) usages(w http.ResponseWriter, r *http.Request) error {
+	access, err := h.pullable(r)
+	if err != nil {
+		return err
+	}
+	if h.quota == nil {
+		return errNoQuotas
+	}
+	all, err := h.quota.Usages(r.Context())
+	if err != nil {
+		return fmt.Errorf("read namespace usage: %w", err)
+	}
+	res := apiv1.Usages{Namespaces: []apiv1.NamespaceUsage{}}
+	for _, u := range all {
+		if access.Covers(u.Namespace) != catalog.CoversNone {
+			res.Namespaces = append(res.Namespaces, namespaceUsageOf(u))
+		}
+	}
+	return writeJSON(w, http.StatusOK, res)
+}
+
+// namespaceUsage answers GET /api/v1/namespaces/{namespace}/usage. A
+// namespace the caller may pull nothing from is not found, as is one that
+// stores nothing and has no quota, the same way, so that the answer does
+// not tell a hidden namespace from an unknown one.
+func (h *handler) namespaceUsage(w http.ResponseWriter, r *http.Request) error {
+	access, err := h.pullable(r)
+	if err != nil {
+		return err
+	}
+	ns, err := NamespaceParam(r)
+	if err != nil {
+		return err
+	}
+	if h.quota == nil {
+		return errNoQuotas
+	}
+	notFound := fmt.Errorf("namespace %q has no usage to show: it stores nothing and has no quota, or you may not pull from it: %w", ns, catalog.ErrNotFound)
+	if access.Covers(ns) == catalog.CoversNone {
+		return notFound
+	}
+	u, err := h.quota.Usage(r.Context(), ns)
+	if err != nil {
+		return fmt.Errorf("read the usage of namespace %q: %w", ns, err)
+	}
+	if u == (quota.Usage{Namespace: u.Namespace}) {
+		return notFound // the ledger does not list it
+	}
+	u.Namespace = ns
+	return writeJSON(w, http.StatusOK, namespaceUsageOf(u))
+}
+
+// namespaceUsageOf is u as the API writes it.
+func namespaceUsageOf(u quota.Usage) apiv1.NamespaceUsage {
+	return apiv1.NamespaceUsage{
+		Namespace: u.Namespace, UsedBytes: u.UsedBytes, LimitBytes: u.LimitBytes,
+		Blobs: u.Blobs, OpenUploads: u.OpenUploads,
+	}
+}

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 
@@ -14,7 +15,8 @@ import (
 var errNoQuotas = fmt.Errorf("this server keeps no storage usage or quotas (berth serve catalog has no registry storage to count); ask the registry itself: %w", catalog.ErrNotImplemented)
 
 // usages answers GET /api/v1/usage: the usage of every namespace that
-// stores something or has a quota, among those the caller may pull from.
+// stores something or has a quota, among those the caller may pull from
+// (MayPullFrom).
 func (h *handler) usages(w http.ResponseWriter, r *http.Request) error {
 	access, err := h.pullable(r)
 	if err != nil {
@@ -29,8 +31,12 @@ func (h *handler) usages(w http.ResponseWriter, r *http.Request) error {
 	}
 	res := apiv1.Usages{Namespaces: []apiv1.NamespaceUsage{}}
 	for _, u := range all {
-		if access.Covers(u.Namespace) != catalog.CoversNone {
-			res.Namespaces = append(res.Namespaces, namespaceUsageOf(u))
+		ok, err := MayPullFrom(r.Context(), h.cat, access, u.Namespace)
+		if err != nil {
+			return err
+		}
+		if ok {
+			res.Namespaces = append(res.Namespaces, UsageOf(u))
 		}
 	}
 	return writeJSON(w, http.StatusOK, res)
@@ -53,7 +59,9 @@ func (h *handler) namespaceUsage(w http.ResponseWriter, r *http.Request) error {
 		return errNoQuotas
 	}
 	notFound := fmt.Errorf("namespace %q has no usage to show: it stores nothing and has no quota, or you may not pull from it: %w", ns, catalog.ErrNotFound)
-	if access.Covers(ns) == catalog.CoversNone {
+	if ok, err := MayPullFrom(r.Context(), h.cat, access, ns); err != nil {
+		return err
+	} else if !ok {
 		return notFound
 	}
 	u, err := h.quota.Usage(r.Context(), ns)
@@ -64,11 +72,29 @@ func (h *handler) namespaceUsage(w http.ResponseWriter, r *http.Request) error {
 		return notFound // the ledger does not list it
 	}
 	u.Namespace = ns
-	return writeJSON(w, http.StatusOK, namespaceUsageOf(u))
+	return writeJSON(w, http.StatusOK, UsageOf(u))
 }
 
-// namespaceUsageOf is u as the API writes it.
-func namespaceUsageOf(u quota.Usage) apiv1.NamespaceUsage {
+// MayPullFrom reports whether access lets the caller pull from namespace
+// ns, whose usage it may then see: every package of it, or, where the rules
+// decide package by package, some package the catalog holds there (asked
+// of cat).
+func MayPullFrom(ctx context.Context, cat Reader, access catalog.Access, ns string) (bool, error) {
+	switch access.Covers(ns) {
+	case catalog.CoversAll:
+		return true, nil
+	case catalog.CoversNone:
+		return false, nil
+	}
+	res, err := cat.Search(ctx, catalog.Query{Namespace: ns, Access: access, Sort: catalog.SortName, Limit: 1})
+	if err != nil {
+		return false, err
+	}
+	return res.Total > 0, nil
+}
+
+// UsageOf is u as the API writes it, and the UI shows it.
+func UsageOf(u quota.Usage) apiv1.NamespaceUsage {
 	return apiv1.NamespaceUsage{
 		Namespace: u.Namespace, UsedBytes: u.UsedBytes, LimitBytes: u.LimitBytes,
 		Blobs: u.Blobs, OpenUploads: u.OpenUploads,

@@ -179,3 +179,24 @@ func TestUsageErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestUsagePackageByPackage checks a caller whose rules decide package by
+// package: they see the usage of a namespace where the catalog holds a
+// package they may pull (olm/etcd), not of one where it holds none they may.
+func TestUsagePackageByPackage(t *testing.T) {
+	q := fakeQuota{usages: append([]quota.Usage{{Namespace: "olm", UsedBytes: 10, Blobs: 3}}, testUsages.usages...)}
+	pullOLMAndA := fakeAuth{access: catalog.Access{Pull: func(ns, _ string) bool { return ns == "olm" || ns == "a" }}}
+	h := httpapi.New(httpapi.Options{Catalog: realCatalog(t), Authorizer: pullOLMAndA, Quota: q, Logger: slog.New(slog.DiscardHandler)})
+
+	var got apiv1.Usages
+	res := serve(t, h, "GET", "/api/v1/usage", nil)
+	res.decode(t, &got)
+	if len(got.Namespaces) != 1 || got.Namespaces[0].Namespace != "olm" {
+		t.Errorf("usage: %s, want olm's alone", res.body)
+	}
+	for ns, status := range map[string]int{"olm": http.StatusOK, "a": http.StatusNotFound, "b": http.StatusNotFound} {
+		if res := serve(t, h, "GET", "/api/v1/namespaces/"+ns+"/usage", nil); res.status != status {
+			t.Errorf("%s: status %d, want %d: %s", ns, res.status, status, res.body)
+		}
+	}
+}

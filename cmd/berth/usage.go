@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"math/big"
 	"strconv"
 
 	"github.com/spf13/cobra"
@@ -72,24 +71,12 @@ you may not pull from, is an error (exit status 1).`,
 func writeUsage(w io.Writer, usages []apiv1.NamespaceUsage) error {
 	t := newColumns(w, "NAMESPACE", "USED", "LIMIT", "USE%", "BLOBS", "UPLOADS")
 	for _, u := range usages {
-		limit, use := "", ""
+		limit := ""
 		if u.LimitBytes > 0 {
-			limit, use = humanSize(u.LimitBytes), usePercent(u.UsedBytes, u.LimitBytes)
+			limit = humanSize(u.LimitBytes)
 		}
-		t.add(u.Namespace, humanSize(u.UsedBytes), limit, use,
+		t.add(u.Namespace, humanSize(u.UsedBytes), limit, u.UsedPercent(),
 			strconv.FormatInt(u.Blobs, 10), strconv.FormatInt(u.OpenUploads, 10))
 	}
 	return t.flush()
-}
-
-// usePercent is used as a percentage of limit (> 0) to one decimal, rounded
-// down, so that a namespace shows 100.0% only when it is full. It counts in
-// big integers: used×1000 overflows an int64 past 8 PiB.
-func usePercent(used, limit int64) string {
-	tenths := new(big.Int).Mul(big.NewInt(max(used, 0)), big.NewInt(1000))
-	s := tenths.Quo(tenths, big.NewInt(limit)).String()
-	if len(s) < 2 {
-		s = "0" + s
-	}
-	return s[:len(s)-1] + "." + s[len(s)-1:] + "%"
 }

@@ -88,22 +88,3 @@ func TestUsageCmdNothing(t *testing.T) {
 		t.Errorf("usage without namespaces: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
 	}
 }
-
-func TestUsagePercent(t *testing.T) {
-	for _, tc := range []struct {
-		used, limit int64
-		want        string
-	}{
-		{0, 1, "0.0%"},
-		{1, 1000, "0.1%"},
-		{999, 1000, "99.9%"},
-		{9999, 10000, "99.9%"},
-		{1000, 1000, "100.0%"},
-		{1 << 62, 1, "461168601842738790400.0%"},
-		{-5, 10, "0.0%"},
-	} {
-		if got := usePercent(tc.used, tc.limit); got != tc.want {
-			t.Errorf("usePercent(%d, %d) = %s, want %s", tc.used, tc.limit, got, tc.want)
-		}
-	}
-}

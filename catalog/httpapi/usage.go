@@ -30,14 +30,24 @@ func (h *handler) usages(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("read namespace usage: %w", err)
 	}
 	res := apiv1.Usages{Namespaces: []apiv1.NamespaceUsage{}}
+	var counts map[string]int // pullable packages by namespace, once needed
+	counted := false
 	for _, u := range all {
-		ok, err := MayPullFrom(r.Context(), h.cat, access, u.Namespace)
-		if err != nil {
-			return err
+		switch access.Covers(u.Namespace) {
+		case catalog.CoversNone:
+			continue
+		case catalog.CoversSome:
+			if !counted {
+				if counts, err = pullableCounts(r.Context(), h.cat, access, ""); err != nil {
+					return err
+				}
+				counted = true
+			}
+			if counts[u.Namespace] == 0 {
+				continue
+			}
 		}
-		if ok {
-			res.Namespaces = append(res.Namespaces, UsageOf(u))
-		}
+		res.Namespaces = append(res.Namespaces, UsageOf(u))
 	}
 	return writeJSON(w, http.StatusOK, res)
 }
@@ -86,11 +96,18 @@ func MayPullFrom(ctx context.Context, cat Reader, access catalog.Access, ns stri
 	case catalog.CoversNone:
 		return false, nil
 	}
+	counts, err := pullableCounts(ctx, cat, access, ns)
+	return counts[ns] > 0, err
+}
+
+// pullableCounts counts the packages access allows in each namespace, or
+// in namespace ns alone when it is not empty, with one search of cat.
+func pullableCounts(ctx context.Context, cat Reader, access catalog.Access, ns string) (map[string]int, error) {
 	res, err := cat.Search(ctx, catalog.Query{Namespace: ns, Access: access, Sort: catalog.SortName, Limit: 1})
 	if err != nil {
-		return false, err
+		return nil, fmt.Errorf("count the packages the caller may pull: %w", err)
 	}
-	return res.Total > 0, nil
+	return res.Facets.Namespace, nil
 }
 
 // UsageOf is u as the API writes it, and the UI shows it.

@@ -33,13 +33,15 @@ const (
 
 // startUISite starts the server the browser tests look at: auth on, with
 // alice's team owning a/ and bob b/, and a trust policy with a cosign key
-// for a/. Alice pushes a/kafka (KUDO, two versions, signedKafka signed with
+// for a/, which has a quota of 1 GiB (its page shows its storage against
+// it). Alice pushes a/kafka (KUDO, two versions, signedKafka signed with
 // the real cosign) and a/etcd (OLM, six versions in three channels, whose
 // permissions rate high); bob pushes b/cassandra.
 func startUISite(t *testing.T) *authServer {
 	t.Helper()
 	kp := cosignKeyPair(t)
-	s := startAuthServer(t, authOptions{extra: "trust:\n  policies:\n" + policy("a/*", kp.pub, false)})
+	s := startAuthServer(t, authOptions{extra: "trust:\n  policies:\n" + policy("a/*", kp.pub, false) +
+		"namespaces:\n  - name: a\n    quota: 1GiB\n"})
 	alice, bob := s.users["alice"], s.users["bob"]
 	alice.login(t, berthBin, "login")
 	signed := alice.pushFixture(t, "kafka", "2.5.1-1.3.2", "a/kafka")

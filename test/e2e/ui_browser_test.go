@@ -191,8 +191,16 @@ func testUIFlow(u *uiTab, s *authServer, live bool) {
 		}
 	}
 
-	// The namespace, the other package and its signed version.
+	// The namespace, its storage against its quota, the other package and
+	// its signed version; bob's namespace shows alice none of its storage.
+	u.open("/ui/namespaces/b")
+	if n := u.count("#storage-h"); n != 0 {
+		t.Errorf("alice sees the storage of bob's namespace: %q", u.text(".storage"))
+	}
 	u.open("/ui/namespaces/a")
+	if got := u.text("#storage-h + p"); !strings.Contains(got, " used of 1.0 GiB ") {
+		t.Errorf("namespace a's storage: %q, want what it uses of its 1 GiB quota", got)
+	}
 	u.follow(`#results a[href="` + kafkaPage + `"]`)
 	u.follow(`a[href="` + kafkaPage + `/versions/` + signedKafka + `"]`)
 	if got := u.text(`#sigs-h + p .badge`); got != "verified" {

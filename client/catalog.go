@@ -10,6 +10,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -370,12 +371,9 @@ func (c *Catalog) Inventory(ctx context.Context) (*apiv1.Inventory, error) {
 	const op = "inventory"
 	var inv apiv1.Inventory
 	err := c.send(ctx, op, http.MethodGet, "/inventory", nil, nil, http.StatusOK, maxInventoryResponse, &inv)
-	var oe *opError
 	switch {
-	case errors.As(err, &oe) && (oe.status == http.StatusNotFound || oe.status == http.StatusMethodNotAllowed || oe.status == http.StatusNotImplemented):
-		return nil, fmt.Errorf("%w: %w", err, errors.ErrUnsupported)
 	case err != nil:
-		return nil, err
+		return nil, unsupported(err, http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusNotImplemented)
 	case inv.MediaType != apiv1.InventoryMediaType:
 		return nil, &opError{
 			msg:  fmt.Sprintf("%s: %s: %s answered a document of media type %q, not an inventory (%s)", op, ErrRegistry, c.base+"/inventory", inv.MediaType, apiv1.InventoryMediaType),
@@ -386,6 +384,17 @@ func (c *Catalog) Inventory(ctx context.Context) (*apiv1.Inventory, error) {
 		inv.Repositories = map[string][]digest.Digest{}
 	}
 	return &inv, nil
+}
+
+// unsupported is err, also wrapping errors.ErrUnsupported when it is an
+// answer of the catalog API with one of the statuses given: those by which
+// a server says it has no such endpoint or cannot answer it.
+func unsupported(err error, statuses ...int) error {
+	var oe *opError
+	if errors.As(err, &oe) && slices.Contains(statuses, oe.status) {
+		return fmt.Errorf("%w: %w", err, errors.ErrUnsupported)
+	}
+	return err
 }
 
 // packagePath checks a namespace and name and returns them as the prefix of

@@ -154,7 +154,7 @@ func formatSize(n int64) string {
 		return strconv.FormatInt(n, 10) + " B"
 	}
 	v, suffix := float64(n)/unit, "KiB"
-	for _, s := range []string{"MiB", "GiB"} {
+	for _, s := range []string{"MiB", "GiB", "TiB"} {
 		if v < unit {
 			break
 		}

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -30,6 +31,41 @@ type searchPage struct {
 	// First and Last number the packages shown, from 1.
 	First, Last int
 	Prev, Next  string
+	// Storage is a namespace's storage against its quota; nil on the search
+	// page, without a quota ledger, and for a namespace the viewer may pull
+	// nothing from.
+	Storage *namespaceStorage
+}
+
+// namespaceStorage is what a namespace's page shows of its storage.
+type namespaceStorage struct {
+	apiv1.NamespaceUsage
+	// Low and High are the thresholds of the usage meter: 80% and 95% of
+	// the quota.
+	Low, High int64
+}
+
+// Full reports whether the namespace has a quota and has used all of it.
+func (s namespaceStorage) Full() bool { return s.LimitBytes > 0 && s.UsedBytes >= s.LimitBytes }
+
+// storage reads namespace ns's usage for a viewer with access; nil when
+// the UI has no quota ledger or the viewer may not pull from ns
+// (httpapi.MayPullFrom).
+func (h *handler) storage(ctx context.Context, access catalog.Access, ns string) (*namespaceStorage, error) {
+	if h.quota == nil {
+		return nil, nil
+	}
+	if ok, err := httpapi.MayPullFrom(ctx, h.cat, access, ns); !ok || err != nil {
+		return nil, err
+	}
+	u, err := h.quota.Usage(ctx, ns)
+	if err != nil {
+		return nil, fmt.Errorf("read the usage of namespace %q: %w", ns, err)
+	}
+	return &namespaceStorage{
+		NamespaceUsage: httpapi.UsageOf(u),
+		Low:            u.LimitBytes / 100 * 80, High: u.LimitBytes / 100 * 95,
+	}, nil
 }
 
 func (p searchPage) title() string {
@@ -96,6 +132,11 @@ func (h *handler) searchIn(w http.ResponseWriter, r *http.Request, ns string) er
 		Namespace: ns, Action: action, Query: q, Form: form,
 		Packages: res.Packages, Total: res.Total,
 		First: q.Offset + 1, Last: q.Offset + len(res.Packages),
+	}
+	if ns != "" {
+		if p.Storage, err = h.storage(r.Context(), q.Access, ns); err != nil {
+			return err
+		}
 	}
 	if next := q.Offset + q.Limit; next < res.Total {
 		p.Next = pageURL(action, form, next)

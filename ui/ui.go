@@ -2,8 +2,9 @@
 // admin who looks a package over before installing it — search with facets,
 // a package's versions, channels and upgrade graph (SVG drawn on the
 // server), a version's permissions first, then its CRDs, files and
-// signatures, each file highlighted and downloadable with the session, and a
-// login form for sessions (auth.Sessions).
+// signatures, each file highlighted and downloadable with the session, a
+// namespace's packages with its storage against its quota, and a login form
+// for sessions (auth.Sessions).
 //
 // Pages are html/template, and work without JavaScript; one small script
 // only enhances them (search as you type, highlighting in the graph). The
@@ -32,6 +33,7 @@ import (
 	"github.com/berth-registry/berth/catalog"
 	"github.com/berth-registry/berth/catalog/apiv1"
 	"github.com/berth-registry/berth/catalog/httpapi"
+	"github.com/berth-registry/berth/quota"
 	"github.com/berth-registry/berth/signing"
 )
 
@@ -65,6 +67,9 @@ type Options struct {
 	RegistryURL string
 	// Logger logs failed requests. Nil means slog.Default().
 	Logger *slog.Logger
+	// Quota is the quota ledger, whose usage a namespace's page shows. Nil
+	// (berth serve catalog, which has no registry storage) shows none.
+	Quota quota.Reader
 }
 
 // handler serves the UI.
@@ -75,6 +80,7 @@ type handler struct {
 	trust       *signing.Policy
 	registryURL string
 	log         *slog.Logger
+	quota       quota.Reader
 	mux         http.Handler
 }
 
@@ -88,6 +94,7 @@ func New(opts Options) http.Handler {
 		trust:       opts.Trust,
 		registryURL: opts.RegistryURL,
 		log:         opts.Logger,
+		quota:       opts.Quota,
 	}
 	if h.auth == nil {
 		h.auth = catalog.AllowAll{}

@@ -4,6 +4,7 @@
 package apiv1
 
 import (
+	"math/big"
 	"time"
 
 	"github.com/opencontainers/go-digest"
@@ -492,4 +493,20 @@ type NamespaceUsage struct {
 // pull from that store something or have a quota, by name.
 type Usages struct {
 	Namespaces []NamespaceUsage `json:"namespaces"`
+}
+
+// UsedPercent is UsedBytes as a percentage of LimitBytes to one decimal,
+// rounded down so that only a full namespace shows 100.0%: "99.9%". It is
+// empty when the namespace has no quota. It counts in big integers, since
+// UsedBytes×1000 overflows an int64 past 8 PiB.
+func (u NamespaceUsage) UsedPercent() string {
+	if u.LimitBytes <= 0 {
+		return ""
+	}
+	tenths := new(big.Int).Mul(big.NewInt(max(u.UsedBytes, 0)), big.NewInt(1000))
+	s := tenths.Quo(tenths, big.NewInt(u.LimitBytes)).String()
+	if len(s) < 2 {
+		s = "0" + s
+	}
+	return s[:len(s)-1] + "." + s[len(s)-1:] + "%"
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/berth-registry/berth/catalog"
 	"github.com/berth-registry/berth/catalog/apiv1"
+	"github.com/berth-registry/berth/quota"
 )
 
 // Reader is what reading packages asks of the catalog service, here and in
@@ -99,6 +100,11 @@ type Options struct {
 	// /api/v1/image-mirrors), as auth.AdminGate does. Nil answers those
 	// requests 501 NOT_IMPLEMENTED.
 	Admin func(http.Handler) http.Handler
+	// Quota answers GET /api/v1/usage and
+	// /api/v1/namespaces/{namespace}/usage from the quota ledger. Nil (berth
+	// serve catalog, which has no registry storage) answers them 501
+	// NOT_IMPLEMENTED.
+	Quota quota.Reader
 }
 
 //go:embed openapi.yaml
@@ -118,6 +124,7 @@ type handler struct {
 	registryURL string
 	inv         Inventory
 	olm         OLM
+	quota       quota.Reader
 	mux         *chi.Mux
 }
 
@@ -133,6 +140,7 @@ func New(opts Options) http.Handler {
 		registryURL: opts.RegistryURL,
 		inv:         opts.Inventory,
 		olm:         opts.OLM,
+		quota:       opts.Quota,
 	}
 	if h.auth == nil {
 		h.auth = catalog.AllowAll{}
@@ -161,6 +169,8 @@ func New(opts Options) http.Handler {
 	r.Get("/api/v1/artifacts", h.handle(h.artifacts))
 	r.Get("/api/v1/status", h.handle(h.status))
 	r.Get("/api/v1/inventory", h.handle(h.inventory))
+	r.Get("/api/v1/usage", h.handle(h.usages))
+	r.Get("/api/v1/namespaces/{namespace}/usage", h.handle(h.namespaceUsage))
 	r.Get("/api/v1/olm/{namespace}/all", h.handle(h.olmAll))
 	r.Get("/api/v1/olm/{namespace}/metas", h.handle(h.olmMetas))
 	r.Get("/api/v1/image-mirrors", h.handle(h.getImageMirrors))

@@ -51,6 +51,7 @@ func TestOpenAPIOperations(t *testing.T) {
 		"GET /api/v1/changes",
 		"GET /api/v1/image-mirrors",
 		"GET /api/v1/inventory",
+		"GET /api/v1/namespaces/{namespace}/usage",
 		"GET /api/v1/olm/{namespace}/all",
 		"GET /api/v1/olm/{namespace}/metas",
 		"GET /api/v1/openapi.yaml",
@@ -64,6 +65,7 @@ func TestOpenAPIOperations(t *testing.T) {
 		"GET /api/v1/packages/{namespace}/{name}/versions/{version}/installable",
 		"GET /api/v1/packages/{namespace}/{name}/versions/{version}/permissions",
 		"GET /api/v1/status",
+		"GET /api/v1/usage",
 		"GET /index.yaml",
 		"GET /{namespace}/index.yaml",
 		"POST /api/v1/packages/{namespace}/{name}/versions/{version}/approval",
@@ -126,6 +128,8 @@ func TestOpenAPISchemasMirrorAPIv1(t *testing.T) {
 		"ImageMirror":        apiv1.ImageMirror{},
 		"Installable":        apiv1.Installable{},
 		"ImageCheck":         apiv1.ImageCheck{},
+		"Usages":             apiv1.Usages{},
+		"NamespaceUsage":     apiv1.NamespaceUsage{},
 	} {
 		ref := doc.Components.Schemas[name]
 		if ref == nil {

@@ -1,7 +1,7 @@
 // Command berth is the berth registry server and its client.
 //
 // berth serve runs the registry, and the client commands (package, push, pull,
-// inspect, search, show, upgrades, sign, verify, promote) package, move, find
+// inspect, search, show, usage, upgrades, sign, verify, promote) package, move, find
 // and sign operator packages; login and logout keep registry credentials,
 // robot manages robot accounts and auth check explains access decisions. This file only wires commands together; each
 // subcommand lives in a file of its own.
@@ -69,6 +69,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newInspectCmd(),
 		newSearchCmd(),
 		newShowCmd(),
+		newUsageCmd(),
 		newUpgradesCmd(),
 		newPermissionsCmd(),
 		newApproveCmd(),

@@ -27,16 +27,7 @@ func startBerthAuth(ctx context.Context, bin, dir string) (*server, string, erro
 	if err != nil {
 		return nil, "", err
 	}
-	file := filepath.Join(dir, "berth.yaml")
-	if err := os.WriteFile(file, []byte(authSection(htpasswd, "")), 0o644); err != nil {
-		return nil, "", err
-	}
-	addr, err := freeAddr()
-	if err != nil {
-		return nil, "", err
-	}
-	s, err := start(ctx, "berth+auth", addr, dir, "/readyz", bin,
-		"serve", "--addr", addr, "--data", filepath.Join(dir, "data"), "--config", file)
+	s, err := startBerthConfig(ctx, "berth+auth", bin, dir, authSection(htpasswd, ""))
 	return s, password, err
 }
 

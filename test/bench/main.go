@@ -47,6 +47,15 @@
 // /auth/token with the user's Basic credentials, -token-requests times, one
 // at a time.
 //
+// A third table (quota.go; -quota runs it alone) compares pushes into a
+// namespace at 99% of its quota with the same pushes into one without, each
+// on a berth of its own: the package push rows at c=1 and c=8, with the
+// namespace filled to 99% of its quota before each run (both berths hold the
+// same bytes), the quota sized so that a run pushes at most 0.8% of it. The
+// ratio is berth+quota/berth, target 0.95x. It reads the namespace's usage
+// from GET /api/v1/namespaces/bench/usage, so it fails on a berth that
+// keeps no quota ledger.
+//
 // Content is fresh for every run, so nothing is deduplicated, and a run's
 // repositories are its own, so immutable tags never collide. Every server
 // is warmed up first. The order of the servers rotates from one run to the
@@ -136,6 +145,7 @@ type options struct {
 	packageKiB            int
 	tokenRequests         int
 	zot                   string
+	quotaOnly             bool
 	verbose               bool
 	catalog               catalogOptions
 	provenance            provenanceOptions
@@ -155,6 +165,7 @@ func parseFlags() (options, error) {
 	flag.IntVar(&o.tokenRequests, "token-requests", 500, "tokens issued, one at a time, to time the token endpoint")
 	flag.StringVar(&o.zot, "zot", "", "zot binary to compare with (docs/benchmarks.md says how to build one); without it zot is skipped")
 	flag.BoolVar(&o.verbose, "v", false, "print every sample of every row")
+	flag.BoolVar(&o.quotaOnly, "quota", false, "run the quota table alone: pushes into a namespace at 99% of its quota against one without (it needs a berth that keeps its quota ledger)")
 	registerCatalogFlags(&o.catalog)
 	registerProvenanceFlags(&o.provenance)
 	registerMirrorFlags(&o.mirror)
@@ -165,13 +176,13 @@ func parseFlags() (options, error) {
 		return o, fmt.Errorf("unexpected arguments %q", flag.Args())
 	}
 	modes := 0
-	for _, on := range []bool{o.catalog.enabled, o.provenance.enabled, o.mirror.enabled, o.olm.enabled, o.scale.enabled} {
+	for _, on := range []bool{o.catalog.enabled, o.provenance.enabled, o.mirror.enabled, o.olm.enabled, o.scale.enabled, o.quotaOnly} {
 		if on {
 			modes++
 		}
 	}
 	if modes > 1 {
-		return o, errors.New("-catalog, -provenance, -mirror, -olm and -scale are separate runs; choose one")
+		return o, errors.New("-catalog, -provenance, -mirror, -olm, -scale and -quota are separate runs; choose one")
 	}
 	for _, f := range []struct {
 		name  string
@@ -219,6 +230,9 @@ func run() error {
 	}
 	if o.scale.enabled {
 		return runScale(ctx, o.scale)
+	}
+	if o.quotaOnly {
+		return runQuotaOnly(ctx, o)
 	}
 	began := time.Now()
 	if o.zot == "" {
@@ -327,6 +341,11 @@ func run() error {
 	printTable(os.Stdout, authTable(authTargets, authRows), o.verbose)
 	fmt.Printf("token issue (GET /auth/token, Basic, %d one at a time): p50 %s, p99 %s\n",
 		o.tokenRequests, formatDuration(p50), formatDuration(p99))
+
+	logf("a namespace at 99%% of its quota against one without")
+	if err := runQuota(ctx, o, bins.berth, root); err != nil {
+		return err
+	}
 	logf("done in %s", time.Since(began).Round(time.Second))
 	return nil
 }

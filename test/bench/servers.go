@@ -121,6 +121,21 @@ func startBerth(ctx context.Context, bin, dir string) (*server, error) {
 		"serve", "--addr", addr, "--data", filepath.Join(dir, "data"))
 }
 
+// startBerthConfig runs `berth serve` as startBerth does, named name, with
+// the configuration file dir/berth.yaml holding config.
+func startBerthConfig(ctx context.Context, name, bin, dir, config string) (*server, error) {
+	file := filepath.Join(dir, "berth.yaml")
+	if err := os.WriteFile(file, []byte(config), 0o644); err != nil {
+		return nil, err
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	return start(ctx, name, addr, dir, "/readyz", bin,
+		"serve", "--addr", addr, "--data", filepath.Join(dir, "data"), "--config", file)
+}
+
 // startUpstream runs distribution's `registry serve` with the configuration
 // berth gives its embedded registry: filesystem storage under dir/data,
 // deletes enabled, the in-memory blob descriptor cache, info-level logs. A

@@ -33,13 +33,15 @@ const (
 
 // startUISite starts the server the browser tests look at: auth on, with
 // alice's team owning a/ and bob b/, and a trust policy with a cosign key
-// for a/. Alice pushes a/kafka (KUDO, two versions, signedKafka signed with
+// for a/, which has a quota of 1 GiB (its page shows its storage against
+// it). Alice pushes a/kafka (KUDO, two versions, signedKafka signed with
 // the real cosign) and a/etcd (OLM, six versions in three channels, whose
 // permissions rate high); bob pushes b/cassandra.
 func startUISite(t *testing.T) *authServer {
 	t.Helper()
 	kp := cosignKeyPair(t)
-	s := startAuthServer(t, authOptions{extra: "trust:\n  policies:\n" + policy("a/*", kp.pub, false)})
+	s := startAuthServer(t, authOptions{extra: "trust:\n  policies:\n" + policy("a/*", kp.pub, false) +
+		"namespaces:\n  - name: a\n    quota: 1GiB\n"})
 	alice, bob := s.users["alice"], s.users["bob"]
 	alice.login(t, berthBin, "login")
 	signed := alice.pushFixture(t, "kafka", "2.5.1-1.3.2", "a/kafka")
@@ -189,8 +191,16 @@ func testUIFlow(u *uiTab, s *authServer, live bool) {
 		}
 	}
 
-	// The namespace, the other package and its signed version.
+	// The namespace, its storage against its quota, the other package and
+	// its signed version; bob's namespace shows alice none of its storage.
+	u.open("/ui/namespaces/b")
+	if n := u.count("#storage-h"); n != 0 {
+		t.Errorf("alice sees the storage of bob's namespace: %q", u.text(".storage"))
+	}
 	u.open("/ui/namespaces/a")
+	if got := u.text("#storage-h + p"); !strings.Contains(got, " used of 1.0 GiB ") {
+		t.Errorf("namespace a's storage: %q, want what it uses of its 1 GiB quota", got)
+	}
 	u.follow(`#results a[href="` + kafkaPage + `"]`)
 	u.follow(`a[href="` + kafkaPage + `/versions/` + signedKafka + `"]`)
 	if got := u.text(`#sigs-h + p .badge`); got != "verified" {

@@ -200,6 +200,13 @@ func (r *Registry) CollectGarbage(ctx context.Context, opts GCOptions) (GCReport
 		return rep, err
 	}
 	rep.Sweep = time.Since(start)
+	if q := r.guard.quota; q != nil && !opts.DryRun && rep.Manifests+rep.Blobs > 0 {
+		// What the collection freed is given back by the leader's next
+		// recomputes (KeepQuotas).
+		if err := q.Ledger.MarkAllDirty(ctx); err != nil {
+			r.log.WarnContext(ctx, "quota: the bytes this collection freed are given back at the next one", "err", err)
+		}
+	}
 	return rep, nil
 }
 
@@ -298,9 +305,15 @@ func (s *storageState) dead(live *liveSet) []repoManifest {
 // scanRepositories reads every repository's manifest revisions, tags and
 // layer links from the storage, in one walk and one read per tag.
 func (r *Registry) scanRepositories(ctx context.Context) (*storageState, error) {
+	return r.scanRepositoriesUnder(ctx, repositoriesRoot)
+}
+
+// scanRepositoriesUnder is scanRepositories of the repositories under
+// root, a directory of repositoriesRoot (a namespace's).
+func (r *Registry) scanRepositoriesUnder(ctx context.Context, root string) (*storageState, error) {
 	st := &storageState{revisions: map[string]links{}, tagged: map[string][]digest.Digest{}, layers: links{}}
 	var tagLinks []string
-	err := r.driver.Walk(ctx, repositoriesRoot, func(fi storagedriver.FileInfo) error {
+	err := r.driver.Walk(ctx, root, func(fi storagedriver.FileInfo) error {
 		p := fi.Path()
 		if fi.IsDir() || path.Base(p) != "link" {
 			return nil

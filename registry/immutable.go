@@ -221,7 +221,9 @@ type guardedBlobWriter struct {
 // Commit moves the uploaded blob into place and links it into the
 // repository, under gcLock held shared, once it is charged to the
 // namespace. A refusal (beyond registry.uploads.maxSize, over the quota)
-// is an OCI error, after which distribution cancels the upload.
+// is an OCI error, after which distribution cancels the upload; as its
+// handler then saves the upload's state again, the refusal is left for
+// serveUpload too, which deletes what is left.
 func (w *guardedBlobWriter) Commit(ctx context.Context, provisional v1.Descriptor) (v1.Descriptor, error) {
 	unlock, err := w.guard.holdGC(ctx)
 	if err != nil {
@@ -234,11 +236,11 @@ func (w *guardedBlobWriter) Commit(ctx context.Context, provisional v1.Descripto
 	}
 	size := w.Size()
 	if err := q.admitSize(ctx, w.repo, provisional.Digest.String(), size); err != nil {
-		return v1.Descriptor{}, err
+		return v1.Descriptor{}, refuseUpload(ctx, err)
 	}
 	charged, err := q.charge(ctx, w.repo, provisional.Digest, size)
 	if err != nil {
-		return v1.Descriptor{}, err
+		return v1.Descriptor{}, refuseUpload(ctx, err)
 	}
 	desc, err := w.BlobWriter.Commit(ctx, provisional)
 	if err != nil {

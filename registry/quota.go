@@ -33,7 +33,7 @@ type QuotaOptions struct {
 	// limit (registry.uploads.maxSize).
 	MaxUploadSize int64
 	// MaxUploadsPerSubject is how many uploads one subject may have open,
-	// negative for no limit; an upload idle for IdleTimeout no longer
+	// 0 or negative for no limit; an upload idle for IdleTimeout no longer
 	// counts (registry.uploads.maxConcurrentPerSubject, idleTimeout).
 	MaxUploadsPerSubject int
 	IdleTimeout          time.Duration
@@ -134,7 +134,7 @@ func (q *quotas) refusal(namespace string, err error) error {
 func (q *quotas) openUpload(ctx context.Context, repo, uuid string) error {
 	subject, client := uploadSubject(ctx)
 	max := q.MaxUploadsPerSubject
-	if !client {
+	if !client || max <= 0 {
 		max = -1
 	}
 	now := time.Now()

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/opencontainers/go-digest"
+	"github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/berth-registry/berth/internal/pgtest"
@@ -250,4 +251,139 @@ const emptyManifest = `{"schemaVersion":2,"mediaType":"application/vnd.oci.image
 // overQuota is the start of the message of a refusal over quota.
 func overQuota(ns string, used, limit, needed int64) string {
 	return fmt.Sprintf("namespace %s is over its quota: %s used of %s, this upload needs %s more", ns, quota.FormatBytes(used), quota.FormatBytes(limit), quota.FormatBytes(needed))
+}
+
+// TestDeleteAndGCGiveBytesBack: a manifest delete marks its namespace, and
+// the recompute gives back what no manifest references any more; a
+// collection marks every namespace; what two images share is counted once.
+func TestDeleteAndGCGiveBytesBack(t *testing.T) {
+	for store, newLedger := range ledgers {
+		t.Run(store, func(t *testing.T) {
+			ctx := context.Background()
+			l := newLedger(t)
+			reg := quotaRegistry(t, l, t.TempDir())
+			shared := putBlob(t, reg, "team-a/app", ocispec.MediaTypeImageLayer, blobOf(100, 's'))
+			config := putBlob(t, reg, "team-a/app", ocispec.MediaTypeImageConfig, []byte("{}"))
+			own := putBlob(t, reg, "team-a/app", ocispec.MediaTypeImageLayer, blobOf(50, 'o'))
+			m1 := ocispec.Manifest{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageManifest, Config: config, Layers: []ocispec.Descriptor{shared}}
+			m2 := ocispec.Manifest{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageManifest, Config: config, Layers: []ocispec.Descriptor{shared, own}}
+			d1, d2 := mustPut(t, reg, "team-a/app", "v1", m1), mustPut(t, reg, "team-a/app", "v2", m2)
+			usage := func() int64 {
+				t.Helper()
+				u, err := l.Usage(ctx, "team-a")
+				if err != nil {
+					t.Fatal(err)
+				}
+				return u.UsedBytes
+			}
+			all := shared.Size + config.Size + own.Size + d1.Size + d2.Size
+			if got := usage(); got != all {
+				t.Fatalf("usage after the pushes = %d, want %d", got, all)
+			}
+			if resp, body := request(reg, http.MethodDelete, "/v2/team-a/app/manifests/"+d2.Digest.String(), nil, false); resp.StatusCode != http.StatusAccepted {
+				t.Fatalf("delete: %s %s", resp.Status, body)
+			}
+			if dirty, err := l.Dirty(ctx); err != nil || fmt.Sprint(dirty) != "[team-a]" {
+				t.Fatalf("dirty after a delete = %v, %v", dirty, err)
+			}
+			time.Sleep(5 * time.Millisecond) // beyond the grace
+			if err := reg.RecomputeQuota(ctx, "team-a"); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := usage(), shared.Size+config.Size+d1.Size; got != want {
+				t.Fatalf("usage after the delete = %d, want %d", got, want)
+			}
+			if dirty, _ := l.Dirty(ctx); len(dirty) != 0 {
+				t.Errorf("still dirty after the recompute: %v", dirty)
+			}
+			// Untagged, v1 goes at the next collection, and its bytes with it.
+			if resp, body := request(reg, http.MethodDelete, "/v2/team-a/app/manifests/v1", nil, false); resp.StatusCode != http.StatusAccepted {
+				t.Fatalf("untag: %s %s", resp.Status, body)
+			}
+			rep, err := reg.CollectGarbage(ctx, GCOptions{Grace: time.Millisecond})
+			if err != nil || rep.Manifests != 1 {
+				t.Fatalf("collection: %+v, %v", rep, err)
+			}
+			if dirty, _ := l.Dirty(ctx); fmt.Sprint(dirty) != "[team-a]" {
+				t.Fatalf("dirty after a collection = %v", dirty)
+			}
+			if err := reg.RecomputeQuota(ctx, "team-a"); err != nil {
+				t.Fatal(err)
+			}
+			if got := usage(); got != 0 {
+				t.Fatalf("usage after the collection = %d, want 0", got)
+			}
+		})
+	}
+}
+
+// TestRecomputeKeepsPushesInFlight: a blob uploaded within the grace, whose
+// manifest has not come, stays charged; the backfill counts what was
+// pushed without a ledger.
+func TestRecomputeKeepsPushesInFlightAndBackfills(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	before := newRegistry(t, Options{Storage: onDisk(root)})
+	config := putBlob(t, before, "team-a/app", ocispec.MediaTypeImageConfig, []byte("{}"))
+	d := mustPut(t, before, "team-a/app", "v1", ocispec.Manifest{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageManifest, Config: config})
+	before.Close()
+
+	l := ledgers["sqlite"](t)
+	reg := newRegistry(t, Options{Storage: onDisk(root), Quota: &QuotaOptions{Ledger: l, Grace: time.Hour, RecomputeEvery: 10 * time.Millisecond}})
+	inFlight := putBlob(t, reg, "team-a/app", ocispec.MediaTypeImageLayer, blobOf(70, 'f'))
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); reg.KeepQuotas(runCtx) }()
+	defer func() { stop(); <-done }()
+	want := config.Size + d.Size + inFlight.Size
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		u, err := l.Usage(ctx, "team-a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dirty, _ := l.Dirty(ctx); u.UsedBytes == want && len(dirty) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("usage = %d, want %d once backfilled", u.UsedBytes, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestPurgeUploads: an upload not written to for purgeAfter is deleted
+// with what it stored; one written to since is kept.
+func TestPurgeUploads(t *testing.T) {
+	for store, newLedger := range ledgers {
+		t.Run(store, func(t *testing.T) {
+			ctx := context.Background()
+			root := t.TempDir()
+			l := newLedger(t)
+			reg := quotaRegistry(t, l, root)
+			abandoned := open(t, reg, "free/app")
+			if resp, body := request(reg, http.MethodPatch, abandoned, blobOf(100, 'p'), false); resp.StatusCode != http.StatusAccepted {
+				t.Fatalf("patch: %s %s", resp.Status, body)
+			}
+			if n, err := reg.PurgeUploads(ctx, time.Now()); err != nil || n != 0 {
+				t.Fatalf("purge of a fresh upload: %d, %v", n, err)
+			}
+			if left := uploadsLeft(t, root); len(left) != 1 {
+				t.Fatalf("uploads before the purge = %v, want one", left)
+			}
+			n, err := reg.PurgeUploads(ctx, time.Now().Add(time.Hour+time.Second))
+			if err != nil || n != 1 {
+				t.Fatalf("purge after purgeAfter: %d, %v; want 1", n, err)
+			}
+			if left := uploadsLeft(t, root); len(left) != 0 {
+				t.Errorf("uploads after the purge: %v", left)
+			}
+			if u, _ := l.Usage(ctx, "free"); u.OpenUploads != 0 {
+				t.Errorf("open uploads after the purge = %d", u.OpenUploads)
+			}
+			if resp, _ := request(reg, http.MethodPut, withDigest(abandoned, digest.FromBytes(blobOf(100, 'p'))), nil, false); resp.StatusCode == http.StatusCreated {
+				t.Error("a purged upload committed")
+			}
+		})
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"time"
@@ -214,9 +215,28 @@ type guardedBlobWriter struct {
 	distribution.BlobWriter
 	guard *guard
 	repo  string
-	// size is what the upload held when this request took it up.
-	size int64
+	// size is what the upload held when this request took it up, and
+	// written what the request wrote since: the writer's own Size lags
+	// behind on object storage, which sends data in parts.
+	size, written int64
 }
+
+// Write writes p to the upload.
+func (w *guardedBlobWriter) Write(p []byte) (int, error) {
+	n, err := w.BlobWriter.Write(p)
+	w.written += int64(n)
+	return n, err
+}
+
+// ReadFrom writes what r reads to the upload.
+func (w *guardedBlobWriter) ReadFrom(r io.Reader) (int64, error) {
+	n, err := w.BlobWriter.ReadFrom(r)
+	w.written += n
+	return n, err
+}
+
+// held is what the upload holds.
+func (w *guardedBlobWriter) held() int64 { return w.size + w.written }
 
 // Commit moves the uploaded blob into place and links it into the
 // repository, under gcLock held shared, once it is charged to the
@@ -234,7 +254,7 @@ func (w *guardedBlobWriter) Commit(ctx context.Context, provisional v1.Descripto
 	if q == nil {
 		return w.BlobWriter.Commit(ctx, provisional)
 	}
-	size := w.Size()
+	size := w.held()
 	if err := q.admitSize(ctx, w.repo, provisional.Digest.String(), size); err != nil {
 		return v1.Descriptor{}, refuseUpload(ctx, err)
 	}
@@ -268,8 +288,8 @@ func (w *guardedBlobWriter) Cancel(ctx context.Context) error {
 // ledger what it holds when this request wrote to it.
 func (w *guardedBlobWriter) Close() error {
 	err := w.BlobWriter.Close()
-	if q := w.guard.quota; q != nil && err == nil && w.Size() != w.size {
-		err = q.Ledger.TouchUpload(context.Background(), w.ID(), w.Size(), time.Now())
+	if q := w.guard.quota; q != nil && err == nil && w.written > 0 {
+		err = q.Ledger.TouchUpload(context.Background(), w.ID(), w.held(), time.Now())
 	}
 	return err
 }

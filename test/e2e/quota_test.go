@@ -24,23 +24,8 @@ import (
 // namespace, its usage and its limit.
 func TestQuotaHoldsUnderRacingPushesAcrossReplicas(t *testing.T) {
 	requireOras(t)
-	dir := t.TempDir()
-	_, shared := sharedState(t, "quota", dir)
-	keyFile := filepath.Join(dir, "token-key.pem")
 	const limit = 3584 << 10 // 3.5MiB
-	cfg, audit := writeAuthConfig(t, authOptions{
-		auth:  fmt.Sprintf("  keyFile: %q\n", keyFile),
-		extra: shared + "trustedProxies: [127.0.0.1/32]\nnamespaces:\n  - name: a\n    quota: 3.5MiB\n",
-	})
-	a := startServer(t, "", "--config", cfg)
-	secrets.addPEM(t, "the token key", keyFile)
-	b := startServer(t, "", "--config", cfg)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("replica a:\n%s\nreplica b:\n%s", a.logs(), b.logs())
-		}
-	})
-	s := newAuthServer(t, roundRobinProxy(t, a, b), audit)
+	_, _, s := authReplicas(t, "quota", authOptions{extra: "namespaces:\n  - name: a\n    quota: 3.5MiB\n"})
 
 	const pushers, size = 8, 1 << 20
 	var wg sync.WaitGroup

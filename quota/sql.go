@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -43,6 +44,11 @@ type ledger struct {
 	opts           Options
 	close          func() error
 	now            func() time.Time
+	// stmts are the statements prepared on each SQLite pool; pending
+	// those transactions ran before they were.
+	mu      sync.Mutex
+	stmts   map[*sql.DB]map[string]*sql.Stmt
+	pending map[string]bool
 }
 
 var _ Ledger = (*ledger)(nil)
@@ -95,12 +101,102 @@ func (l *ledger) q(query string) string {
 	return b.String()
 }
 
+// exec runs query (with ?) in tx, or when nil on the writer; on SQLite
+// through a statement prepared once (parsing dominates its cost).
+func (l *ledger) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
+	st, err := l.prepared(ctx, l.writer, tx != nil, query)
+	switch {
+	case err != nil:
+		return nil, err
+	case st == nil && tx == nil:
+		return l.writer.ExecContext(ctx, l.q(query), args...)
+	case st == nil:
+		return tx.ExecContext(ctx, l.q(query), args...)
+	case tx == nil:
+		return st.ExecContext(ctx, args...)
+	}
+	return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+}
+
+// row runs query (with ?) in tx, or when nil on the reader, as exec does,
+// and returns its one row.
+func (l *ledger) row(ctx context.Context, tx *sql.Tx, query string, args ...any) *sql.Row {
+	db := l.reader
+	if tx != nil {
+		db = l.writer
+	}
+	st, err := l.prepared(ctx, db, tx != nil, query)
+	switch {
+	case err != nil, st == nil && tx == nil:
+		// A failed prepare fails again here, with its error in the row.
+		return db.QueryRowContext(ctx, l.q(query), args...)
+	case st == nil:
+		return tx.QueryRowContext(ctx, l.q(query), args...)
+	case tx == nil:
+		return st.QueryRowContext(ctx, args...)
+	}
+	return tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+}
+
+// prepared returns query prepared on db, or nil where the driver caches
+// statements itself (PostgreSQL's pgx). Within a transaction, which holds
+// the writer's one connection, a statement not prepared yet is left for
+// tx to prepare once the transaction ends (preparePending), and is nil.
+func (l *ledger) prepared(ctx context.Context, db *sql.DB, inTx bool, query string) (*sql.Stmt, error) {
+	if l.d.dollar {
+		return nil, nil
+	}
+	l.mu.Lock()
+	st := l.stmts[db][query]
+	if st == nil && inTx {
+		if l.pending == nil {
+			l.pending = map[string]bool{}
+		}
+		l.pending[query] = true
+	}
+	l.mu.Unlock()
+	if st != nil || inTx {
+		return st, nil
+	}
+	st, err := db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stmts == nil {
+		l.stmts = map[*sql.DB]map[string]*sql.Stmt{}
+	}
+	if l.stmts[db] == nil {
+		l.stmts[db] = map[string]*sql.Stmt{}
+	}
+	if prev := l.stmts[db][query]; prev != nil {
+		st.Close()
+		return prev, nil
+	}
+	l.stmts[db][query] = st
+	return st, nil
+}
+
+// preparePending prepares on the writer the statements transactions ran
+// unprepared; one that fails to prepare runs unprepared again next time.
+func (l *ledger) preparePending(ctx context.Context) {
+	l.mu.Lock()
+	pending := l.pending
+	l.pending = nil
+	l.mu.Unlock()
+	for query := range pending {
+		_, _ = l.prepared(ctx, l.writer, false, query)
+	}
+}
+
 // tx runs fn in a transaction of the writer.
 func (l *ledger) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	tx, err := l.writer.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
+	defer l.preparePending(ctx)
 	defer tx.Rollback() // sql.ErrTxDone after Commit
 	if err := fn(tx); err != nil {
 		return err
@@ -111,27 +207,24 @@ func (l *ledger) tx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 // lockTotal creates namespace's total when it has none and locks it until
 // tx ends; it returns the namespace's usage.
 func (l *ledger) lockTotal(ctx context.Context, tx *sql.Tx, namespace string) (int64, error) {
-	if _, err := tx.ExecContext(ctx, l.q(`INSERT INTO quota_totals (namespace, used, blobs, dirty_since) VALUES (?, 0, 0, 0) ON CONFLICT (namespace) DO NOTHING`), namespace); err != nil {
+	if _, err := l.exec(ctx, tx, `INSERT INTO quota_totals (namespace, used, blobs, dirty_since) VALUES (?, 0, 0, 0) ON CONFLICT (namespace) DO NOTHING`, namespace); err != nil {
 		return 0, err
 	}
 	var used int64
-	err := tx.QueryRowContext(ctx, l.q(`SELECT used FROM quota_totals WHERE namespace = ?`+l.d.forUpdate), namespace).Scan(&used)
+	err := l.row(ctx, tx, `SELECT used FROM quota_totals WHERE namespace = ?`+l.d.forUpdate, namespace).Scan(&used)
 	return used, err
 }
 
-// charged reports whether namespace is charged for digest.
-func charged(ctx context.Context, q interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}, query, namespace, digest string) (bool, error) {
+// charged reports whether namespace is charged for digest, in tx or,
+// when nil, as last committed.
+func (l *ledger) charged(ctx context.Context, tx *sql.Tx, namespace, digest string) (bool, error) {
 	var one int
-	err := q.QueryRowContext(ctx, query, namespace, digest).Scan(&one)
+	err := l.row(ctx, tx, `SELECT 1 FROM quota_charges WHERE namespace = ? AND digest = ?`, namespace, digest).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}
 	return err == nil, err
 }
-
-const chargedQuery = `SELECT 1 FROM quota_charges WHERE namespace = ? AND digest = ?`
 
 func (l *ledger) Charge(ctx context.Context, namespace, digest string, size, limit int64) (bool, error) {
 	var added bool
@@ -141,19 +234,19 @@ func (l *ledger) Charge(ctx context.Context, namespace, digest string, size, lim
 			return err
 		}
 		now := l.now().UnixNano()
-		if ok, err := charged(ctx, tx, l.q(chargedQuery), namespace, digest); err != nil || ok {
+		if ok, err := l.charged(ctx, tx, namespace, digest); err != nil || ok {
 			if err == nil {
-				_, err = tx.ExecContext(ctx, l.q(`UPDATE quota_charges SET charged_at = ? WHERE namespace = ? AND digest = ?`), now, namespace, digest)
+				_, err = l.exec(ctx, tx, `UPDATE quota_charges SET charged_at = ? WHERE namespace = ? AND digest = ?`, now, namespace, digest)
 			}
 			return err
 		}
 		if limit > 0 && used+size > limit {
 			return &OverQuotaError{Namespace: namespace, Used: used, Limit: limit, Needed: size}
 		}
-		if _, err := tx.ExecContext(ctx, l.q(`INSERT INTO quota_charges (namespace, digest, size, charged_at) VALUES (?, ?, ?, ?)`), namespace, digest, size, now); err != nil {
+		if _, err := l.exec(ctx, tx, `INSERT INTO quota_charges (namespace, digest, size, charged_at) VALUES (?, ?, ?, ?)`, namespace, digest, size, now); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, l.q(`UPDATE quota_totals SET used = used + ?, blobs = blobs + 1 WHERE namespace = ?`), size, namespace); err != nil {
+		if _, err := l.exec(ctx, tx, `UPDATE quota_totals SET used = used + ?, blobs = blobs + 1 WHERE namespace = ?`, size, namespace); err != nil {
 			return err
 		}
 		added = true
@@ -171,13 +264,13 @@ func (l *ledger) Check(ctx context.Context, namespace, digest string, size, limi
 		return nil
 	}
 	if digest != "" {
-		ok, err := charged(ctx, l.reader, l.q(chargedQuery), namespace, digest)
+		ok, err := l.charged(ctx, nil, namespace, digest)
 		if err != nil || ok {
 			return err
 		}
 	}
 	var used int64
-	err := l.reader.QueryRowContext(ctx, l.q(`SELECT used FROM quota_totals WHERE namespace = ?`), namespace).Scan(&used)
+	err := l.row(ctx, nil, `SELECT used FROM quota_totals WHERE namespace = ?`, namespace).Scan(&used)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("quota: usage of %s: %w", namespace, err)
 	}
@@ -193,14 +286,14 @@ func (l *ledger) Uncharge(ctx context.Context, namespace, digest string) error {
 			return err
 		}
 		var size int64
-		err := tx.QueryRowContext(ctx, l.q(`DELETE FROM quota_charges WHERE namespace = ? AND digest = ? RETURNING size`), namespace, digest).Scan(&size)
+		err := l.row(ctx, tx, `DELETE FROM quota_charges WHERE namespace = ? AND digest = ? RETURNING size`, namespace, digest).Scan(&size)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, l.q(`UPDATE quota_totals SET used = used - ?, blobs = blobs - 1 WHERE namespace = ?`), size, namespace)
+		_, err = l.exec(ctx, tx, `UPDATE quota_totals SET used = used - ?, blobs = blobs - 1 WHERE namespace = ?`, size, namespace)
 		return err
 	})
 	if err != nil {
@@ -235,23 +328,23 @@ func (l *ledger) Recompute(ctx context.Context, namespace string, live map[strin
 		now := l.now().UnixNano()
 		for d, at := range have {
 			if _, ok := live[d]; !ok && at < keepSince.UnixNano() {
-				if _, err := tx.ExecContext(ctx, l.q(`DELETE FROM quota_charges WHERE namespace = ? AND digest = ?`), namespace, d); err != nil {
+				if _, err := l.exec(ctx, tx, `DELETE FROM quota_charges WHERE namespace = ? AND digest = ?`, namespace, d); err != nil {
 					return err
 				}
 			}
 		}
 		for d, size := range live {
 			if _, ok := have[d]; !ok {
-				if _, err := tx.ExecContext(ctx, l.q(`INSERT INTO quota_charges (namespace, digest, size, charged_at) VALUES (?, ?, ?, ?)`), namespace, d, size, now); err != nil {
+				if _, err := l.exec(ctx, tx, `INSERT INTO quota_charges (namespace, digest, size, charged_at) VALUES (?, ?, ?, ?)`, namespace, d, size, now); err != nil {
 					return err
 				}
 			}
 		}
-		_, err = tx.ExecContext(ctx, l.q(`UPDATE quota_totals SET
+		_, err = l.exec(ctx, tx, `UPDATE quota_totals SET
 			used = (SELECT coalesce(sum(size), 0) FROM quota_charges WHERE namespace = ?),
 			blobs = (SELECT count(*) FROM quota_charges WHERE namespace = ?),
 			dirty_since = CASE WHEN dirty_since <= ? THEN 0 ELSE dirty_since END
-			WHERE namespace = ?`), namespace, namespace, start.UnixNano(), namespace)
+			WHERE namespace = ?`, namespace, namespace, start.UnixNano(), namespace)
 		return err
 	})
 	if err != nil {
@@ -263,8 +356,8 @@ func (l *ledger) Recompute(ctx context.Context, namespace string, live map[strin
 func (l *ledger) MarkDirty(ctx context.Context, namespaces ...string) error {
 	now := l.now().UnixNano()
 	for _, ns := range namespaces {
-		if _, err := l.writer.ExecContext(ctx, l.q(`INSERT INTO quota_totals (namespace, used, blobs, dirty_since) VALUES (?, 0, 0, ?)
-			ON CONFLICT (namespace) DO UPDATE SET dirty_since = excluded.dirty_since`), ns, now); err != nil {
+		if _, err := l.exec(ctx, nil, `INSERT INTO quota_totals (namespace, used, blobs, dirty_since) VALUES (?, 0, 0, ?)
+			ON CONFLICT (namespace) DO UPDATE SET dirty_since = excluded.dirty_since`, ns, now); err != nil {
 			return fmt.Errorf("quota: mark %s for a recompute: %w", ns, err)
 		}
 	}
@@ -272,7 +365,7 @@ func (l *ledger) MarkDirty(ctx context.Context, namespaces ...string) error {
 }
 
 func (l *ledger) MarkAllDirty(ctx context.Context) error {
-	if _, err := l.writer.ExecContext(ctx, l.q(`UPDATE quota_totals SET dirty_since = ?`), l.now().UnixNano()); err != nil {
+	if _, err := l.exec(ctx, nil, `UPDATE quota_totals SET dirty_since = ?`, l.now().UnixNano()); err != nil {
 		return fmt.Errorf("quota: mark every namespace for a recompute: %w", err)
 	}
 	return nil
@@ -297,11 +390,11 @@ func (l *ledger) Dirty(ctx context.Context) ([]string, error) {
 
 func (l *ledger) Usage(ctx context.Context, namespace string) (Usage, error) {
 	u := Usage{Namespace: namespace, LimitBytes: l.limit(namespace)}
-	err := l.reader.QueryRowContext(ctx, l.q(`SELECT used, blobs FROM quota_totals WHERE namespace = ?`), namespace).Scan(&u.UsedBytes, &u.Blobs)
+	err := l.row(ctx, nil, `SELECT used, blobs FROM quota_totals WHERE namespace = ?`, namespace).Scan(&u.UsedBytes, &u.Blobs)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return Usage{}, fmt.Errorf("quota: usage of %s: %w", namespace, err)
 	}
-	if err := l.reader.QueryRowContext(ctx, l.q(`SELECT count(*) FROM quota_uploads WHERE namespace = ?`), namespace).Scan(&u.OpenUploads); err != nil {
+	if err := l.row(ctx, nil, `SELECT count(*) FROM quota_uploads WHERE namespace = ?`, namespace).Scan(&u.OpenUploads); err != nil {
 		return Usage{}, fmt.Errorf("quota: uploads of %s: %w", namespace, err)
 	}
 	return u, nil
@@ -379,15 +472,15 @@ func (l *ledger) OpenUpload(ctx context.Context, u Upload, max int, idleSince ti
 		}
 		if max >= 0 {
 			var open int
-			if err := tx.QueryRowContext(ctx, l.q(`SELECT count(*) FROM quota_uploads WHERE subject = ? AND last_write >= ?`), u.Subject, idleSince.UnixNano()).Scan(&open); err != nil {
+			if err := l.row(ctx, tx, `SELECT count(*) FROM quota_uploads WHERE subject = ? AND last_write >= ?`, u.Subject, idleSince.UnixNano()).Scan(&open); err != nil {
 				return err
 			}
 			if open >= max {
 				return &TooManyUploadsError{Subject: u.Subject, Open: open, Limit: max}
 			}
 		}
-		_, err := tx.ExecContext(ctx, l.q(`INSERT INTO quota_uploads (uuid, repository, namespace, subject, started, last_write, bytes) VALUES (?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (uuid) DO NOTHING`), u.UUID, u.Repository, Namespace(u.Repository), u.Subject, u.Started.UnixNano(), u.Started.UnixNano(), u.Bytes)
+		_, err := l.exec(ctx, tx, `INSERT INTO quota_uploads (uuid, repository, namespace, subject, started, last_write, bytes) VALUES (?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (uuid) DO NOTHING`, u.UUID, u.Repository, Namespace(u.Repository), u.Subject, u.Started.UnixNano(), u.Started.UnixNano(), u.Bytes)
 		return err
 	})
 	var many *TooManyUploadsError
@@ -398,7 +491,7 @@ func (l *ledger) OpenUpload(ctx context.Context, u Upload, max int, idleSince ti
 }
 
 func (l *ledger) TouchUpload(ctx context.Context, uuid string, bytes int64, at time.Time) error {
-	if _, err := l.writer.ExecContext(ctx, l.q(`UPDATE quota_uploads SET bytes = ?, last_write = ? WHERE uuid = ?`), bytes, at.UnixNano(), uuid); err != nil {
+	if _, err := l.exec(ctx, nil, `UPDATE quota_uploads SET bytes = ?, last_write = ? WHERE uuid = ?`, bytes, at.UnixNano(), uuid); err != nil {
 		return fmt.Errorf("quota: record a write to upload %s: %w", uuid, err)
 	}
 	return nil
@@ -415,7 +508,7 @@ func scanUpload(row interface{ Scan(...any) error }) (Upload, error) {
 }
 
 func (l *ledger) Upload(ctx context.Context, uuid string) (Upload, bool, error) {
-	u, err := scanUpload(l.reader.QueryRowContext(ctx, l.q(`SELECT `+uploadColumns+` FROM quota_uploads WHERE uuid = ?`), uuid))
+	u, err := scanUpload(l.row(ctx, nil, `SELECT `+uploadColumns+` FROM quota_uploads WHERE uuid = ?`, uuid))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Upload{}, false, nil
 	}
@@ -426,7 +519,7 @@ func (l *ledger) Upload(ctx context.Context, uuid string) (Upload, bool, error) 
 }
 
 func (l *ledger) CloseUpload(ctx context.Context, uuid string) error {
-	if _, err := l.writer.ExecContext(ctx, l.q(`DELETE FROM quota_uploads WHERE uuid = ?`), uuid); err != nil {
+	if _, err := l.exec(ctx, nil, `DELETE FROM quota_uploads WHERE uuid = ?`, uuid); err != nil {
 		return fmt.Errorf("quota: close upload %s: %w", uuid, err)
 	}
 	return nil
@@ -449,4 +542,14 @@ func (l *ledger) Abandoned(ctx context.Context, before time.Time) ([]Upload, err
 	return out, rows.Err()
 }
 
-func (l *ledger) Close() error { return l.close() }
+func (l *ledger) Close() error {
+	l.mu.Lock()
+	for _, byQuery := range l.stmts {
+		for _, st := range byQuery {
+			st.Close()
+		}
+	}
+	l.stmts = nil
+	l.mu.Unlock()
+	return l.close()
+}

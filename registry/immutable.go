@@ -18,6 +18,7 @@ import (
 
 	"github.com/berth-registry/berth/coord"
 	"github.com/berth-registry/berth/pkgformat"
+	"github.com/berth-registry/berth/quota"
 )
 
 // guard is berth's distribution registry middleware. It refuses to re-point a
@@ -255,7 +256,7 @@ func (w *guardedBlobWriter) Commit(ctx context.Context, provisional v1.Descripto
 		return w.BlobWriter.Commit(ctx, provisional)
 	}
 	size := w.held()
-	if err := q.admitSize(ctx, w.repo, provisional.Digest.String(), size); err != nil {
+	if err := q.checkSize(quota.Namespace(w.repo), size); err != nil {
 		return v1.Descriptor{}, refuseUpload(ctx, err)
 	}
 	charged, err := q.charge(ctx, w.repo, provisional.Digest, size)

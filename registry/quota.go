@@ -94,10 +94,19 @@ func (q *quotas) uncharge(ctx context.Context, repo string, d digest.Digest) {
 // unless the namespace already stores digest d ("" when not known).
 func (q *quotas) admitSize(ctx context.Context, repo, d string, size int64) error {
 	ns := quota.Namespace(repo)
-	if q.MaxUploadSize > 0 && size > q.MaxUploadSize {
-		return q.refusal(ns, errTooLarge(size, q.MaxUploadSize))
+	if err := q.checkSize(ns, size); err != nil {
+		return err
 	}
 	return q.refusal(ns, q.Ledger.Check(ctx, ns, d, size, q.limit(ctx, ns)))
+}
+
+// checkSize refuses an upload into namespace that would hold size bytes,
+// beyond MaxUploadSize.
+func (q *quotas) checkSize(namespace string, size int64) error {
+	if q.MaxUploadSize > 0 && size > q.MaxUploadSize {
+		return q.refusal(namespace, errTooLarge(size, q.MaxUploadSize))
+	}
+	return nil
 }
 
 // errTooLarge is the error of an upload of size bytes beyond max.

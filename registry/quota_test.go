@@ -20,6 +20,7 @@ import (
 
 	"github.com/berth-registry/berth/internal/pgtest"
 	"github.com/berth-registry/berth/quota"
+	"github.com/berth-registry/berth/storage"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Run(m)) }
@@ -385,5 +386,42 @@ func TestPurgeUploads(t *testing.T) {
 				t.Error("a purged upload committed")
 			}
 		})
+	}
+}
+
+// BenchmarkPushUnderQuota pushes a blob and a manifest without quotas,
+// and with a SQLite ledger in a namespace at 99% of its quota, in memory
+// and on the filesystem (whose pushes wait for syncfs).
+func BenchmarkPushUnderQuota(b *testing.B) {
+	for _, st := range []string{"inmemory", "filesystem"} {
+		for _, withQuota := range []bool{false, true} {
+			opts := Options{Storage: &storage.Config{Driver: "inmemory"}}
+			if st == "filesystem" {
+				opts.Storage = onDisk(b.TempDir())
+			}
+			if withQuota {
+				l, err := quota.OpenSQLite(context.Background(), filepath.Join(b.TempDir(), "quota.db"), quota.Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { l.Close() })
+				if _, err := l.Charge(context.Background(), "bench", "sha256:filler", 99<<30, 0); err != nil {
+					b.Fatal(err)
+				}
+				opts.Quota = &QuotaOptions{Ledger: l, Limit: func(string) int64 { return 100 << 30 }, MaxUploadsPerSubject: 32, IdleTimeout: time.Minute}
+			}
+			reg := newRegistry(b, opts)
+			const repo = "bench/app"
+			blobs := pushBlobs(b, reg, repo)
+			i := 0
+			b.Run(fmt.Sprintf("storage=%s/quota=%t", st, withQuota), func(b *testing.B) {
+				for b.Loop() {
+					i++
+					m := blobs.image(nil, "", "", nil)
+					m.Layers = []ocispec.Descriptor{putBlob(b, reg, repo, ocispec.MediaTypeImageLayer, fmt.Appendf(nil, "layer %d", i))}
+					mustPut(b, reg, repo, fmt.Sprintf("1.0.%d", i), m)
+				}
+			})
+		}
 	}
 }

@@ -170,6 +170,11 @@ func TestQuotaRefusals(t *testing.T) {
 			resp, body := request(h, http.MethodPut, withDigest(lb, digest.FromBytes(b)), nil, false)
 			return refusal{resp.StatusCode, body, overQuota("team-a", used+500, 1000, 500), digest.FromBytes(b)}
 		}},
+		{"over quota by a cross-repository mount", "team-a/app", func(t *testing.T, h http.Handler, repo string, used int64) refusal {
+			src := putBlob(t, h, "free/src", ocispec.MediaTypeImageLayer, blobOf(900, 'c'))
+			resp, body := request(h, http.MethodPost, "/v2/"+repo+"/blobs/uploads/?from=free/src&mount="+src.Digest.String(), nil, false)
+			return refusal{resp.StatusCode, body, overQuota("team-a", used, 1000, 900), src.Digest}
+		}},
 		{"beyond maxSize by Content-Length", "free/app", func(t *testing.T, h http.Handler, repo string, used int64) refusal {
 			b := blobOf(2001, 's')
 			resp, body := request(h, http.MethodPatch, open(t, h, repo), b, false)

@@ -87,13 +87,16 @@ func TestCharges(t *testing.T) {
 			if err != nil || u != (quota.Usage{Namespace: "team-a", UsedBytes: 60, LimitBytes: 100, Blobs: 1}) {
 				t.Fatalf("usage = %+v, %v", u, err)
 			}
+			if err := l.MarkDirty(ctx, "idle"); err != nil {
+				t.Fatal(err)
+			}
 			us, err := l.Usages(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
 			got := fmt.Sprint(us)
 			if want := "[{team-a 60 100 1 0} {team-b 60 0 1 0}]"; got != want {
-				t.Errorf("usages = %s, want %s (team-c has no quota and stores nothing)", got, want)
+				t.Errorf("usages = %s, want %s (team-c and idle have no quota and store nothing)", got, want)
 			}
 		})
 	}

@@ -408,7 +408,7 @@ func (l *ledger) Usages(ctx context.Context) ([]Usage, error) {
 		}
 		return byName[ns]
 	}
-	rows, err := l.reader.QueryContext(ctx, `SELECT namespace, used, blobs FROM quota_totals WHERE blobs > 0`)
+	rows, err := l.reader.QueryContext(ctx, `SELECT namespace, used, blobs FROM quota_totals`)
 	if err != nil {
 		return nil, fmt.Errorf("quota: usages: %w", err)
 	}
@@ -450,7 +450,11 @@ func (l *ledger) Usages(ctx context.Context) ([]Usage, error) {
 	}
 	out := make([]Usage, 0, len(byName))
 	for _, u := range byName {
-		out = append(out, *u)
+		// A namespace recomputed or marked that stores nothing, has no
+		// upload open and no quota is not listed.
+		if u.Blobs > 0 || u.OpenUploads > 0 || u.LimitBytes > 0 {
+			out = append(out, *u)
+		}
 	}
 	slices.SortFunc(out, func(a, b Usage) int { return strings.Compare(a.Namespace, b.Namespace) })
 	return out, nil

@@ -430,3 +430,21 @@ func BenchmarkPushUnderQuota(b *testing.B) {
 		}
 	}
 }
+
+// TestLedgerUnavailableKeepsTheUpload: when the ledger cannot be asked, a
+// write to an upload is refused as UNAVAILABLE, and the upload stays for
+// the client to try again.
+func TestLedgerUnavailableKeepsTheUpload(t *testing.T) {
+	root := t.TempDir()
+	l := ledgers["sqlite"](t)
+	reg := quotaRegistry(t, l, root)
+	loc := open(t, reg, "team-a/app")
+	l.Close()
+	resp, body := request(reg, http.MethodPatch, loc, blobOf(10, 'u'), false)
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "UNAVAILABLE") {
+		t.Fatalf("PATCH with the ledger closed: %s %s", resp.Status, body)
+	}
+	if left := uploadsLeft(t, root); len(left) != 1 {
+		t.Errorf("uploads = %v, want the one opened", left)
+	}
+}

@@ -77,8 +77,11 @@ func (r *Registry) serveUpload(w http.ResponseWriter, req *http.Request, route R
 	if route.Kind == RouteUpload {
 		uuid = route.Reference
 	}
-	cancel := func(uuid string) {
-		if uuid == "" {
+	// A refused upload is cancelled; one the ledger could not be asked
+	// about (UNAVAILABLE) stays, for the client to try again.
+	cancel := func(uuid string, err error) {
+		var coded errcode.Error
+		if uuid == "" || errors.As(err, &coded) && coded.Code == errcode.ErrorCodeUnavailable {
 			return
 		}
 		if err := q.cancelUpload(ctx, route.Repository, uuid); err != nil {
@@ -90,7 +93,7 @@ func (r *Registry) serveUpload(w http.ResponseWriter, req *http.Request, route R
 		err = q.admitSize(ctx, route.Repository, req.URL.Query().Get("digest"), offset+req.ContentLength)
 	}
 	if err != nil {
-		cancel(uuid)
+		cancel(uuid, err)
 		w.Header().Set("Docker-Distribution-API-Version", "registry/2.0")
 		_ = errcode.ServeJSON(w, err)
 		return
@@ -103,7 +106,7 @@ func (r *Registry) serveUpload(w http.ResponseWriter, req *http.Request, route R
 		if uuid == "" {
 			uuid = opened
 		}
-		cancel(uuid)
+		cancel(uuid, err)
 	}
 }
 

@@ -144,6 +144,34 @@ func TestRecompute(t *testing.T) {
 	}
 }
 
+// TestRefresh: a manifest's blobs are charged when a recompute dropped
+// them, and their charges are young again, so that a recompute that read
+// the storage before the manifest came keeps them.
+func TestRefresh(t *testing.T) {
+	ctx := context.Background()
+	for name, open := range stores(t, quota.Options{}) {
+		t.Run(name, func(t *testing.T) {
+			l := open()
+			if _, err := l.Charge(ctx, "ns", "sha256:old", 10, 0); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(2 * time.Millisecond)
+			start := time.Now()
+			if err := l.Refresh(ctx, "ns", []quota.Item{{Digest: "sha256:old", Size: 10}, {Digest: "sha256:dropped", Size: 5}}); err != nil {
+				t.Fatal(err)
+			}
+			// The recompute read the storage before the manifest came: it
+			// finds neither blob referenced.
+			if err := l.Recompute(ctx, "ns", map[string]int64{}, start, start); err != nil {
+				t.Fatal(err)
+			}
+			if u, err := l.Usage(ctx, "ns"); err != nil || u.UsedBytes != 15 || u.Blobs != 2 {
+				t.Fatalf("usage = %+v, %v; want both blobs, 15 bytes", u, err)
+			}
+		})
+	}
+}
+
 func TestUploads(t *testing.T) {
 	ctx := context.Background()
 	for name, open := range stores(t, quota.Options{}) {

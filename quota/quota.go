@@ -55,6 +55,12 @@ type Ledger interface {
 	// Check returns the *OverQuotaError Charge would return, charging
 	// nothing; digest may be "" when it is not known yet.
 	Check(ctx context.Context, namespace, digest string, size, limit int64) error
+	// Refresh makes sure namespace is charged for items, the blobs a
+	// manifest just stored references, refreshing the time of their
+	// charges (so that a recompute that read the storage before the
+	// manifest came keeps them) and charging, beyond any limit, those a
+	// recompute dropped meanwhile.
+	Refresh(ctx context.Context, namespace string, items []Item) error
 	// Uncharge removes a charge Charge made, when what it charged was not
 	// stored after all.
 	Uncharge(ctx context.Context, namespace, digest string) error
@@ -85,6 +91,12 @@ type Ledger interface {
 	Abandoned(ctx context.Context, before time.Time) ([]Upload, error)
 	// Close closes the ledger's database connections.
 	Close() error
+}
+
+// Item is a blob or manifest a namespace stores: its digest and size.
+type Item struct {
+	Digest string
+	Size   int64
 }
 
 // Upload is an open blob upload.

@@ -233,30 +233,60 @@ func (l *ledger) Charge(ctx context.Context, namespace, digest string, size, lim
 		if err != nil {
 			return err
 		}
-		now := l.now().UnixNano()
-		if ok, err := l.charged(ctx, tx, namespace, digest); err != nil || ok {
-			if err == nil {
-				_, err = l.exec(ctx, tx, `UPDATE quota_charges SET charged_at = ? WHERE namespace = ? AND digest = ?`, now, namespace, digest)
+		added, err = l.add(ctx, tx, namespace, Item{Digest: digest, Size: size}, func() error {
+			if limit > 0 && used+size > limit {
+				return &OverQuotaError{Namespace: namespace, Used: used, Limit: limit, Needed: size}
 			}
-			return err
-		}
-		if limit > 0 && used+size > limit {
-			return &OverQuotaError{Namespace: namespace, Used: used, Limit: limit, Needed: size}
-		}
-		if _, err := l.exec(ctx, tx, `INSERT INTO quota_charges (namespace, digest, size, charged_at) VALUES (?, ?, ?, ?)`, namespace, digest, size, now); err != nil {
-			return err
-		}
-		if _, err := l.exec(ctx, tx, `UPDATE quota_totals SET used = used + ?, blobs = blobs + 1 WHERE namespace = ?`, size, namespace); err != nil {
-			return err
-		}
-		added = true
-		return nil
+			return nil
+		})
+		return err
 	})
 	var over *OverQuotaError
 	if err != nil && !errors.As(err, &over) {
 		return false, fmt.Errorf("quota: charge %s in %s: %w", digest, namespace, err)
 	}
 	return added, err
+}
+
+// add charges namespace, whose total tx holds, for it, unless it is
+// charged already: then it refreshes the time of its charge. A new charge
+// is made once admit allows it.
+func (l *ledger) add(ctx context.Context, tx *sql.Tx, namespace string, it Item, admit func() error) (bool, error) {
+	now := l.now().UnixNano()
+	if ok, err := l.charged(ctx, tx, namespace, it.Digest); err != nil || ok {
+		if err == nil {
+			_, err = l.exec(ctx, tx, `UPDATE quota_charges SET charged_at = ? WHERE namespace = ? AND digest = ?`, now, namespace, it.Digest)
+		}
+		return false, err
+	}
+	if err := admit(); err != nil {
+		return false, err
+	}
+	if _, err := l.exec(ctx, tx, `INSERT INTO quota_charges (namespace, digest, size, charged_at) VALUES (?, ?, ?, ?)`, namespace, it.Digest, it.Size, now); err != nil {
+		return false, err
+	}
+	if _, err := l.exec(ctx, tx, `UPDATE quota_totals SET used = used + ?, blobs = blobs + 1 WHERE namespace = ?`, it.Size, namespace); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+func (l *ledger) Refresh(ctx context.Context, namespace string, items []Item) error {
+	err := l.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := l.lockTotal(ctx, tx, namespace); err != nil {
+			return err
+		}
+		for _, it := range items {
+			if _, err := l.add(ctx, tx, namespace, it, func() error { return nil }); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("quota: refresh the charges of %s: %w", namespace, err)
+	}
+	return nil
 }
 
 func (l *ledger) Check(ctx context.Context, namespace, digest string, size, limit int64) error {

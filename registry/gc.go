@@ -443,6 +443,24 @@ func (g *gcState) mark(ctx context.Context, driver storagedriver.StorageDriver, 
 	return live, nil
 }
 
+// manifestDoc is what an image manifest, an index or an artifact
+// manifest references, as JSON has it.
+type manifestDoc struct {
+	Config    *docDescriptor  `json:"config"`
+	Layers    []docDescriptor `json:"layers"`
+	Blobs     []docDescriptor `json:"blobs"`
+	Manifests []docDescriptor `json:"manifests"`
+	Subject   *docDescriptor  `json:"subject"`
+}
+
+// docDescriptor is a descriptor of a manifestDoc; a layer with URLs may
+// be stored elsewhere (non-distributable).
+type docDescriptor struct {
+	Digest digest.Digest `json:"digest"`
+	Size   int64         `json:"size"`
+	URLs   []string      `json:"urls"`
+}
+
 // parse returns what manifest d references, or nil when its blob is gone.
 func (g *gcState) parse(ctx context.Context, driver storagedriver.StorageDriver, d digest.Digest) (*manifestRefs, error) {
 	g.mu.Lock()
@@ -458,13 +476,7 @@ func (g *gcState) parse(ctx context.Context, driver storagedriver.StorageDriver,
 	if err != nil {
 		return nil, err
 	}
-	var doc struct {
-		Config    *struct{ Digest digest.Digest }  `json:"config"`
-		Layers    []struct{ Digest digest.Digest } `json:"layers"`
-		Blobs     []struct{ Digest digest.Digest } `json:"blobs"`
-		Manifests []struct{ Digest digest.Digest } `json:"manifests"`
-		Subject   *struct{ Digest digest.Digest }  `json:"subject"`
-	}
+	var doc manifestDoc
 	if err := json.Unmarshal(b, &doc); err != nil {
 		// What it references cannot be told: collecting anything could
 		// delete a blob it needs.

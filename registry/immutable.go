@@ -362,8 +362,10 @@ func (m *guardedManifests) Put(ctx context.Context, mf distribution.Manifest, op
 		}
 	}
 	dgst, err := m.ManifestService.Put(ctx, mf, options...)
-	if err != nil && charged {
-		m.repo.guard.quota.uncharge(ctx, name, digest.FromBytes(payload))
+	if q := m.repo.guard.quota; q != nil && err != nil && charged {
+		q.uncharge(ctx, name, digest.FromBytes(payload))
+	} else if q != nil && err == nil {
+		q.refresh(ctx, name, payload)
 	}
 	if err != nil || ref == nil {
 		return dgst, err

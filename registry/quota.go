@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -79,6 +80,32 @@ func (q *quotas) charge(ctx context.Context, repo string, d digest.Digest, size 
 	ns := quota.Namespace(repo)
 	charged, err = q.Ledger.Charge(ctx, ns, d.String(), size, q.limit(ctx, ns))
 	return charged, q.refusal(ns, err)
+}
+
+// refresh makes sure repo's namespace is charged for the blobs manifest
+// payload references (quota.Ledger.Refresh); failing, it leaves them to
+// the namespace's next recompute.
+func (q *quotas) refresh(ctx context.Context, repo string, payload []byte) {
+	var doc manifestDoc
+	if json.Unmarshal(payload, &doc) != nil {
+		return // distribution parsed it; what it references is its own
+	}
+	refs := doc.Layers
+	if doc.Config != nil {
+		refs = append(refs, *doc.Config)
+	}
+	items := make([]quota.Item, 0, len(refs)+len(doc.Blobs))
+	for _, r := range append(refs, doc.Blobs...) {
+		if r.Digest.Validate() == nil && r.Size >= 0 && len(r.URLs) == 0 {
+			items = append(items, quota.Item{Digest: r.Digest.String(), Size: r.Size})
+		}
+	}
+	if len(items) == 0 {
+		return
+	}
+	if err := q.Ledger.Refresh(context.WithoutCancel(ctx), quota.Namespace(repo), items); err != nil {
+		q.log.WarnContext(ctx, "quota: a manifest's blobs stay counted as the namespace's last recompute left them", "repo", repo, "err", err)
+	}
 }
 
 // uncharge takes back what charge charged for something that was not

@@ -51,14 +51,14 @@ func TestCharges(t *testing.T) {
 	for name, open := range stores(t, quota.Options{Limit: limits, Named: []string{"team-a", "team-c"}}) {
 		t.Run(name, func(t *testing.T) {
 			l := open()
-			if ok, err := l.Charge(ctx, "team-a", "sha256:a", 60, 100); err != nil || !ok {
+			if ok, err := l.Charge(ctx, quota.Push{Namespace: "team-a", Item: quota.Item{Digest: "sha256:a", Size: 60}, Limit: 100}); err != nil || !ok {
 				t.Fatalf("first charge: %v %v", ok, err)
 			}
 			// The same digest again, in the same namespace, is free.
-			if ok, err := l.Charge(ctx, "team-a", "sha256:a", 60, 100); err != nil || ok {
+			if ok, err := l.Charge(ctx, quota.Push{Namespace: "team-a", Item: quota.Item{Digest: "sha256:a", Size: 60}, Limit: 100}); err != nil || ok {
 				t.Fatalf("charge again: %v %v, want no change", ok, err)
 			}
-			_, err := l.Charge(ctx, "team-a", "sha256:b", 41, 100)
+			_, err := l.Charge(ctx, quota.Push{Namespace: "team-a", Item: quota.Item{Digest: "sha256:b", Size: 41}, Limit: 100})
 			var over *quota.OverQuotaError
 			if !errors.As(err, &over) || over.Used != 60 || over.Limit != 100 || over.Needed != 41 {
 				t.Fatalf("over the limit: %v", err)
@@ -73,11 +73,11 @@ func TestCharges(t *testing.T) {
 			if err := l.Check(ctx, "team-a", "", 41, 100); !errors.As(err, &over) {
 				t.Errorf("check beyond the limit: %v", err)
 			}
-			if ok, err := l.Charge(ctx, "team-a", "sha256:b", 40, 100); err != nil || !ok {
+			if ok, err := l.Charge(ctx, quota.Push{Namespace: "team-a", Item: quota.Item{Digest: "sha256:b", Size: 40}, Limit: 100}); err != nil || !ok {
 				t.Fatalf("charge up to the limit: %v %v", ok, err)
 			}
 			// Another namespace stores the same blob and is charged too.
-			if _, err := l.Charge(ctx, "team-b", "sha256:a", 60, 0); err != nil {
+			if _, err := l.Charge(ctx, quota.Push{Namespace: "team-b", Item: quota.Item{Digest: "sha256:a", Size: 60}, Limit: 0}); err != nil {
 				t.Fatal(err)
 			}
 			if err := l.Uncharge(ctx, "team-a", "sha256:b"); err != nil {
@@ -108,7 +108,7 @@ func TestRecompute(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			l := open()
 			for _, d := range []string{"sha256:old", "sha256:kept"} {
-				if _, err := l.Charge(ctx, "ns", d, 10, 0); err != nil {
+				if _, err := l.Charge(ctx, quota.Push{Namespace: "ns", Item: quota.Item{Digest: d, Size: 10}, Limit: 0}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -117,7 +117,7 @@ func TestRecompute(t *testing.T) {
 			}
 			time.Sleep(2 * time.Millisecond)
 			keepSince := time.Now()
-			if _, err := l.Charge(ctx, "ns", "sha256:in-flight", 7, 0); err != nil {
+			if _, err := l.Charge(ctx, quota.Push{Namespace: "ns", Item: quota.Item{Digest: "sha256:in-flight", Size: 7}, Limit: 0}); err != nil {
 				t.Fatal(err)
 			}
 			// old is no longer referenced; in-flight was charged after
@@ -144,29 +144,38 @@ func TestRecompute(t *testing.T) {
 	}
 }
 
-// TestRefresh: a manifest's blobs are charged when a recompute dropped
-// them, and their charges are young again, so that a recompute that read
-// the storage before the manifest came keeps them.
-func TestRefresh(t *testing.T) {
+// TestChargeRefsAndUpload: a manifest's charge refreshes the blobs it
+// references, charging those a recompute dropped, so that a recompute
+// that read the storage before the manifest came keeps them; a blob's
+// charge closes the upload that stored it.
+func TestChargeRefsAndUpload(t *testing.T) {
 	ctx := context.Background()
 	for name, open := range stores(t, quota.Options{}) {
 		t.Run(name, func(t *testing.T) {
 			l := open()
-			if _, err := l.Charge(ctx, "ns", "sha256:old", 10, 0); err != nil {
+			if err := l.OpenUpload(ctx, quota.Upload{UUID: "u", Repository: "ns/app", Subject: "alice", Started: time.Now()}, -1, time.Time{}); err != nil {
 				t.Fatal(err)
+			}
+			if _, err := l.Charge(ctx, quota.Push{Namespace: "ns", Item: quota.Item{Digest: "sha256:old", Size: 10}, Upload: "u"}); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok, err := l.Upload(ctx, "u"); err != nil || ok {
+				t.Fatalf("the upload is still open after its charge: %v %v", ok, err)
 			}
 			time.Sleep(2 * time.Millisecond)
 			start := time.Now()
-			if err := l.Refresh(ctx, "ns", []quota.Item{{Digest: "sha256:old", Size: 10}, {Digest: "sha256:dropped", Size: 5}}); err != nil {
-				t.Fatal(err)
+			manifest := quota.Push{Namespace: "ns", Item: quota.Item{Digest: "sha256:manifest", Size: 1}, Limit: 11,
+				Refs: []quota.Item{{Digest: "sha256:old", Size: 10}, {Digest: "sha256:dropped", Size: 5}}}
+			if _, err := l.Charge(ctx, manifest); err != nil {
+				t.Fatalf("a manifest whose refs go beyond the limit: %v", err)
 			}
 			// The recompute read the storage before the manifest came: it
-			// finds neither blob referenced.
+			// finds none of them referenced.
 			if err := l.Recompute(ctx, "ns", map[string]int64{}, start, start); err != nil {
 				t.Fatal(err)
 			}
-			if u, err := l.Usage(ctx, "ns"); err != nil || u.UsedBytes != 15 || u.Blobs != 2 {
-				t.Fatalf("usage = %+v, %v; want both blobs, 15 bytes", u, err)
+			if u, err := l.Usage(ctx, "ns"); err != nil || u.UsedBytes != 16 || u.Blobs != 3 {
+				t.Fatalf("usage = %+v, %v; want all three, 16 bytes", u, err)
 			}
 		})
 	}
@@ -229,7 +238,7 @@ func TestRacingCharges(t *testing.T) {
 			charged, refused := 0, 0
 			for i := range 8 {
 				wg.Go(func() {
-					ok, err := l.Charge(ctx, "ns", fmt.Sprint("sha256:", i), 10, 35)
+					ok, err := l.Charge(ctx, quota.Push{Namespace: "ns", Item: quota.Item{Digest: fmt.Sprint("sha256:", i), Size: 10}, Limit: 35})
 					var over *quota.OverQuotaError
 					mu.Lock()
 					defer mu.Unlock()

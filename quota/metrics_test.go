@@ -25,7 +25,7 @@ func TestMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Charge(ctx, "team-a", "sha256:a", 60, 100); err != nil {
+	if _, err := l.Charge(ctx, quota.Push{Namespace: "team-a", Item: quota.Item{Digest: "sha256:a", Size: 60}, Limit: 100}); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.OpenUpload(ctx, quota.Upload{UUID: "u", Repository: "team-a/app", Subject: "alice"}, -1, time.Time{}); err != nil {

@@ -44,23 +44,18 @@ type Reader interface {
 // strings ("sha256:…"); times are the caller's clock.
 type Ledger interface {
 	Reader
-	// Charge records that namespace stores digest, of size bytes, and
-	// reports whether it charged it now. A digest the namespace is
-	// already charged for changes nothing but the time of its charge;
-	// otherwise, when limit is above 0 and the namespace's usage plus
-	// size would exceed it, it charges nothing and returns an
-	// *OverQuotaError. Charges of one namespace are serialised, across
-	// replicas too, so that racing pushes never go past the limit.
-	Charge(ctx context.Context, namespace, digest string, size, limit int64) (charged bool, err error)
+	// Charge records that p.Namespace stores p.Item and reports whether
+	// it charged it now. An item the namespace is already charged for
+	// changes nothing but the time of its charge; otherwise, when p.Limit
+	// is above 0 and the namespace's usage plus the item's size would
+	// exceed it, it charges nothing and returns an *OverQuotaError. In
+	// the same transaction it closes p.Upload and charges or refreshes
+	// p.Refs. Charges of one namespace are serialised, across replicas
+	// too, so that racing pushes never go past the limit.
+	Charge(ctx context.Context, p Push) (charged bool, err error)
 	// Check returns the *OverQuotaError Charge would return, charging
 	// nothing; digest may be "" when it is not known yet.
 	Check(ctx context.Context, namespace, digest string, size, limit int64) error
-	// Refresh makes sure namespace is charged for items, the blobs a
-	// manifest just stored references, refreshing the time of their
-	// charges (so that a recompute that read the storage before the
-	// manifest came keeps them) and charging, beyond any limit, those a
-	// recompute dropped meanwhile.
-	Refresh(ctx context.Context, namespace string, items []Item) error
 	// Uncharge removes a charge Charge made, when what it charged was not
 	// stored after all.
 	Uncharge(ctx context.Context, namespace, digest string) error
@@ -97,6 +92,23 @@ type Ledger interface {
 type Item struct {
 	Digest string
 	Size   int64
+}
+
+// Push is what a blob's commit, a cross-repository mount or a manifest
+// push stores in a namespace, as Ledger.Charge charges it.
+type Push struct {
+	Namespace string
+	// Item is what is charged, against Limit (0: none).
+	Item
+	Limit int64
+	// Upload, when set, is the upload that stored Item, which the charge
+	// closes.
+	Upload string
+	// Refs are what a manifest references: each is charged, beyond any
+	// limit, if the namespace is not charged for it (a recompute that
+	// read the storage before the manifest came dropped it), and the time
+	// of its charge is refreshed, so that such a recompute keeps it.
+	Refs []Item
 }
 
 // Upload is an open blob upload.

@@ -226,24 +226,35 @@ func (l *ledger) charged(ctx context.Context, tx *sql.Tx, namespace, digest stri
 	return err == nil, err
 }
 
-func (l *ledger) Charge(ctx context.Context, namespace, digest string, size, limit int64) (bool, error) {
+func (l *ledger) Charge(ctx context.Context, p Push) (bool, error) {
 	var added bool
 	err := l.tx(ctx, func(tx *sql.Tx) error {
-		used, err := l.lockTotal(ctx, tx, namespace)
+		used, err := l.lockTotal(ctx, tx, p.Namespace)
 		if err != nil {
 			return err
 		}
-		added, err = l.add(ctx, tx, namespace, Item{Digest: digest, Size: size}, func() error {
-			if limit > 0 && used+size > limit {
-				return &OverQuotaError{Namespace: namespace, Used: used, Limit: limit, Needed: size}
+		added, err = l.add(ctx, tx, p.Namespace, p.Item, func() error {
+			if p.Limit > 0 && used+p.Size > p.Limit {
+				return &OverQuotaError{Namespace: p.Namespace, Used: used, Limit: p.Limit, Needed: p.Size}
 			}
 			return nil
 		})
+		if err != nil {
+			return err
+		}
+		for _, it := range p.Refs {
+			if _, err := l.add(ctx, tx, p.Namespace, it, func() error { return nil }); err != nil {
+				return err
+			}
+		}
+		if p.Upload != "" {
+			_, err = l.exec(ctx, tx, `DELETE FROM quota_uploads WHERE uuid = ?`, p.Upload)
+		}
 		return err
 	})
 	var over *OverQuotaError
 	if err != nil && !errors.As(err, &over) {
-		return false, fmt.Errorf("quota: charge %s in %s: %w", digest, namespace, err)
+		return false, fmt.Errorf("quota: charge %s in %s: %w", p.Digest, p.Namespace, err)
 	}
 	return added, err
 }
@@ -269,24 +280,6 @@ func (l *ledger) add(ctx context.Context, tx *sql.Tx, namespace string, it Item,
 		return false, err
 	}
 	return true, nil
-}
-
-func (l *ledger) Refresh(ctx context.Context, namespace string, items []Item) error {
-	err := l.tx(ctx, func(tx *sql.Tx) error {
-		if _, err := l.lockTotal(ctx, tx, namespace); err != nil {
-			return err
-		}
-		for _, it := range items {
-			if _, err := l.add(ctx, tx, namespace, it, func() error { return nil }); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("quota: refresh the charges of %s: %w", namespace, err)
-	}
-	return nil
 }
 
 func (l *ledger) Check(ctx context.Context, namespace, digest string, size, limit int64) error {

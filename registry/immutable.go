@@ -197,7 +197,7 @@ func (b *guardedBlobs) chargeMount(ctx context.Context, d digest.Digest) (v1.Des
 	if err != nil {
 		return v1.Descriptor{}, false, nil
 	}
-	charged, err := b.guard.quota.charge(ctx, b.repo, desc.Digest, desc.Size)
+	charged, err := b.guard.quota.charge(ctx, b.repo, quota.Push{Item: item(desc.Digest, desc.Size)})
 	return desc, charged, err
 }
 
@@ -259,21 +259,17 @@ func (w *guardedBlobWriter) Commit(ctx context.Context, provisional v1.Descripto
 	if err := q.checkSize(quota.Namespace(w.repo), size); err != nil {
 		return v1.Descriptor{}, refuseUpload(ctx, err)
 	}
-	charged, err := q.charge(ctx, w.repo, provisional.Digest, size)
+	// The charge closes the upload in the ledger: committed or, failing,
+	// cancelled by distribution, it is over either way.
+	charged, err := q.charge(ctx, w.repo, quota.Push{Item: item(provisional.Digest, size), Upload: w.ID()})
 	if err != nil {
 		return v1.Descriptor{}, refuseUpload(ctx, err)
 	}
 	desc, err := w.BlobWriter.Commit(ctx, provisional)
-	if err != nil {
-		if charged {
-			q.uncharge(ctx, w.repo, provisional.Digest)
-		}
-		return desc, err
+	if err != nil && charged {
+		q.uncharge(ctx, w.repo, provisional.Digest)
 	}
-	if err := q.Ledger.CloseUpload(context.WithoutCancel(ctx), w.ID()); err != nil {
-		w.guard.log.WarnContext(ctx, "quota: a committed upload stays counted until it is purged", "upload", w.ID(), "err", err)
-	}
-	return desc, nil
+	return desc, err
 }
 
 // Cancel deletes the upload and forgets it.
@@ -355,17 +351,16 @@ func (m *guardedManifests) Put(ctx context.Context, mf distribution.Manifest, op
 		return "", err
 	}
 	defer unlock()
-	charged := false
-	if q := m.repo.guard.quota; q != nil {
-		if charged, err = q.charge(ctx, name, digest.FromBytes(payload), int64(len(payload))); err != nil {
+	q, charged := m.repo.guard.quota, false
+	if q != nil {
+		push := quota.Push{Item: item(digest.FromBytes(payload), int64(len(payload))), Refs: refsOf(payload)}
+		if charged, err = q.charge(ctx, name, push); err != nil {
 			return "", err
 		}
 	}
 	dgst, err := m.ManifestService.Put(ctx, mf, options...)
-	if q := m.repo.guard.quota; q != nil && err != nil && charged {
+	if err != nil && charged {
 		q.uncharge(ctx, name, digest.FromBytes(payload))
-	} else if q != nil && err == nil {
-		q.refresh(ctx, name, payload)
 	}
 	if err != nil || ref == nil {
 		return dgst, err

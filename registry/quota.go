@@ -74,38 +74,37 @@ func (q *quotas) limit(ctx context.Context, namespace string) int64 {
 	return q.Limit(namespace)
 }
 
-// charge charges d, of size bytes, to repo's namespace; an over-quota
-// refusal is an OCI DENIED error.
-func (q *quotas) charge(ctx context.Context, repo string, d digest.Digest, size int64) (charged bool, err error) {
-	ns := quota.Namespace(repo)
-	charged, err = q.Ledger.Charge(ctx, ns, d.String(), size, q.limit(ctx, ns))
-	return charged, q.refusal(ns, err)
+// charge charges p to repo's namespace, against its quota; an
+// over-quota refusal is an OCI DENIED error.
+func (q *quotas) charge(ctx context.Context, repo string, p quota.Push) (charged bool, err error) {
+	p.Namespace = quota.Namespace(repo)
+	p.Limit = q.limit(ctx, p.Namespace)
+	charged, err = q.Ledger.Charge(ctx, p)
+	return charged, q.refusal(p.Namespace, err)
 }
 
-// refresh makes sure repo's namespace is charged for the blobs manifest
-// payload references (quota.Ledger.Refresh); failing, it leaves them to
-// the namespace's next recompute.
-func (q *quotas) refresh(ctx context.Context, repo string, payload []byte) {
+// item is the quota.Item of d, of size bytes.
+func item(d digest.Digest, size int64) quota.Item { return quota.Item{Digest: d.String(), Size: size} }
+
+// refsOf are the blobs manifest payload references that its repository
+// stores (not the layers stored elsewhere, which name URLs), for its
+// charge to refresh (quota.Push.Refs).
+func refsOf(payload []byte) []quota.Item {
 	var doc manifestDoc
 	if json.Unmarshal(payload, &doc) != nil {
-		return // distribution parsed it; what it references is its own
+		return nil // distribution parsed it; it references nothing berth can tell
 	}
-	refs := doc.Layers
+	refs := append(doc.Layers, doc.Blobs...)
 	if doc.Config != nil {
 		refs = append(refs, *doc.Config)
 	}
-	items := make([]quota.Item, 0, len(refs)+len(doc.Blobs))
-	for _, r := range append(refs, doc.Blobs...) {
+	items := make([]quota.Item, 0, len(refs))
+	for _, r := range refs {
 		if r.Digest.Validate() == nil && r.Size >= 0 && len(r.URLs) == 0 {
-			items = append(items, quota.Item{Digest: r.Digest.String(), Size: r.Size})
+			items = append(items, item(r.Digest, r.Size))
 		}
 	}
-	if len(items) == 0 {
-		return
-	}
-	if err := q.Ledger.Refresh(context.WithoutCancel(ctx), quota.Namespace(repo), items); err != nil {
-		q.log.WarnContext(ctx, "quota: a manifest's blobs stay counted as the namespace's last recompute left them", "repo", repo, "err", err)
-	}
+	return items
 }
 
 // uncharge takes back what charge charged for something that was not

@@ -410,7 +410,7 @@ func BenchmarkPushUnderQuota(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.Cleanup(func() { l.Close() })
-				if _, err := l.Charge(context.Background(), "bench", "sha256:filler", 99<<30, 0); err != nil {
+				if _, err := l.Charge(context.Background(), quota.Push{Namespace: "bench", Item: quota.Item{Digest: "sha256:filler", Size: 99 << 30}, Limit: 0}); err != nil {
 					b.Fatal(err)
 				}
 				opts.Quota = &QuotaOptions{Ledger: l, Limit: func(string) int64 { return 100 << 30 }, MaxUploadsPerSubject: 32, IdleTimeout: time.Minute}

@@ -175,6 +175,17 @@ func TestQuotaRefusals(t *testing.T) {
 			resp, body := request(h, http.MethodPost, "/v2/"+repo+"/blobs/uploads/?from=free/src&mount="+src.Digest.String(), nil, false)
 			return refusal{resp.StatusCode, body, overQuota("team-a", used, 1000, 900), src.Digest}
 		}},
+		{"a manifest over quota", "team-a/app", func(t *testing.T, h http.Handler, repo string, used int64) refusal {
+			layer := putBlob(t, h, repo, ocispec.MediaTypeImageLayer, blobOf(int(1000-used-10), 'l'))
+			m := ocispec.Manifest{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageManifest,
+				Config: ocispec.Descriptor{MediaType: ocispec.MediaTypeEmptyJSON, Digest: digest.FromString("{}"), Size: 2}, Layers: []ocispec.Descriptor{layer}}
+			b, resp := putJSON(t, h, repo, "v2", m)
+			body, _ := io.ReadAll(resp.Body)
+			if get, _ := request(h, http.MethodGet, "/v2/"+repo+"/manifests/v2", nil, false); get.StatusCode != http.StatusNotFound {
+				t.Errorf("the refused manifest is stored: GET %s", get.Status)
+			}
+			return refusal{resp.StatusCode, string(body), overQuota("team-a", used+layer.Size, 1000, int64(len(b))), ""}
+		}},
 		{"beyond maxSize by Content-Length", "free/app", func(t *testing.T, h http.Handler, repo string, used int64) refusal {
 			b := blobOf(2001, 's')
 			resp, body := request(h, http.MethodPatch, open(t, h, repo), b, false)

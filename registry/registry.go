@@ -244,6 +244,9 @@ func (r *Registry) serve(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	route := ParseRoute(req)
+	if r.guard.quota != nil {
+		req = withClientSubject(req)
+	}
 	err := checkPagination(req)
 	if err == nil {
 		err = ReservedWrite(route, req.Method)

@@ -62,14 +62,21 @@ func (r *uploadRefusal) get() (error, string) {
 	return r.err, r.upload
 }
 
+// withClientSubject returns req naming its subject, for its quota and its
+// uploads: the authenticated identity auth named (WithUploadSubject), else
+// the client's address. Writes without one are berth's own.
+func withClientSubject(req *http.Request) *http.Request {
+	if s, _ := uploadSubject(req.Context()); s != "" {
+		return req
+	}
+	return req.WithContext(WithUploadSubject(req.Context(), forwarded.Of(req).Client))
+}
+
 // serveUpload serves a request that opens or writes to an upload (POST,
 // PATCH and PUT under /blobs/uploads/) under the quotas.
 func (r *Registry) serveUpload(w http.ResponseWriter, req *http.Request, route Route, next http.HandlerFunc) {
 	q := r.guard.quota
 	ctx := req.Context()
-	if s, _ := uploadSubject(ctx); s == "" {
-		ctx = WithUploadSubject(ctx, forwarded.Of(req).Client)
-	}
 	refusal := &uploadRefusal{}
 	ctx = context.WithValue(ctx, uploadRefusalKey{}, refusal)
 	req = req.WithContext(ctx)

@@ -279,15 +279,15 @@ func TestDeleteAndGCGiveBytesBack(t *testing.T) {
 			ctx := context.Background()
 			l := newLedger(t)
 			reg := quotaRegistry(t, l, t.TempDir())
-			shared := putBlob(t, reg, "team-a/app", ocispec.MediaTypeImageLayer, blobOf(100, 's'))
-			config := putBlob(t, reg, "team-a/app", ocispec.MediaTypeImageConfig, []byte("{}"))
-			own := putBlob(t, reg, "team-a/app", ocispec.MediaTypeImageLayer, blobOf(50, 'o'))
+			shared := putBlob(t, reg, "free/app", ocispec.MediaTypeImageLayer, blobOf(100, 's'))
+			config := putBlob(t, reg, "free/app", ocispec.MediaTypeImageConfig, []byte("{}"))
+			own := putBlob(t, reg, "free/app", ocispec.MediaTypeImageLayer, blobOf(50, 'o'))
 			m1 := ocispec.Manifest{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageManifest, Config: config, Layers: []ocispec.Descriptor{shared}}
 			m2 := ocispec.Manifest{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageManifest, Config: config, Layers: []ocispec.Descriptor{shared, own}}
-			d1, d2 := mustPut(t, reg, "team-a/app", "v1", m1), mustPut(t, reg, "team-a/app", "v2", m2)
+			d1, d2 := mustPut(t, reg, "free/app", "v1", m1), mustPut(t, reg, "free/app", "v2", m2)
 			usage := func() int64 {
 				t.Helper()
-				u, err := l.Usage(ctx, "team-a")
+				u, err := l.Usage(ctx, "free")
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -297,14 +297,14 @@ func TestDeleteAndGCGiveBytesBack(t *testing.T) {
 			if got := usage(); got != all {
 				t.Fatalf("usage after the pushes = %d, want %d", got, all)
 			}
-			if resp, body := request(reg, http.MethodDelete, "/v2/team-a/app/manifests/"+d2.Digest.String(), nil, false); resp.StatusCode != http.StatusAccepted {
+			if resp, body := request(reg, http.MethodDelete, "/v2/free/app/manifests/"+d2.Digest.String(), nil, false); resp.StatusCode != http.StatusAccepted {
 				t.Fatalf("delete: %s %s", resp.Status, body)
 			}
-			if dirty, err := l.Dirty(ctx); err != nil || fmt.Sprint(dirty) != "[team-a]" {
+			if dirty, err := l.Dirty(ctx); err != nil || fmt.Sprint(dirty) != "[free]" {
 				t.Fatalf("dirty after a delete = %v, %v", dirty, err)
 			}
 			time.Sleep(5 * time.Millisecond) // beyond the grace
-			if err := reg.RecomputeQuota(ctx, "team-a"); err != nil {
+			if err := reg.RecomputeQuota(ctx, "free"); err != nil {
 				t.Fatal(err)
 			}
 			if got, want := usage(), shared.Size+config.Size+d1.Size; got != want {
@@ -314,17 +314,17 @@ func TestDeleteAndGCGiveBytesBack(t *testing.T) {
 				t.Errorf("still dirty after the recompute: %v", dirty)
 			}
 			// Untagged, v1 goes at the next collection, and its bytes with it.
-			if resp, body := request(reg, http.MethodDelete, "/v2/team-a/app/manifests/v1", nil, false); resp.StatusCode != http.StatusAccepted {
+			if resp, body := request(reg, http.MethodDelete, "/v2/free/app/manifests/v1", nil, false); resp.StatusCode != http.StatusAccepted {
 				t.Fatalf("untag: %s %s", resp.Status, body)
 			}
 			rep, err := reg.CollectGarbage(ctx, GCOptions{Grace: time.Millisecond})
 			if err != nil || rep.Manifests != 1 {
 				t.Fatalf("collection: %+v, %v", rep, err)
 			}
-			if dirty, _ := l.Dirty(ctx); fmt.Sprint(dirty) != "[team-a]" {
+			if dirty, _ := l.Dirty(ctx); fmt.Sprint(dirty) != "[free]" {
 				t.Fatalf("dirty after a collection = %v", dirty)
 			}
-			if err := reg.RecomputeQuota(ctx, "team-a"); err != nil {
+			if err := reg.RecomputeQuota(ctx, "free"); err != nil {
 				t.Fatal(err)
 			}
 			if got := usage(); got != 0 {

@@ -57,7 +57,8 @@ func processBinder() keyBinder {
 }
 
 // serveUploadStart opens an upload session (POST /v2/<name>/blobs/uploads/)
-// and binds it to id's subject. A cross-repository mount from a repository
+// and binds it to id's subject, which the registry counts the session
+// against (registry.uploads.maxConcurrentPerSubject). A cross-repository mount from a repository
 // id may not pull loses its mount and from parameters, so that distribution
 // opens a plain upload, as it does when the blob is not there to mount.
 func (g *registryGate) serveUploadStart(w http.ResponseWriter, r *http.Request, id Identity, route registry.Route) {
@@ -71,6 +72,7 @@ func (g *registryGate) serveUploadStart(w http.ResponseWriter, r *http.Request, 
 			dropMount(r)
 		}
 	}
+	r = r.WithContext(registry.WithUploadSubject(r.Context(), id.Name()))
 	g.next.ServeHTTP(g.binding(w, id), r)
 }
 

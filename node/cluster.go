@@ -100,9 +100,10 @@ func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger, onChan
 // startLeading runs the work of the leader while this process leads: on
 // taking over from another replica, the OLM publisher checks against the
 // registry what it rendered as a follower and pushes what is missing; then
-// retention and garbage collection run every gc.interval (mt.Loop). stop
-// ends it.
-func startLeading(ctx context.Context, cl *cluster, pub *olm.Publisher, mt *maintenance.Maintenance, log *slog.Logger) (stop func()) {
+// keepQuotas recomputes the namespaces' usage and purges abandoned uploads
+// (registry.KeepQuotas), and retention and garbage collection run every
+// gc.interval (mt.Loop). stop ends it.
+func startLeading(ctx context.Context, cl *cluster, pub *olm.Publisher, mt *maintenance.Maintenance, keepQuotas func(context.Context), log *slog.Logger) (stop func()) {
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	go func() {
@@ -113,6 +114,7 @@ func startLeading(ctx context.Context, cl *cluster, pub *olm.Publisher, mt *main
 					log.Error("olm: publish on taking the leadership", "err", err)
 				}
 			}
+			go keepQuotas(ctx)
 			mt.Loop(ctx)
 			<-ctx.Done()
 		})

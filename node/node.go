@@ -31,6 +31,7 @@ import (
 	"github.com/berth-registry/berth/membership"
 	"github.com/berth-registry/berth/olm"
 	"github.com/berth-registry/berth/permissions"
+	"github.com/berth-registry/berth/quota"
 	"github.com/berth-registry/berth/registry"
 	"github.com/berth-registry/berth/server"
 	"github.com/berth-registry/berth/signing"
@@ -74,10 +75,14 @@ type Node struct {
 
 	// The parts, in the order they start. A split catalog has no
 	// registry, dist, publisher or maintenance.
-	secret    string
-	trust     *signing.Policy
-	access    *authParts
-	cluster   *cluster
+	secret  string
+	trust   *signing.Policy
+	access  *authParts
+	cluster *cluster
+	// quota is the ledger of what namespaces store (quota.go); the API
+	// and the UI read it as a quota.Reader.
+	quota     quota.Ledger
+	quotaOpts *registry.QuotaOptions
 	reg       *registry.Registry
 	dist      *catalog.DistributionSource
 	source    catalog.Source
@@ -111,6 +116,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Node, error) {
 		n.loadTrust,
 		n.startAuth,
 		n.joinCluster,
+		n.openQuota,
 		n.startRegistry,
 		n.listen,
 		n.joinReplicas,
@@ -266,7 +272,7 @@ func (n *Node) joinCluster(ctx context.Context) error {
 
 // startRegistry opens the embedded registry on the configured storage. A
 // tag push is admitted when it meets the trust policy and the namespace's
-// permission gate; quotas, when they come, are checked here too. The
+// permission gate; pushes are charged to the namespaces' quotas. The
 // catalog and the source are built after the registry they read; no event
 // or push can come before the server starts, and by then both are set.
 func (n *Node) startRegistry(ctx context.Context) error {
@@ -284,6 +290,7 @@ func (n *Node) startRegistry(ctx context.Context) error {
 		Locks:   n.cluster.locks,
 		Logger:  n.log,
 		Metrics: n.metrics,
+		Quota:   n.quotaOpts,
 	})
 	if err != nil {
 		return err
@@ -464,9 +471,10 @@ func (n *Node) startMaintenance(context.Context) error {
 }
 
 // startLeading runs the leader's work while this node leads (cluster.go):
-// the OLM publisher's catch-up on taking over, then the maintenance loop.
+// the OLM publisher's catch-up on taking over, then the quotas' recomputes
+// and purges and the maintenance loop.
 func (n *Node) startLeading(ctx context.Context) error {
-	n.onClose(startLeading(ctx, n.cluster, n.publisher.Load(), n.mt, n.log))
+	n.onClose(startLeading(ctx, n.cluster, n.publisher.Load(), n.mt, n.reg.KeepQuotas, n.log))
 	return nil
 }
 

@@ -63,6 +63,7 @@ func (n *guardedNamespace) Remove(ctx context.Context, name reference.Named) err
 			return fmt.Errorf("registry: remove %s: %w", name.Name(), err)
 		}
 	}
+	defer n.guard.markDirty(name.Name())
 	return n.removeOwn(ctx, name.Name())
 }
 

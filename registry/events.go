@@ -32,8 +32,12 @@ type Event struct {
 	Subject string
 }
 
-// notify sends e to the registry's listener, if any.
+// notify sends e to the registry's listener, if any. A manifest deleted
+// marks its namespace for a recompute of its quota.
 func (g *guard) notify(e Event) {
+	if e.Action == EventDelete && e.Tag == "" {
+		g.markDirty(e.Repository)
+	}
 	if g.onEvent != nil {
 		g.onEvent(e)
 	}

@@ -200,6 +200,13 @@ func (r *Registry) CollectGarbage(ctx context.Context, opts GCOptions) (GCReport
 		return rep, err
 	}
 	rep.Sweep = time.Since(start)
+	if q := r.guard.quota; q != nil && !opts.DryRun && rep.Manifests+rep.Blobs > 0 {
+		// What the collection freed is given back by the leader's next
+		// recomputes (KeepQuotas).
+		if err := q.Ledger.MarkAllDirty(ctx); err != nil {
+			r.log.WarnContext(ctx, "quota: the bytes this collection freed are given back at the next one", "err", err)
+		}
+	}
 	return rep, nil
 }
 
@@ -298,9 +305,15 @@ func (s *storageState) dead(live *liveSet) []repoManifest {
 // scanRepositories reads every repository's manifest revisions, tags and
 // layer links from the storage, in one walk and one read per tag.
 func (r *Registry) scanRepositories(ctx context.Context) (*storageState, error) {
+	return r.scanRepositoriesUnder(ctx, repositoriesRoot)
+}
+
+// scanRepositoriesUnder is scanRepositories of the repositories under
+// root, a directory of repositoriesRoot (a namespace's).
+func (r *Registry) scanRepositoriesUnder(ctx context.Context, root string) (*storageState, error) {
 	st := &storageState{revisions: map[string]links{}, tagged: map[string][]digest.Digest{}, layers: links{}}
 	var tagLinks []string
-	err := r.driver.Walk(ctx, repositoriesRoot, func(fi storagedriver.FileInfo) error {
+	err := r.driver.Walk(ctx, root, func(fi storagedriver.FileInfo) error {
 		p := fi.Path()
 		if fi.IsDir() || path.Base(p) != "link" {
 			return nil
@@ -430,6 +443,24 @@ func (g *gcState) mark(ctx context.Context, driver storagedriver.StorageDriver, 
 	return live, nil
 }
 
+// manifestDoc is what an image manifest, an index or an artifact
+// manifest references, as JSON has it.
+type manifestDoc struct {
+	Config    *docDescriptor  `json:"config"`
+	Layers    []docDescriptor `json:"layers"`
+	Blobs     []docDescriptor `json:"blobs"`
+	Manifests []docDescriptor `json:"manifests"`
+	Subject   *docDescriptor  `json:"subject"`
+}
+
+// docDescriptor is a descriptor of a manifestDoc; a layer with URLs may
+// be stored elsewhere (non-distributable).
+type docDescriptor struct {
+	Digest digest.Digest `json:"digest"`
+	Size   int64         `json:"size"`
+	URLs   []string      `json:"urls"`
+}
+
 // parse returns what manifest d references, or nil when its blob is gone.
 func (g *gcState) parse(ctx context.Context, driver storagedriver.StorageDriver, d digest.Digest) (*manifestRefs, error) {
 	g.mu.Lock()
@@ -445,13 +476,7 @@ func (g *gcState) parse(ctx context.Context, driver storagedriver.StorageDriver,
 	if err != nil {
 		return nil, err
 	}
-	var doc struct {
-		Config    *struct{ Digest digest.Digest }  `json:"config"`
-		Layers    []struct{ Digest digest.Digest } `json:"layers"`
-		Blobs     []struct{ Digest digest.Digest } `json:"blobs"`
-		Manifests []struct{ Digest digest.Digest } `json:"manifests"`
-		Subject   *struct{ Digest digest.Digest }  `json:"subject"`
-	}
+	var doc manifestDoc
 	if err := json.Unmarshal(b, &doc); err != nil {
 		// What it references cannot be told: collecting anything could
 		// delete a blob it needs.

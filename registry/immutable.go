@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/distribution/distribution/v3"
 	"github.com/distribution/distribution/v3/registry/api/errcode"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/berth-registry/berth/coord"
 	"github.com/berth-registry/berth/pkgformat"
+	"github.com/berth-registry/berth/quota"
 )
 
 // guard is berth's distribution registry middleware. It refuses to re-point a
@@ -37,6 +40,9 @@ type guard struct {
 	// a blob or manifest live with a garbage collection's sweep (holdGC), in
 	// this process or, shared, across the replicas of one storage.
 	locks coord.Locks
+	// quota, nil without quotas, charges pushes and counts uploads
+	// (quota.go).
+	quota *quotas
 }
 
 // holdGC takes gcLock shared and returns the function that releases it.
@@ -117,7 +123,7 @@ func (r *guardedRepository) Manifests(ctx context.Context, options ...distributi
 // Blobs returns the repository's blob store, whose uploads commit and
 // whose cross-repository mounts link under gcLock held shared (holdGC).
 func (r *guardedRepository) Blobs(ctx context.Context) distribution.BlobStore {
-	return &guardedBlobs{BlobStore: r.Repository.Blobs(ctx), guard: r.guard}
+	return &guardedBlobs{BlobStore: r.Repository.Blobs(ctx), guard: r.guard, repo: r.Named().Name()}
 }
 
 // guardedBlobs is a repository's blob store whose writes that make a blob
@@ -129,6 +135,7 @@ func (r *guardedRepository) Blobs(ctx context.Context) distribution.BlobStore {
 type guardedBlobs struct {
 	distribution.BlobStore
 	guard *guard
+	repo  string
 }
 
 var _ distribution.BlobEnumerator = (*guardedBlobs)(nil)
@@ -140,8 +147,10 @@ func (b *guardedBlobs) Enumerate(ctx context.Context, ingester func(digest.Diges
 	return enumerate(ctx, b.BlobStore, "blobs", ingester)
 }
 
-// Create starts an upload, or mounts a blob from another repository under
-// gcLock.
+// Create starts an upload, counted against its subject's open uploads,
+// or mounts a blob from another repository under gcLock, charged to the
+// namespace. A refusal is left for the response (refuseUpload), since
+// distribution's handler keeps no code of Create's errors.
 func (b *guardedBlobs) Create(ctx context.Context, options ...distribution.BlobCreateOption) (distribution.BlobWriter, error) {
 	var opts distribution.CreateOptions
 	for _, o := range options {
@@ -149,18 +158,47 @@ func (b *guardedBlobs) Create(ctx context.Context, options ...distribution.BlobC
 		// store refuses it.
 		_ = o.Apply(&opts)
 	}
+	q := b.guard.quota
+	var mountDesc v1.Descriptor
+	charged := false
 	if opts.Mount.ShouldMount {
 		unlock, err := b.guard.holdGC(ctx)
 		if err != nil {
 			return nil, err
 		}
 		defer unlock()
+		if q != nil {
+			if mountDesc, charged, err = b.chargeMount(ctx, opts.Mount.From.Digest()); err != nil {
+				return nil, refuseUpload(ctx, err)
+			}
+		}
 	}
 	w, err := b.BlobStore.Create(ctx, options...)
+	if mounted := (distribution.ErrBlobMounted{}); charged && !errors.As(err, &mounted) {
+		q.uncharge(ctx, b.repo, mountDesc.Digest)
+	}
 	if err != nil {
 		return nil, err
 	}
-	return &guardedBlobWriter{BlobWriter: w, guard: b.guard}, nil
+	if q != nil {
+		openedUpload(ctx, w.ID())
+		if err := q.openUpload(ctx, b.repo, w.ID()); err != nil {
+			_ = w.Cancel(ctx)
+			return nil, refuseUpload(ctx, err)
+		}
+	}
+	return &guardedBlobWriter{BlobWriter: w, guard: b.guard, repo: b.repo, size: w.Size()}, nil
+}
+
+// chargeMount charges the blob d a cross-repository mount would link; a
+// blob that is not there is not charged (distribution opens an upload).
+func (b *guardedBlobs) chargeMount(ctx context.Context, d digest.Digest) (v1.Descriptor, bool, error) {
+	desc, err := b.guard.namespace.BlobStatter().Stat(ctx, d)
+	if err != nil {
+		return v1.Descriptor{}, false, nil
+	}
+	charged, err := b.guard.quota.charge(ctx, b.repo, quota.Push{Item: item(desc.Digest, desc.Size)})
+	return desc, charged, err
 }
 
 // Resume continues an upload, whose commit holds gcLock.
@@ -169,24 +207,88 @@ func (b *guardedBlobs) Resume(ctx context.Context, id string) (distribution.Blob
 	if err != nil {
 		return nil, err
 	}
-	return &guardedBlobWriter{BlobWriter: w, guard: b.guard}, nil
+	return &guardedBlobWriter{BlobWriter: w, guard: b.guard, repo: b.repo, size: w.Size()}, nil
 }
 
-// guardedBlobWriter is an upload that commits under gcLock.
+// guardedBlobWriter is an upload of repo that commits under gcLock,
+// charged to the namespace, and whose writes the ledger records.
 type guardedBlobWriter struct {
 	distribution.BlobWriter
 	guard *guard
+	repo  string
+	// size is what the upload held when this request took it up, and
+	// written what the request wrote since: the writer's own Size lags
+	// behind on object storage, which sends data in parts.
+	size, written int64
 }
 
+// Write writes p to the upload.
+func (w *guardedBlobWriter) Write(p []byte) (int, error) {
+	n, err := w.BlobWriter.Write(p)
+	w.written += int64(n)
+	return n, err
+}
+
+// ReadFrom writes what r reads to the upload.
+func (w *guardedBlobWriter) ReadFrom(r io.Reader) (int64, error) {
+	n, err := w.BlobWriter.ReadFrom(r)
+	w.written += n
+	return n, err
+}
+
+// held is what the upload holds.
+func (w *guardedBlobWriter) held() int64 { return w.size + w.written }
+
 // Commit moves the uploaded blob into place and links it into the
-// repository, under gcLock held shared.
+// repository, under gcLock held shared, once it is charged to the
+// namespace. A refusal (beyond registry.uploads.maxSize, over the quota)
+// is an OCI error, after which distribution cancels the upload; as its
+// handler then saves the upload's state again, the refusal is left for
+// serveUpload too, which deletes what is left.
 func (w *guardedBlobWriter) Commit(ctx context.Context, provisional v1.Descriptor) (v1.Descriptor, error) {
 	unlock, err := w.guard.holdGC(ctx)
 	if err != nil {
 		return v1.Descriptor{}, err
 	}
 	defer unlock()
-	return w.BlobWriter.Commit(ctx, provisional)
+	q := w.guard.quota
+	if q == nil {
+		return w.BlobWriter.Commit(ctx, provisional)
+	}
+	size := w.held()
+	if err := q.checkSize(quota.Namespace(w.repo), size); err != nil {
+		return v1.Descriptor{}, refuseUpload(ctx, err)
+	}
+	// The charge closes the upload in the ledger: committed or, failing,
+	// cancelled by distribution, it is over either way.
+	charged, err := q.charge(ctx, w.repo, quota.Push{Item: item(provisional.Digest, size), Upload: w.ID()})
+	if err != nil {
+		return v1.Descriptor{}, refuseUpload(ctx, err)
+	}
+	desc, err := w.BlobWriter.Commit(ctx, provisional)
+	if err != nil && charged {
+		q.uncharge(ctx, w.repo, provisional.Digest)
+	}
+	return desc, err
+}
+
+// Cancel deletes the upload and forgets it.
+func (w *guardedBlobWriter) Cancel(ctx context.Context) error {
+	err := w.BlobWriter.Cancel(ctx)
+	if q := w.guard.quota; q != nil {
+		err = errors.Join(err, q.Ledger.CloseUpload(context.WithoutCancel(ctx), w.ID()))
+	}
+	return err
+}
+
+// Close saves the upload's state for its next request, and records in the
+// ledger what it holds when this request wrote to it.
+func (w *guardedBlobWriter) Close() error {
+	err := w.BlobWriter.Close()
+	if q := w.guard.quota; q != nil && err == nil && w.written > 0 {
+		err = q.Ledger.TouchUpload(context.Background(), w.ID(), w.held(), time.Now())
+	}
+	return err
 }
 
 type guardedManifests struct {
@@ -249,7 +351,17 @@ func (m *guardedManifests) Put(ctx context.Context, mf distribution.Manifest, op
 		return "", err
 	}
 	defer unlock()
+	q, charged := m.repo.guard.quota, false
+	if q != nil {
+		push := quota.Push{Item: item(digest.FromBytes(payload), int64(len(payload))), Refs: refsOf(payload)}
+		if charged, err = q.charge(ctx, name, push); err != nil {
+			return "", err
+		}
+	}
 	dgst, err := m.ManifestService.Put(ctx, mf, options...)
+	if err != nil && charged {
+		q.uncharge(ctx, name, digest.FromBytes(payload))
+	}
 	if err != nil || ref == nil {
 		return dgst, err
 	}

@@ -72,6 +72,10 @@ type Options struct {
 	Locks coord.Locks
 	// Metrics, when set, receives berth_registry_flush_wait_seconds.
 	Metrics prometheus.Registerer
+	// Quota, when set, charges pushes to their namespace's quota and
+	// bounds uploads (quota.go, uploads.go); its PurgeAfter also governs
+	// distribution's purge of the uploads its ledger does not know.
+	Quota *QuotaOptions
 }
 
 // Registry is an OCI distribution registry serving /v2/.
@@ -168,11 +172,34 @@ func New(ctx context.Context, opts Options) (*Registry, error) {
 		}
 	}
 
+	if opts.Quota != nil {
+		q := &quotas{QuotaOptions: *opts.Quota, log: logger}
+		if q.PurgeAfter <= 0 {
+			q.PurgeAfter = DefaultPurgeAfter
+		}
+		if q.Grace <= 0 {
+			q.Grace = DefaultGCGrace
+		}
+		if q.RecomputeEvery <= 0 {
+			q.RecomputeEvery = 5 * time.Second
+		}
+		g.quota = q
+		// distribution's own purge, by the time an upload started, keeps
+		// deleting the uploads the ledger does not know (those of a berth
+		// before quotas), at the same age rather than its 7 days.
+		cfg.Storage["maintenance"] = configuration.Parameters{"uploadpurging": map[any]any{
+			"enabled": true, "age": q.PurgeAfter.String(), "interval": purgeInterval(q.PurgeAfter).String(), "dryrun": false,
+		}}
+	}
+
 	app, err := newApp(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("registry: storage %s: %w", opts.Storage.Driver, err)
 	}
 	r := &Registry{app: app, guard: g, driver: g.driver, log: logger}
+	if g.quota != nil {
+		g.quota.driver = g.driver
+	}
 	if syncer != nil {
 		r.syncer = syncer
 		if opts.Metrics != nil {
@@ -216,9 +243,13 @@ func (r *Registry) serve(w http.ResponseWriter, req *http.Request) {
 	if r.files != nil && r.files.serve(w, req) {
 		return
 	}
+	route := ParseRoute(req)
+	if r.guard.quota != nil {
+		req = withClientSubject(req)
+	}
 	err := checkPagination(req)
 	if err == nil {
-		err = ReservedWrite(ParseRoute(req), req.Method)
+		err = ReservedWrite(route, req.Method)
 	}
 	if err != nil {
 		w.Header().Set("Docker-Distribution-API-Version", "registry/2.0")
@@ -251,11 +282,27 @@ func (r *Registry) serve(w http.ResponseWriter, req *http.Request) {
 			}
 		}
 	}
+	next := r.serveApp
 	if r.syncer != nil && (req.Method == http.MethodPut || req.Method == http.MethodPost) {
-		r.serveDurably(w, req, r.serveApp)
+		next = func(w http.ResponseWriter, req *http.Request) { r.serveDurably(w, req, r.serveApp) }
+	}
+	if r.guard.quota != nil && writesUpload(route, req.Method) {
+		r.serveUpload(w, req, route, next)
 		return
 	}
-	r.serveApp(w, req)
+	next(w, req)
+}
+
+// writesUpload reports whether a request of method on route opens or
+// writes to an upload.
+func writesUpload(route Route, method string) bool {
+	switch route.Kind {
+	case RouteUploadStart:
+		return method == http.MethodPost
+	case RouteUpload:
+		return method == http.MethodPatch || method == http.MethodPut
+	}
+	return false
 }
 
 // serveApp hands req to distribution; a manifest PUT's response gets the

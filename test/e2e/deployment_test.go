@@ -37,29 +37,37 @@ func TestDeployedReplicasBehindRoundRobinProxy(t *testing.T) {
 	requireTool(t, "the helm CLI", helmBin)
 	requireTool(t, "the crane CLI", craneBin)
 	kp := cosignKeyPair(t)
-	dir := t.TempDir()
-	_, shared := sharedState(t, "deployed", dir)
 	issuer := startOIDCIssuer(t)
 	const sub = "system:serviceaccount:ci:builder"
-	keyFile := filepath.Join(dir, "token-key.pem")
-	cfg, audit := writeAuthConfig(t, authOptions{
-		oidc:  issuer.config(sub),
-		auth:  fmt.Sprintf("  keyFile: %q\n", keyFile),
-		extra: shared + "trustedProxies: [127.0.0.1/32]\n",
+	a, b, s := authReplicas(t, "deployed", authOptions{oidc: issuer.config(sub)})
+	audit := s.audit
+	t.Run("clients through the proxy", func(t *testing.T) { deployedClients(t, s, issuer, sub, kp) })
+	t.Run("state across replicas", func(t *testing.T) {
+		deployedAcrossReplicas(t, newAuthServer(t, a, audit), newAuthServer(t, b, audit))
 	})
-	a := startServer(t, "", "--config", cfg)
+}
+
+// authReplicas starts two berth serve with auth (o, with a token key they
+// share) on one PostgreSQL database and one bucket named bucket
+// (sharedState), and a round-robin proxy in front of them, which they
+// trust. It returns the replicas and the proxy, as the auth tests' server.
+func authReplicas(t *testing.T, bucket string, o authOptions) (a, b *server, front *authServer) {
+	t.Helper()
+	dir := t.TempDir()
+	_, shared := sharedState(t, bucket, dir)
+	keyFile := filepath.Join(dir, "token-key.pem")
+	o.auth += fmt.Sprintf("  keyFile: %q\n", keyFile)
+	o.extra = shared + "trustedProxies: [127.0.0.1/32]\n" + o.extra
+	cfg, audit := writeAuthConfig(t, o)
+	a = startServer(t, "", "--config", cfg)
 	secrets.addPEM(t, "the token key", keyFile)
-	b := startServer(t, "", "--config", cfg)
+	b = startServer(t, "", "--config", cfg)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("replica a:\n%s\nreplica b:\n%s", a.logs(), b.logs())
 		}
 	})
-	s := newAuthServer(t, roundRobinProxy(t, a, b), audit)
-	t.Run("clients through the proxy", func(t *testing.T) { deployedClients(t, s, issuer, sub, kp) })
-	t.Run("state across replicas", func(t *testing.T) {
-		deployedAcrossReplicas(t, newAuthServer(t, a, audit), newAuthServer(t, b, audit))
-	})
+	return a, b, newAuthServer(t, roundRobinProxy(t, a, b), audit)
 }
 
 // deployedClients logs in, pushes, pulls and signs with the real CLIs

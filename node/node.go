@@ -489,8 +489,8 @@ func (n *Node) newServer(context.Context) error {
 	a := n.access
 	opts.Registry = a.registry(n.reg)
 	opts.Admin = a.admin(n.mt.Handler())
-	opts.Catalog = httpapi.New(httpapi.Options{Catalog: n.cat, Authorizer: a.authorizer, Logger: n.log, RegistryURL: n.cfg.Catalog.PublicURL, Inventory: n.reg, OLM: n.publisher.Load(), Admin: a.admin})
-	opts.UI = ui.New(ui.Options{Catalog: n.cat, Authorizer: a.authorizer, Sessions: a.sessions, Trust: n.trust, RegistryURL: n.cfg.Catalog.PublicURL, Logger: n.log})
+	opts.Catalog = httpapi.New(httpapi.Options{Catalog: n.cat, Authorizer: a.authorizer, Logger: n.log, RegistryURL: n.cfg.Catalog.PublicURL, Inventory: n.reg, OLM: n.publisher.Load(), Admin: a.admin, Quota: n.quota})
+	opts.UI = ui.New(ui.Options{Catalog: n.cat, Authorizer: a.authorizer, Sessions: a.sessions, Trust: n.trust, RegistryURL: n.cfg.Catalog.PublicURL, Logger: n.log, Quota: n.quota})
 	opts.Ready = n.cluster.readyChecks(map[string]server.ReadyChecker{"storage": n.reg, "catalog": n.cat})
 	n.srv = server.New(opts)
 	return nil

@@ -63,6 +63,14 @@ func serving(t *testing.T, r *Reloader) string {
 	return r.Config().Certificates[0].Leaf.SerialNumber.String()
 }
 
+// expectServing fails the test unless r serves want; when says at what point.
+func expectServing(t *testing.T, r *Reloader, want *testpki.Cert, when string) {
+	t.Helper()
+	if got := serving(t, r); got != want.Serial.String() {
+		t.Fatalf("%s: serving the certificate of serial %s, want %s", when, got, want.Serial)
+	}
+}
+
 func TestReloadsARotatedCertificateOnceASecondAtMost(t *testing.T) {
 	dir := t.TempDir()
 	ca := newCA(t)
@@ -72,19 +80,13 @@ func TestReloadsARotatedCertificateOnceASecondAtMost(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, clk, log := start(t, config.TLS{Certificate: certFile, Key: keyFile})
-	if got := serving(t, r); got != first.Serial.String() {
-		t.Fatalf("serving %s, want the first certificate %s", got, first.Serial)
-	}
+	expectServing(t, r, first, "at start")
 	write(t, certFile, second.CertPEM)
 	write(t, keyFile, second.KeyPEM)
 	clk.advance(500 * time.Millisecond)
-	if got := serving(t, r); got != first.Serial.String() {
-		t.Fatalf("within a second of the last look: serving %s, want still %s", got, first.Serial)
-	}
+	expectServing(t, r, first, "within a second of the last look")
 	clk.advance(time.Second)
-	if got := serving(t, r); got != second.Serial.String() {
-		t.Fatalf("after the files changed: serving %s, want the second certificate %s", got, second.Serial)
-	}
+	expectServing(t, r, second, "after the files changed")
 	if !strings.Contains(log.String(), "reloaded the TLS certificate") || !strings.Contains(log.String(), second.Serial.String()) {
 		t.Errorf("the reload was not logged with the new serial:\n%s", log)
 	}
@@ -103,9 +105,7 @@ func TestABadNewPairKeepsTheOldCertificate(t *testing.T) {
 	// The certificate is renewed, but its key is not written yet.
 	write(t, certFile, second.CertPEM)
 	clk.advance(2 * time.Second)
-	if got := serving(t, r); got != first.Serial.String() {
-		t.Fatalf("with a certificate that does not match the key: serving %s, want the old %s", got, first.Serial)
-	}
+	expectServing(t, r, first, "with a certificate that does not match the key")
 	if !strings.Contains(log.String(), "level=ERROR") || !strings.Contains(log.String(), certFile) {
 		t.Fatalf("the failed reload was not logged naming %s:\n%s", certFile, log)
 	}
@@ -118,14 +118,10 @@ func TestABadNewPairKeepsTheOldCertificate(t *testing.T) {
 
 	write(t, keyFile, []byte("not a key"))
 	clk.advance(2 * time.Second)
-	if got := serving(t, r); got != first.Serial.String() {
-		t.Fatalf("with a garbled key: serving %s, want the old %s", got, first.Serial)
-	}
+	expectServing(t, r, first, "with a garbled key")
 	write(t, keyFile, second.KeyPEM)
 	clk.advance(2 * time.Second)
-	if got := serving(t, r); got != second.Serial.String() {
-		t.Fatalf("once the key matches: serving %s, want %s", got, second.Serial)
-	}
+	expectServing(t, r, second, "once the key matches")
 }
 
 // TestFollowsAKubernetesSecretMount swaps the ..data symlink as the
@@ -156,17 +152,13 @@ func TestFollowsAKubernetesSecretMount(t *testing.T) {
 		}
 	}
 	r, clk, _ := start(t, config.TLS{Certificate: filepath.Join(mount, "tls.crt"), Key: filepath.Join(mount, "tls.key")})
-	if got := serving(t, r); got != first.Serial.String() {
-		t.Fatalf("serving %s, want %s", got, first.Serial)
-	}
+	expectServing(t, r, first, "at start")
 	version("..2026_11_27_02", second)
 	if err := os.RemoveAll(filepath.Join(mount, "..2026_11_27_01")); err != nil {
 		t.Fatal(err)
 	}
 	clk.advance(2 * time.Second)
-	if got := serving(t, r); got != second.Serial.String() {
-		t.Fatalf("after the Secret was updated: serving %s, want %s", got, second.Serial)
-	}
+	expectServing(t, r, second, "after the Secret was updated")
 }
 
 func TestClientCertificates(t *testing.T) {

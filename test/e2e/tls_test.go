@@ -320,3 +320,17 @@ func TestTLSWithAuth(t *testing.T) {
 	alice.must(t, helmBin, "package", "webapp")
 	alice.must(t, helmBin, "push", "webapp-0.1.0.tgz", "oci://"+s.addr+"/a", "--ca-file", testCA.file)
 }
+
+// TestTLSSplitCatalog: berth serve catalog indexes a registry that serves
+// TLS with a private authority's certificate, trusting it through
+// SSL_CERT_FILE as Go programs do (docs/configuration.md#tls).
+func TestTLSSplitCatalog(t *testing.T) {
+	reg, _ := startTLSServer(t, testpki.Options{}, "")
+	berth(t, "", "push", kudoFixture(t, "kafka", "2.5.1-1.3.2"), reg.addr+"/split/kafka", "--ca-file", testCA.file)
+	t.Setenv("SSL_CERT_FILE", testCA.file)
+	cat := startProcess(t, "", "serve", "catalog", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--registry", reg.url())
+	waitUntil(t, cat, "split/kafka indexed from the TLS registry", func() bool {
+		_, code := versionDoc(t, cat, "split/kafka", "2.5.1_1.3.2")
+		return code == http.StatusOK
+	})
+}

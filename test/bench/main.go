@@ -47,6 +47,12 @@
 // /auth/token with the user's Basic credentials, -token-requests times, one
 // at a time.
 //
+// A third table compares berth serving TLS (http.tls, a certificate of an
+// authority the harness makes; the client negotiates HTTP/2 as Go clients
+// do) against berth over plain HTTP, two more berths started side by side,
+// on the blob, package and mixed rows: the ratio is berth+tls/berth, target
+// 0.95x. With -tls (make bench-tls) the harness runs that table alone.
+//
 // Content is fresh for every run, so nothing is deduplicated, and a run's
 // repositories are its own, so immutable tags never collide. Every server
 // is warmed up first. The order of the servers rotates from one run to the
@@ -137,11 +143,13 @@ type options struct {
 	tokenRequests         int
 	zot                   string
 	verbose               bool
-	catalog               catalogOptions
-	provenance            provenanceOptions
-	mirror                mirrorOptions
-	olm                   olmOptions
-	scale                 scaleOptions
+	// tlsOnly runs the TLS table alone.
+	tlsOnly    bool
+	catalog    catalogOptions
+	provenance provenanceOptions
+	mirror     mirrorOptions
+	olm        olmOptions
+	scale      scaleOptions
 }
 
 func parseFlags() (options, error) {
@@ -155,6 +163,7 @@ func parseFlags() (options, error) {
 	flag.IntVar(&o.tokenRequests, "token-requests", 500, "tokens issued, one at a time, to time the token endpoint")
 	flag.StringVar(&o.zot, "zot", "", "zot binary to compare with (docs/benchmarks.md says how to build one); without it zot is skipped")
 	flag.BoolVar(&o.verbose, "v", false, "print every sample of every row")
+	flag.BoolVar(&o.tlsOnly, "tls", false, "run only the TLS table: berth over TLS against berth over plain HTTP")
 	registerCatalogFlags(&o.catalog)
 	registerProvenanceFlags(&o.provenance)
 	registerMirrorFlags(&o.mirror)
@@ -165,13 +174,13 @@ func parseFlags() (options, error) {
 		return o, fmt.Errorf("unexpected arguments %q", flag.Args())
 	}
 	modes := 0
-	for _, on := range []bool{o.catalog.enabled, o.provenance.enabled, o.mirror.enabled, o.olm.enabled, o.scale.enabled} {
+	for _, on := range []bool{o.catalog.enabled, o.provenance.enabled, o.mirror.enabled, o.olm.enabled, o.scale.enabled, o.tlsOnly} {
 		if on {
 			modes++
 		}
 	}
 	if modes > 1 {
-		return o, errors.New("-catalog, -provenance, -mirror, -olm and -scale are separate runs; choose one")
+		return o, errors.New("-catalog, -provenance, -mirror, -olm, -scale and -tls are separate runs; choose one")
 	}
 	for _, f := range []struct {
 		name  string
@@ -221,6 +230,9 @@ func run() error {
 		return runScale(ctx, o.scale)
 	}
 	began := time.Now()
+	if o.tlsOnly {
+		return runTLSOnly(ctx, o, began)
+	}
 	if o.zot == "" {
 		logf("zot skipped: no -zot binary given (docs/benchmarks.md says how to build one)")
 	} else if _, err := os.Stat(o.zot); err != nil {
@@ -327,6 +339,31 @@ func run() error {
 	printTable(os.Stdout, authTable(authTargets, authRows), o.verbose)
 	fmt.Printf("token issue (GET /auth/token, Basic, %d one at a time): p50 %s, p99 %s\n",
 		o.tokenRequests, formatDuration(p50), formatDuration(p99))
+	// TLS on against TLS off, two more berths side by side.
+	stop(authed)
+	stop(unauthed)
+	if err := runTLSTable(ctx, o, bins.berth, root); err != nil {
+		return err
+	}
+	logf("done in %s", time.Since(began).Round(time.Second))
+	return nil
+}
+
+// runTLSOnly is `bench -tls`: berth built, then the TLS table alone.
+func runTLSOnly(ctx context.Context, o options, began time.Time) error {
+	root, err := os.MkdirTemp("", "berth-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(root)
+	logf("building berth")
+	bins, err := build(ctx, root)
+	if err != nil {
+		return err
+	}
+	if err := runTLSTable(ctx, o, bins.berth, root); err != nil {
+		return err
+	}
 	logf("done in %s", time.Since(began).Round(time.Second))
 	return nil
 }

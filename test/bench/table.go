@@ -73,8 +73,14 @@ func meetsRowTarget(kind rowKind, berth, upstream, zot float64) bool {
 
 // authTable is the second table: berth with auth on against berth without.
 func authTable(targets []*target, rows []*row) table {
+	return parityTable("auth on against auth off (berth+auth: htpasswd user, bcrypt cost 10, token flow with oras-go's token cache)", targets, rows)
+}
+
+// parityTable is a table of two berths, the first with a feature on and
+// the second without, whose target is the first >= 0.95x the second.
+func parityTable(header string, targets []*target, rows []*row) table {
 	return table{
-		header:  "auth on against auth off (berth+auth: htpasswd user, bcrypt cost 10, token flow with oras-go's token cache)",
+		header:  header,
 		targets: targets,
 		ratios:  [][2]int{{0, 1}},
 		rows:    rows,

@@ -48,10 +48,12 @@ func TestNodeServesTLS(t *testing.T) {
 	if _, err := client(&tls.Config{MinVersion: tls.VersionTLS10, MaxVersion: tls.VersionTLS11}).Get(url); err == nil || !strings.Contains(err.Error(), "protocol version") {
 		t.Errorf("a TLS 1.1 client: %v, want refused for its protocol version", err)
 	}
-	if resp, err := http.Get("http://" + n.Addr().String() + "/v2/"); err == nil {
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusOK {
-			t.Errorf("plain HTTP on the TLS port answered 200")
-		}
+	resp, err = http.Get("http://" + n.Addr().String() + "/v2/")
+	if err != nil {
+		t.Fatalf("plain HTTP to the TLS port: %v, want a 400", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("plain HTTP to the TLS port: %d, want 400", resp.StatusCode)
 	}
 }

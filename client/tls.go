@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
+	"strings"
+	"syscall"
 )
 
 // TLSOptions name the files of the client's TLS configuration, as oras's
@@ -84,4 +87,18 @@ func IsCertificateError(err error) bool {
 		invalid   x509.CertificateInvalidError
 	)
 	return errors.As(err, &verify) || errors.As(err, &authority) || errors.As(err, &host) || errors.As(err, &invalid)
+}
+
+// IsClientCertificateRefusal reports whether err may be a server refusing
+// the client for want of a client certificate: its alert "certificate
+// required", or an HTTPS connection reset or closed under the request, as
+// a TLS 1.3 server's refusal, sent after the handshake, often reaches a
+// client that is writing its request.
+func IsClientCertificateRefusal(err error) bool {
+	if strings.Contains(err.Error(), "tls: certificate required") {
+		return true
+	}
+	var u *url.Error
+	return errors.As(err, &u) && strings.HasPrefix(u.URL, "https://") &&
+		(errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE))
 }

@@ -3,11 +3,16 @@ package client
 import (
 	"context"
 	"encoding/pem"
+	"errors"
+	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/berth-registry/berth/client/registrytest"
@@ -115,5 +120,24 @@ func TestTLSOptionsConfigNamesTheFile(t *testing.T) {
 	}
 	if len(cfg.Certificates) != 1 || cfg.RootCAs == nil || cfg.InsecureSkipVerify {
 		t.Errorf("Config() = %d certificates, roots %v, insecure %v; want the client certificate and the CA", len(cfg.Certificates), cfg.RootCAs != nil, cfg.InsecureSkipVerify)
+	}
+}
+
+func TestIsClientCertificateRefusal(t *testing.T) {
+	reset := &net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("write", syscall.EPIPE)}
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{&url.Error{Op: "Head", URL: "https://127.0.0.1:5000/v2/", Err: reset}, true},
+		{fmt.Errorf("push: %w", &url.Error{Op: "Get", URL: "https://r/v2/", Err: syscall.ECONNRESET}), true},
+		{&url.Error{Op: "Get", URL: "https://r/v2/", Err: errors.New("remote error: tls: certificate required")}, true},
+		{&url.Error{Op: "Head", URL: "http://127.0.0.1:5000/v2/", Err: reset}, false},
+		{&url.Error{Op: "Get", URL: "https://r/v2/", Err: syscall.ECONNREFUSED}, false},
+		{ErrNotFound, false},
+	} {
+		if got := IsClientCertificateRefusal(tc.err); got != tc.want {
+			t.Errorf("IsClientCertificateRefusal(%v) = %v, want %v", tc.err, got, tc.want)
+		}
 	}
 }

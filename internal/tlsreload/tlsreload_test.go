@@ -71,15 +71,31 @@ func expectServing(t *testing.T, r *Reloader, want *testpki.Cert, when string) {
 	}
 }
 
-func TestReloadsARotatedCertificateOnceASecondAtMost(t *testing.T) {
-	dir := t.TempDir()
+// renewal is a Reloader serving the first of two certificates of one
+// authority from certFile and keyFile, which the test overwrites.
+type renewal struct {
+	r                 *Reloader
+	clk               *clock
+	log               *bytes.Buffer
+	first, second     *testpki.Cert
+	certFile, keyFile string
+}
+
+func newRenewal(t *testing.T) renewal {
+	t.Helper()
 	ca := newCA(t)
-	first, second := issue(t, ca), issue(t, ca)
-	certFile, keyFile, err := first.Write(dir, "tls")
-	if err != nil {
+	n := renewal{first: issue(t, ca), second: issue(t, ca)}
+	var err error
+	if n.certFile, n.keyFile, err = n.first.Write(t.TempDir(), "tls"); err != nil {
 		t.Fatal(err)
 	}
-	r, clk, log := start(t, config.TLS{Certificate: certFile, Key: keyFile})
+	n.r, n.clk, n.log = start(t, config.TLS{Certificate: n.certFile, Key: n.keyFile})
+	return n
+}
+
+func TestReloadsARotatedCertificateOnceASecondAtMost(t *testing.T) {
+	n := newRenewal(t)
+	r, clk, log, first, second, certFile, keyFile := n.r, n.clk, n.log, n.first, n.second, n.certFile, n.keyFile
 	expectServing(t, r, first, "at start")
 	write(t, certFile, second.CertPEM)
 	write(t, keyFile, second.KeyPEM)
@@ -93,14 +109,8 @@ func TestReloadsARotatedCertificateOnceASecondAtMost(t *testing.T) {
 }
 
 func TestABadNewPairKeepsTheOldCertificate(t *testing.T) {
-	dir := t.TempDir()
-	ca := newCA(t)
-	first, second := issue(t, ca), issue(t, ca)
-	certFile, keyFile, err := first.Write(dir, "tls")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, clk, log := start(t, config.TLS{Certificate: certFile, Key: keyFile})
+	n := newRenewal(t)
+	r, clk, log, first, second, certFile, keyFile := n.r, n.clk, n.log, n.first, n.second, n.certFile, n.keyFile
 
 	// The certificate is renewed, but its key is not written yet.
 	write(t, certFile, second.CertPEM)

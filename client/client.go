@@ -79,8 +79,9 @@ type Options struct {
 
 	// TLS configures the HTTPS connections: the certificate authorities
 	// trusted, a client certificate (TLSOptions.Config reads them from
-	// files). If nil, the system's authorities are trusted. Ignored when
-	// HTTPClient is set: its transport has its own.
+	// files). If nil, the system's authorities are trusted. When
+	// HTTPClient is set, its transport's TLS settings apply instead, and
+	// TLS only selects HTTPS on loopback (PlainHTTP).
 	TLS *tls.Config
 
 	// Credentials resolves the credentials for a registry, and keeps those
@@ -92,7 +93,7 @@ type Options struct {
 	UserAgent string
 
 	// HTTPClient sends the requests. If nil, a client that retries as
-	// oras-go's retry.DefaultClient does is used, over TLS.
+	// oras-go's retry.DefaultClient does is used, with the TLS settings.
 	HTTPClient *http.Client
 
 	// Progress, if not nil, is called as blobs of at least ProgressThreshold

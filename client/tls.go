@@ -91,14 +91,16 @@ func IsCertificateError(err error) bool {
 
 // IsClientCertificateRefusal reports whether err may be a server refusing
 // the client for want of a client certificate: its alert "certificate
-// required", or an HTTPS connection reset or closed under the request, as
-// a TLS 1.3 server's refusal, sent after the handshake, often reaches a
-// client that is writing its request.
+// required", or an HTTPS connection reset or closed under the request (or
+// under HTTP/2's setup, which net/http reports as "http2: client conn
+// could not be established"), as a TLS 1.3 server's refusal, sent after
+// the handshake, often reaches a client that is writing.
 func IsClientCertificateRefusal(err error) bool {
 	if strings.Contains(err.Error(), "tls: certificate required") {
 		return true
 	}
 	var u *url.Error
 	return errors.As(err, &u) && strings.HasPrefix(u.URL, "https://") &&
-		(errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE))
+		(errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+			strings.Contains(u.Err.Error(), "http2: client conn could not be established"))
 }

@@ -132,6 +132,7 @@ func TestIsClientCertificateRefusal(t *testing.T) {
 		{&url.Error{Op: "Head", URL: "https://127.0.0.1:5000/v2/", Err: reset}, true},
 		{fmt.Errorf("push: %w", &url.Error{Op: "Get", URL: "https://r/v2/", Err: syscall.ECONNRESET}), true},
 		{&url.Error{Op: "Get", URL: "https://r/v2/", Err: errors.New("remote error: tls: certificate required")}, true},
+		{&url.Error{Op: "Head", URL: "https://r/v2/", Err: errors.New("http2: client conn could not be established")}, true},
 		{&url.Error{Op: "Head", URL: "http://127.0.0.1:5000/v2/", Err: reset}, false},
 		{&url.Error{Op: "Get", URL: "https://r/v2/", Err: syscall.ECONNREFUSED}, false},
 		{ErrNotFound, false},

@@ -9,7 +9,7 @@ GOFLAGS ?=
 TEST_TIMEOUT ?= 30m
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build run test tools axe postgres chromium bench bench-catalog bench-scale bench-provenance bench-mirror bench-olm bench-yaml lint conformance conformance-auth conformance-replicas clean
+.PHONY: all build run test tools axe postgres chromium bench bench-tls bench-catalog bench-scale bench-provenance bench-mirror bench-olm bench-yaml lint conformance conformance-auth conformance-replicas clean
 
 all: build
 
@@ -85,6 +85,10 @@ lint:
 ## (not part of `make test`); ZOT=/path/to/zot-minimal adds zot, which docs/benchmarks.md says how to build
 bench:
 	$(GO) run ./test/bench $(if $(ZOT),-zot $(ZOT))
+
+## bench-tls: berth over TLS against berth over plain HTTP, the blob, package and mixed rows (part of `make bench`)
+bench-tls:
+	$(GO) run ./test/bench -tls
 
 ## bench-catalog: the catalog at 100,000 package versions: rebuild, restart, search latency,
 ## index.yaml, time to searchable (not part of `make test`; about 4 minutes on an idle 2-core machine)

@@ -15,6 +15,8 @@
 package client
 
 import (
+	"cmp"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -71,8 +73,16 @@ const DefaultProgressThreshold = 4 << 20
 type Options struct {
 	// PlainHTTP selects plain HTTP (true) or HTTPS (false) for every registry.
 	// If nil, plain HTTP is used for localhost and loopback addresses (any
-	// port), as docker does, and HTTPS for every other host.
+	// port), as docker does, and HTTPS for every other host; but HTTPS for
+	// every host, loopback included, when TLS is set.
 	PlainHTTP *bool
+
+	// TLS configures the HTTPS connections: the certificate authorities
+	// trusted, a client certificate (TLSOptions.Config reads them from
+	// files). If nil, the system's authorities are trusted. When
+	// HTTPClient is set, its transport's TLS settings apply instead, and
+	// TLS only selects HTTPS on loopback (PlainHTTP).
+	TLS *tls.Config
 
 	// Credentials resolves the credentials for a registry, and keeps those
 	// of Login. If nil, the Docker config file is used
@@ -82,8 +92,8 @@ type Options struct {
 	// UserAgent is sent with every request. If empty, DefaultUserAgent is used.
 	UserAgent string
 
-	// HTTPClient sends the requests. If nil, oras-go's retrying client
-	// (retry.DefaultClient) is used.
+	// HTTPClient sends the requests. If nil, a client that retries as
+	// oras-go's retry.DefaultClient does is used, with the TLS settings.
 	HTTPClient *http.Client
 
 	// Progress, if not nil, is called as blobs of at least ProgressThreshold
@@ -115,6 +125,11 @@ type Client struct {
 	opts  Options
 	auth  *auth.Client
 	store credentials.Store
+	// once sends requests without retrying them: Options.HTTPClient, else
+	// one over transport.
+	once *http.Client
+	// transport is the transport of once, for cosign's libraries.
+	transport http.RoundTripper
 }
 
 // New returns a Client. It returns an error if Options.Credentials is nil and
@@ -134,13 +149,16 @@ func New(opts Options) (*Client, error) {
 	if opts.ProgressThreshold <= 0 {
 		opts.ProgressThreshold = DefaultProgressThreshold
 	}
-	httpClient := opts.HTTPClient
+	httpClient, once := opts.HTTPClient, opts.HTTPClient
 	if httpClient == nil {
-		httpClient = retry.DefaultClient
+		base := transport(opts.TLS)
+		httpClient, once = &http.Client{Transport: retry.NewTransport(base)}, &http.Client{Transport: base}
 	}
 	return &Client{
-		opts:  opts,
-		store: store,
+		opts:      opts,
+		store:     store,
+		once:      once,
+		transport: cmp.Or(once.Transport, http.DefaultTransport),
 		auth: &auth.Client{
 			Client:     httpClient,
 			Header:     http.Header{"User-Agent": {opts.UserAgent}},
@@ -156,7 +174,7 @@ func (c *Client) PlainHTTP(registryHost string) bool {
 	if c.opts.PlainHTTP != nil {
 		return *c.opts.PlainHTTP
 	}
-	return isLoopback(registryHost)
+	return c.opts.TLS == nil && isLoopback(registryHost)
 }
 
 // isLoopback reports whether host[:port] names this machine: localhost or a

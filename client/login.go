@@ -57,7 +57,7 @@ func (c *Client) Login(ctx context.Context, host string, cred auth.Credential) e
 	}
 	rec := &retryAfterRecorder{}
 	reg := &remote.Registry{RepositoryOptions: remote.RepositoryOptions{
-		Client:    &auth.Client{Client: rec.wrap(c.opts.HTTPClient), Header: c.auth.Header},
+		Client:    &auth.Client{Client: rec.wrap(c.once), Header: c.auth.Header},
 		Reference: registry.Reference{Registry: host},
 		PlainHTTP: c.PlainHTTP(host),
 	}}
@@ -185,13 +185,10 @@ type retryAfterRecorder struct {
 	base  http.RoundTripper
 }
 
-// wrap returns an HTTP client that sends through hc (nil: a client without
+// wrap returns an HTTP client that sends through hc (the client's without
 // retries, so that a refused login is not repeated) and records into r.
 func (r *retryAfterRecorder) wrap(hc *http.Client) *http.Client {
-	wrapped := http.Client{}
-	if hc != nil {
-		wrapped = *hc
-	}
+	wrapped := *hc
 	r.base = cmp.Or(wrapped.Transport, http.DefaultTransport)
 	wrapped.Transport = r
 	return &wrapped

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -223,8 +224,8 @@ func (c *Client) ggcrOptions() []ggcrremote.Option {
 		ggcrremote.WithAuthFromKeychain(keychain{c.auth.Credential}),
 		ggcrremote.WithUserAgent(c.opts.UserAgent),
 	}
-	if c.opts.HTTPClient != nil && c.opts.HTTPClient.Transport != nil {
-		opts = append(opts, ggcrremote.WithTransport(c.opts.HTTPClient.Transport))
+	if c.transport != http.DefaultTransport {
+		opts = append(opts, ggcrremote.WithTransport(c.transport))
 	}
 	return opts
 }

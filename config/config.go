@@ -123,6 +123,35 @@ type TLS struct {
 // Enabled reports whether TLS is configured: whether Certificate is set.
 func (t TLS) Enabled() bool { return t.Certificate != "" }
 
+// The values of TLS.MinVersion and TLS.ClientAuth.
+const (
+	TLS12              = "1.2"
+	TLS13              = "1.3"
+	ClientAuthIfGiven  = "verify-if-given"
+	ClientAuthRequired = "require"
+)
+
+// Validate reports the first bad setting of http.tls, naming its key under
+// prefix. The files are read at start (tlsreload.New), not here.
+func (t TLS) Validate(prefix string) error {
+	key := KeyPrefix(prefix)
+	switch {
+	case !t.Enabled() && t.Key != "":
+		return fmt.Errorf("%scertificate: required with %skey", key, key)
+	case !t.Enabled() && t.ClientCA != "":
+		return fmt.Errorf("%scertificate: required with %sclientCA (client certificates are asked for over TLS only)", key, key)
+	case t.Enabled() && t.Key == "":
+		return fmt.Errorf("%skey: required with %scertificate", key, key)
+	case t.MinVersion != "" && t.MinVersion != TLS12 && t.MinVersion != TLS13:
+		return fmt.Errorf("%sminVersion: want %q or %q (got %q)", key, TLS12, TLS13, t.MinVersion)
+	case t.ClientAuth != "" && t.ClientAuth != ClientAuthIfGiven && t.ClientAuth != ClientAuthRequired:
+		return fmt.Errorf("%sclientAuth: want %s or %s (got %q)", key, ClientAuthIfGiven, ClientAuthRequired, t.ClientAuth)
+	case t.ClientAuth != "" && t.ClientCA == "":
+		return fmt.Errorf("%sclientCA: required with %sclientAuth (the authorities client certificates must chain to)", key, key)
+	}
+	return nil
+}
+
 // Log configures the server's structured log.
 type Log struct {
 	// Level is debug, info (default), warn or error.
@@ -285,6 +314,12 @@ func (c *Config) SetDefaults() {
 	if c.Log.Format == "" {
 		c.Log.Format = "text"
 	}
+	if c.HTTP.TLS.MinVersion == "" {
+		c.HTTP.TLS.MinVersion = TLS12
+	}
+	if c.HTTP.TLS.ClientCA != "" && c.HTTP.TLS.ClientAuth == "" {
+		c.HTTP.TLS.ClientAuth = ClientAuthIfGiven
+	}
 	c.Storage.SetDefaults(c.Data)
 	if c.Registry.HTTPSecretFile == "" {
 		c.Registry.HTTPSecretFile = path.Join(c.Data, "http-secret")
@@ -373,6 +408,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Log.Format != "text" && c.Log.Format != "json" {
 		return fmt.Errorf("log.format: want text or json (got %q)", c.Log.Format)
+	}
+	if err := c.HTTP.TLS.Validate("http.tls"); err != nil {
+		return err
 	}
 	if err := c.Storage.Validate("storage"); err != nil {
 		return err

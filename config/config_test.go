@@ -171,6 +171,22 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"catalog registry not a URL", func(c *Config) { c.Catalog.Registry = "localhost:5000" }, `catalog.registry: want http(s)://host[:port] (got "localhost:5000")`},
 		{"catalog registry with a path", func(c *Config) { c.Catalog.Registry = "http://r/v2" }, `catalog.registry: want http(s)://host[:port]`},
 		{"catalog public URL scheme", func(c *Config) { c.Catalog.PublicURL = "ftp://r" }, `catalog.publicURL: want http(s)://host[:port]`},
+		{"tls key without certificate", func(c *Config) { c.HTTP.TLS.Key = "tls.key" }, "http.tls.certificate: required with http.tls.key"},
+		{"tls certificate without key", func(c *Config) { c.HTTP.TLS.Certificate = "tls.crt" }, "http.tls.key: required with http.tls.certificate"},
+		{"tls client CA without certificate", func(c *Config) { c.HTTP.TLS.ClientCA = "ca.crt" }, "http.tls.certificate: required with http.tls.clientCA"},
+		{"tls min version", func(c *Config) {
+			c.HTTP.TLS.Certificate, c.HTTP.TLS.Key, c.HTTP.TLS.MinVersion = "tls.crt", "tls.key", "1.1"
+		},
+			`http.tls.minVersion: want "1.2" or "1.3" (got "1.1")`},
+		{"tls min version spelled", func(c *Config) {
+			c.HTTP.TLS.Certificate, c.HTTP.TLS.Key, c.HTTP.TLS.MinVersion = "tls.crt", "tls.key", "TLS1.3"
+		},
+			`http.tls.minVersion: want "1.2" or "1.3" (got "TLS1.3")`},
+		{"tls client auth", func(c *Config) {
+			c.HTTP.TLS = TLS{Certificate: "tls.crt", Key: "tls.key", ClientCA: "ca.crt", ClientAuth: "required"}
+		}, `http.tls.clientAuth: want verify-if-given or require (got "required")`},
+		{"tls client auth without CA", func(c *Config) { c.HTTP.TLS = TLS{Certificate: "tls.crt", Key: "tls.key", ClientAuth: "require"} },
+			"http.tls.clientCA: required with http.tls.clientAuth"},
 		{"unknown driver", func(c *Config) { c.Storage.Driver = "floppy" }, `storage.driver: unknown driver "floppy" (want one of azure, filesystem, gcs, inmemory, s3)`},
 		{"s3 without bucket", func(c *Config) { c.Storage.Driver = "s3" }, "storage.s3.bucket: required"},
 		{"s3 without region", func(c *Config) { c.Storage.Driver = "s3"; c.Storage.S3.Bucket = "b" }, "storage.s3.region: required unless storage.s3.regionEndpoint is set"},
@@ -295,6 +311,28 @@ func TestMaxUnapproved(t *testing.T) {
 	}{{"", permissions.DefaultMaxUnapproved}, {"none", permissions.None}, {"critical", permissions.Critical}} {
 		if got, err := (Namespace{Name: "a", MaxUnapprovedRating: tc.set}).MaxUnapproved(); got != tc.want || err != nil {
 			t.Errorf("MaxUnapproved of %q = %s, %v; want %s", tc.set, got, err, tc.want)
+		}
+	}
+}
+
+func TestTLSDefaultsAndValidCombinations(t *testing.T) {
+	for _, tls := range []TLS{
+		{},
+		{Certificate: "tls.crt", Key: "tls.key"},
+		{Certificate: "tls.crt", Key: "tls.key", MinVersion: "1.3"},
+		{Certificate: "tls.crt", Key: "tls.key", ClientCA: "ca.crt"},
+		{Certificate: "tls.crt", Key: "tls.key", ClientCA: "ca.crt", ClientAuth: "require"},
+	} {
+		c := &Config{HTTP: HTTP{TLS: tls}}
+		c.SetDefaults()
+		if err := c.Validate(); err != nil {
+			t.Errorf("%+v: Validate() = %v", tls, err)
+		}
+		if c.HTTP.TLS.MinVersion == "" {
+			t.Errorf("%+v: minVersion has no default", tls)
+		}
+		if tls.ClientCA != "" && tls.ClientAuth == "" && c.HTTP.TLS.ClientAuth != ClientAuthIfGiven {
+			t.Errorf("%+v: clientAuth defaults to %q, want %q", tls, c.HTTP.TLS.ClientAuth, ClientAuthIfGiven)
 		}
 	}
 }

@@ -9,6 +9,7 @@ package node
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
@@ -27,6 +28,7 @@ import (
 	"github.com/berth-registry/berth/coord"
 	"github.com/berth-registry/berth/internal/datalock"
 	"github.com/berth-registry/berth/internal/forwarded"
+	"github.com/berth-registry/berth/internal/tlsreload"
 	"github.com/berth-registry/berth/maintenance"
 	"github.com/berth-registry/berth/membership"
 	"github.com/berth-registry/berth/olm"
@@ -313,15 +315,27 @@ func (n *Node) openRemoteSource(context.Context) error {
 	return nil
 }
 
-// listen opens the node's address, cfg.Addr. TLS, when it comes, wraps
-// this listener.
+// listen opens the node's address, cfg.Addr, serving TLS over it when
+// http.tls is set: its files are read first (an error names the file and
+// its setting), and again when they change (tlsreload).
 func (n *Node) listen(context.Context) error {
+	var tlsConfig *tls.Config
+	if n.cfg.HTTP.TLS.Enabled() {
+		r, err := tlsreload.New(n.cfg.HTTP.TLS, n.log)
+		if err != nil {
+			return err
+		}
+		tlsConfig = r.ServerConfig()
+	}
 	ln, err := net.Listen("tcp", n.cfg.Addr)
 	if err != nil {
 		return err
 	}
-	n.ln = ln
 	n.onClose(func() { ln.Close() })
+	if tlsConfig != nil {
+		ln = tls.NewListener(ln, tlsConfig)
+	}
+	n.ln = ln
 	return nil
 }
 

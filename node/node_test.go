@@ -275,6 +275,9 @@ func TestNodeRefusals(t *testing.T) {
 		{"address in use", func(c *config.Config) { c.Addr = busy.Addr().String() }, "address already in use"},
 		{"HTTP secret file is a directory", func(c *config.Config) { c.Registry.HTTPSecretFile = c.Data }, "registry.httpSecretFile:"},
 		{"bad trusted proxy", func(c *config.Config) { c.TrustedProxies = []string{"not-a-cidr"} }, "trustedProxies:"},
+		{"TLS certificate missing", func(c *config.Config) {
+			c.HTTP.TLS = config.TLS{Certificate: c.Data + "/none.crt", Key: c.Data + "/none.key"}
+		}, "http.tls.certificate: stat "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			data := t.TempDir()

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/distribution/distribution/v3/registry/api/errcode"
 	"github.com/distribution/reference"
@@ -125,7 +126,10 @@ func (w *serverErrorWriter) Write(p []byte) (int, error) {
 
 // ReadFrom writes what r holds as Write does, through the underlying
 // writer's ReadFrom when it has one: net/http's sends a file with
-// sendfile(2), as the blob reads of fileServer hand it one.
+// sendfile(2), as the blob reads of fileServer hand it one. Without one
+// (HTTP/2), it copies through a copyBufferSize buffer: each write of an
+// HTTP/2 handler waits for the connection to send it, so io.Copy's 32 KiB
+// writes would hold a blob read to a few hundred MB/s.
 func (w *serverErrorWriter) ReadFrom(r io.Reader) (int64, error) {
 	if w.status == 0 {
 		w.WriteHeader(http.StatusOK)
@@ -136,8 +140,19 @@ func (w *serverErrorWriter) ReadFrom(r io.Reader) (int64, error) {
 	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok {
 		return rf.ReadFrom(r)
 	}
-	return io.Copy(w.ResponseWriter, r)
+	buf := copyBuffers.Get().(*[]byte)
+	defer copyBuffers.Put(buf)
+	// The struct hides r's WriteTo, which would copy 32 KiB at a time.
+	return io.CopyBuffer(w.ResponseWriter, struct{ io.Reader }{r}, *buf)
 }
+
+// copyBufferSize is the size of the buffers of ReadFrom's copies.
+const copyBufferSize = 1 << 20
+
+var copyBuffers = sync.Pool{New: func() any {
+	b := make([]byte, copyBufferSize)
+	return &b
+}}
 
 // Flush sends what has been written, unless it is held back.
 func (w *serverErrorWriter) Flush() {

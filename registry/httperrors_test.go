@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -183,5 +185,42 @@ func TestServerErrorWriterHandsReadsToReadFrom(t *testing.T) {
 	http.ServeContent(sw, httptest.NewRequest(http.MethodGet, "/v2/a/blobs/x", nil), "x", time.Time{}, strings.NewReader("blob content"))
 	if !rec.readFrom || rec.Body.String() != "blob content" || rec.Code != http.StatusOK {
 		t.Errorf("ReadFrom called %v; got %d %q", rec.readFrom, rec.Code, rec.Body)
+	}
+}
+
+// writeSizes is a ResponseWriter without ReadFrom, as HTTP/2's is, that
+// keeps the size of every write.
+type writeSizes struct {
+	httptest.ResponseRecorder
+	sizes []int
+}
+
+func (w *writeSizes) Write(p []byte) (int, error) {
+	w.sizes = append(w.sizes, len(p))
+	return len(p), nil
+}
+
+// TestReadFromWritesLargeChunks: under a writer without ReadFrom, a blob
+// sent from a file goes out in copyBufferSize writes, not io.Copy's 32 KiB
+// (each write of an HTTP/2 handler waits for the connection).
+func TestReadFromWritesLargeChunks(t *testing.T) {
+	f, err := os.CreateTemp(t.TempDir(), "blob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(make([]byte, 2*copyBufferSize+1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	w := &writeSizes{}
+	n, err := (&serverErrorWriter{ResponseWriter: w}).ReadFrom(f)
+	if err != nil || n != 2*copyBufferSize+1 {
+		t.Fatalf("ReadFrom = %d, %v; want %d bytes", n, err, 2*copyBufferSize+1)
+	}
+	if want := []int{copyBufferSize, copyBufferSize, 1}; !slices.Equal(w.sizes, want) {
+		t.Errorf("writes of %v bytes, want %v", w.sizes, want)
 	}
 }

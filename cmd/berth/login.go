@@ -155,7 +155,10 @@ func prompt(cmd *cobra.Command, user string) (string, string, error) {
 
 // newLogoutCmd returns `berth logout HOST`.
 func newLogoutCmd() *cobra.Command {
-	var format outputFormat
+	var (
+		remote remoteFlags
+		format outputFormat
+	)
 	cmd := &cobra.Command{
 		Use:   "logout HOST",
 		Short: "Remove the credentials kept for a registry",
@@ -169,11 +172,7 @@ the error says why.`,
 		Example: `  berth logout localhost:5000`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			store, err := credentialStore(cmd)
-			if err != nil {
-				return err
-			}
-			c, err := client.New(client.Options{Credentials: store})
+			c, err := remote.client(cmd)
 			if err != nil {
 				return err
 			}
@@ -193,6 +192,7 @@ the error says why.`,
 			return err
 		},
 	}
+	remote.add(cmd)
 	addFormatFlag(cmd, &format)
 	return cmd
 }

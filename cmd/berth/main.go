@@ -19,6 +19,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/berth-registry/berth/client"
 )
 
 func main() {
@@ -38,6 +40,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return exit.code
 		}
 		fmt.Fprintf(stderr, "Error: %v\n", err)
+		switch {
+		case client.IsCertificateError(err):
+			fmt.Fprintln(stderr, "Hint: the server's certificate did not verify. If a private certificate authority issued it, give that authority's certificate with --ca-file FILE.")
+		case client.IsClientCertificateRefusal(err):
+			fmt.Fprintln(stderr, "Hint: the server ended the TLS connection. If it requires a client certificate, give one with --cert-file FILE --key-file FILE.")
+		}
 		return 1
 	}
 	return 0

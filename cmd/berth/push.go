@@ -17,34 +17,59 @@ import (
 	"github.com/berth-registry/berth/signing"
 )
 
-// remoteFlags are the flags of every command that talks to a registry.
+// remoteFlags are the flags of every command that talks to a registry or
+// a berth server: plain HTTP or HTTPS, and the TLS files, as oras names them.
 type remoteFlags struct {
 	plainHTTP bool
+	tls       client.TLSOptions
 }
 
 // add registers the flags on cmd.
 func (f *remoteFlags) add(cmd *cobra.Command) {
-	cmd.Flags().BoolVar(&f.plainHTTP, "plain-http", false,
-		"use plain HTTP instead of HTTPS (default: plain HTTP for localhost and loopback addresses only)")
+	fl := cmd.Flags()
+	fl.BoolVar(&f.plainHTTP, "plain-http", false,
+		"use plain HTTP instead of HTTPS (default: plain HTTP for localhost and loopback addresses only, unless a TLS flag is given)")
+	fl.StringVar(&f.tls.CAFile, "ca-file", "", "PEM `FILE` of the certificate authorities trusted for the server's certificate, besides the system's; selects HTTPS on loopback too")
+	fl.StringVar(&f.tls.CertFile, "cert-file", "", "PEM `FILE` of the client certificate, for a server that asks for one (with --key-file)")
+	fl.StringVar(&f.tls.KeyFile, "key-file", "", "PEM `FILE` of the client certificate's key (with --cert-file)")
+	fl.BoolVar(&f.tls.InsecureSkipVerify, "insecure-skip-verify", false,
+		"accept any server certificate (test servers only: anyone in the middle can read the traffic); selects HTTPS on loopback too")
 }
 
-// client returns a registry client: credentials from the Docker config file
-// (--registry-config),
-// --plain-http when given, progress bars when stderr is a terminal.
+// options are the client options of the flags: credentials from the Docker
+// config file (--registry-config), --plain-http when given, and the TLS
+// files. A TLS flag selects HTTPS for every host, loopback included, unless
+// --plain-http is given too.
+func (f *remoteFlags) options(cmd *cobra.Command) (client.Options, error) {
+	store, err := credentialStore(cmd)
+	if err != nil {
+		return client.Options{}, err
+	}
+	opts := client.Options{Credentials: store}
+	if cmd.Flags().Changed("plain-http") {
+		opts.PlainHTTP = &f.plainHTTP
+	}
+	if !f.tls.IsZero() {
+		if opts.TLS, err = f.tls.Config(); err != nil {
+			return client.Options{}, fmt.Errorf("--ca-file, --cert-file, --key-file: %w", err)
+		}
+	}
+	return opts, nil
+}
+
+// client returns a registry client of the flags (options), with progress
+// bars when stderr is a terminal.
 func (f *remoteFlags) client(cmd *cobra.Command) (*client.Client, error) {
 	return f.clientWith(cmd, nil)
 }
 
 // clientWith is client with a trust policy that Pull and Promote enforce.
 func (f *remoteFlags) clientWith(cmd *cobra.Command, policy *signing.Policy) (*client.Client, error) {
-	store, err := credentialStore(cmd)
+	opts, err := f.options(cmd)
 	if err != nil {
 		return nil, err
 	}
-	opts := client.Options{Progress: progressFunc(cmd.ErrOrStderr()), TrustPolicy: policy, Credentials: store}
-	if cmd.Flags().Changed("plain-http") {
-		opts.PlainHTTP = &f.plainHTTP
-	}
+	opts.Progress, opts.TrustPolicy = progressFunc(cmd.ErrOrStderr()), policy
 	return client.New(opts)
 }
 

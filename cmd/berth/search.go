@@ -46,13 +46,9 @@ func (f *catalogFlags) catalog(cmd *cobra.Command) (*client.Catalog, error) {
 	if !cmd.Flags().Changed("server") {
 		server = cmp.Or(os.Getenv("BERTH_SERVER"), server)
 	}
-	store, err := credentialStore(cmd)
+	opts, err := f.remote.options(cmd)
 	if err != nil {
 		return nil, err
-	}
-	opts := client.Options{Credentials: store}
-	if cmd.Flags().Changed("plain-http") {
-		opts.PlainHTTP = &f.remote.plainHTTP
 	}
 	return client.NewCatalog(server, opts)
 }

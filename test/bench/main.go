@@ -47,7 +47,13 @@
 // /auth/token with the user's Basic credentials, -token-requests times, one
 // at a time.
 //
-// A third table (quota.go; -quota runs it alone) compares pushes into a
+// A third table compares berth serving TLS (http.tls, a certificate of an
+// authority the harness makes; the client negotiates HTTP/2 as Go clients
+// do) against berth over plain HTTP, two more berths started side by side,
+// on the blob, package and mixed rows: the ratio is berth+tls/berth, target
+// 0.95x. With -tls (make bench-tls) the harness runs that table alone.
+//
+// A fourth table (quota.go; -quota runs it alone) compares pushes into a
 // namespace at 99% of its quota with the same pushes into one without, each
 // on a berth of its own: the package push rows at c=1 and c=8, with the
 // namespace filled to 99% of its quota before each run (both berths hold the
@@ -147,11 +153,13 @@ type options struct {
 	zot                   string
 	quotaOnly             bool
 	verbose               bool
-	catalog               catalogOptions
-	provenance            provenanceOptions
-	mirror                mirrorOptions
-	olm                   olmOptions
-	scale                 scaleOptions
+	// tlsOnly runs the TLS table alone.
+	tlsOnly    bool
+	catalog    catalogOptions
+	provenance provenanceOptions
+	mirror     mirrorOptions
+	olm        olmOptions
+	scale      scaleOptions
 }
 
 func parseFlags() (options, error) {
@@ -166,6 +174,7 @@ func parseFlags() (options, error) {
 	flag.StringVar(&o.zot, "zot", "", "zot binary to compare with (docs/benchmarks.md says how to build one); without it zot is skipped")
 	flag.BoolVar(&o.verbose, "v", false, "print every sample of every row")
 	flag.BoolVar(&o.quotaOnly, "quota", false, "run the quota table alone: pushes into a namespace at 99% of its quota against one without (it needs a berth that keeps its quota ledger)")
+	flag.BoolVar(&o.tlsOnly, "tls", false, "run only the TLS table: berth over TLS against berth over plain HTTP")
 	registerCatalogFlags(&o.catalog)
 	registerProvenanceFlags(&o.provenance)
 	registerMirrorFlags(&o.mirror)
@@ -176,13 +185,13 @@ func parseFlags() (options, error) {
 		return o, fmt.Errorf("unexpected arguments %q", flag.Args())
 	}
 	modes := 0
-	for _, on := range []bool{o.catalog.enabled, o.provenance.enabled, o.mirror.enabled, o.olm.enabled, o.scale.enabled, o.quotaOnly} {
+	for _, on := range []bool{o.catalog.enabled, o.provenance.enabled, o.mirror.enabled, o.olm.enabled, o.scale.enabled, o.quotaOnly, o.tlsOnly} {
 		if on {
 			modes++
 		}
 	}
 	if modes > 1 {
-		return o, errors.New("-catalog, -provenance, -mirror, -olm, -scale and -quota are separate runs; choose one")
+		return o, errors.New("-catalog, -provenance, -mirror, -olm, -scale, -quota and -tls are separate runs; choose one")
 	}
 	for _, f := range []struct {
 		name  string
@@ -235,6 +244,9 @@ func run() error {
 		return runQuotaOnly(ctx, o)
 	}
 	began := time.Now()
+	if o.tlsOnly {
+		return runTLSOnly(ctx, o, began)
+	}
 	if o.zot == "" {
 		logf("zot skipped: no -zot binary given (docs/benchmarks.md says how to build one)")
 	} else if _, err := os.Stat(o.zot); err != nil {
@@ -341,9 +353,34 @@ func run() error {
 	printTable(os.Stdout, authTable(authTargets, authRows), o.verbose)
 	fmt.Printf("token issue (GET /auth/token, Basic, %d one at a time): p50 %s, p99 %s\n",
 		o.tokenRequests, formatDuration(p50), formatDuration(p99))
+	// TLS on against TLS off, two more berths side by side.
+	stop(authed)
+	stop(unauthed)
+	if err := runTLSTable(ctx, o, bins.berth, root); err != nil {
+		return err
+	}
 
 	logf("a namespace at 99%% of its quota against one without")
 	if err := runQuota(ctx, o, bins.berth, root); err != nil {
+		return err
+	}
+	logf("done in %s", time.Since(began).Round(time.Second))
+	return nil
+}
+
+// runTLSOnly is `bench -tls`: berth built, then the TLS table alone.
+func runTLSOnly(ctx context.Context, o options, began time.Time) error {
+	root, err := os.MkdirTemp("", "berth-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(root)
+	logf("building berth")
+	bins, err := build(ctx, root)
+	if err != nil {
+		return err
+	}
+	if err := runTLSTable(ctx, o, bins.berth, root); err != nil {
 		return err
 	}
 	logf("done in %s", time.Since(began).Round(time.Second))

@@ -275,6 +275,12 @@ func freeAddr() (string, error) {
 
 // start runs bin and waits until GET readyPath answers 200.
 func start(ctx context.Context, name, addr, dir, readyPath, bin string, args ...string) (*server, error) {
+	return startReady(ctx, name, addr, dir, "http://"+addr+readyPath, loopbackTransport(addr), bin, args...)
+}
+
+// startReady runs bin and waits until GET readyURL, sent through transport,
+// answers 200.
+func startReady(ctx context.Context, name, addr, dir, readyURL string, transport *http.Transport, bin string, args ...string) (*server, error) {
 	logFile, err := os.Create(filepath.Join(dir, "server.log"))
 	if err != nil {
 		return nil, err
@@ -292,7 +298,7 @@ func start(ctx context.Context, name, addr, dir, readyPath, bin string, args ...
 		s.waitErr = cmd.Wait()
 		close(s.exited)
 	}()
-	if err := s.waitReady(ctx, readyPath); err != nil {
+	if err := s.waitReady(ctx, readyURL, transport); err != nil {
 		s.stop()
 		return nil, fmt.Errorf("%s: %w\n%s", name, err, s.logTail())
 	}
@@ -313,15 +319,14 @@ func serverEnv(environ []string) []string {
 	return append(env, "OTEL_TRACES_EXPORTER=none")
 }
 
-func (s *server) waitReady(ctx context.Context, path string) error {
-	transport := loopbackTransport(s.addr)
+func (s *server) waitReady(ctx context.Context, url string, transport *http.Transport) error {
 	defer transport.CloseIdleConnections()
 	client := &http.Client{Timeout: time.Second, Transport: transport}
 	deadline := time.After(readyTimeout)
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if resp, err := client.Get("http://" + s.addr + path); err == nil {
+		if resp, err := client.Get(url); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return nil
@@ -333,7 +338,7 @@ func (s *server) waitReady(ctx context.Context, path string) error {
 		case <-s.exited:
 			return fmt.Errorf("exited before it was ready: %v", s.waitErr)
 		case <-deadline:
-			return fmt.Errorf("GET %s did not answer 200 within %s", path, readyTimeout)
+			return fmt.Errorf("GET %s did not answer 200 within %s", url, readyTimeout)
 		case <-tick.C:
 		}
 	}

@@ -38,13 +38,16 @@ type target struct {
 	// store, when set, makes t the floor: it serves pulls only, of content
 	// the harness writes into store instead of pushing it.
 	store *floor.Store
+	// https is whether t serves TLS; client trusts its certificate.
+	https bool
 }
 
 func newTarget(name, addr string, also ...string) *target {
 	return &target{name: name, addr: addr, also: also, client: &http.Client{Transport: loopbackTransport(append([]string{addr}, also...)...)}}
 }
 
-// repository is an oras-go client for one repository of t, over plain HTTP.
+// repository is an oras-go client for one repository of t, over plain
+// HTTP, or HTTPS when t serves TLS.
 func (t *target) repository(name string) *remote.Repository {
 	var client remote.Client = t.client
 	if t.login != nil {
@@ -60,7 +63,7 @@ func (t *target) repository(name string) *remote.Repository {
 	return &remote.Repository{
 		Client:    client,
 		Reference: registry.Reference{Registry: addr, Repository: name},
-		PlainHTTP: true,
+		PlainHTTP: !t.https,
 	}
 }
 

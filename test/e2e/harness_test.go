@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -77,8 +78,16 @@ func runMain(m *testing.M) int {
 	}
 	// The browser tests share one Chromium, stopped here.
 	defer browsertest.Stop()
+	// The TLS tests' certificates are issued by one authority, which the
+	// tests' own HTTP client trusts.
+	if err := makeTestCA(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	trusting := http.DefaultTransport.(*http.Transport).Clone()
+	trusting.TLSClientConfig = &tls.Config{RootCAs: testCA.pool}
 	// Every answer the tests read is looked through for their secrets.
-	http.DefaultTransport = scanningTransport{next: http.DefaultTransport}
+	http.DefaultTransport = scanningTransport{next: trusting}
 	// The tests that need PostgreSQL share one throwaway cluster, stopped here.
 	code := pgtest.Run(m)
 	if secrets.pending() && code == 0 {
@@ -104,6 +113,8 @@ func requireTool(t *testing.T, name, path string) {
 // server is a running `berth serve` process.
 type server struct {
 	addr string // 127.0.0.1:port
+	// tls is whether it serves HTTPS (http.tls), as its log says.
+	tls  bool
 	data string
 	cmd  *exec.Cmd
 	done chan struct{}
@@ -113,6 +124,9 @@ type server struct {
 }
 
 var servingRE = regexp.MustCompile(`msg="berth serving" addr=(\S+)`)
+
+// servingTLS starts the log line of a server that serves HTTPS.
+const servingTLS = `msg="serving TLS`
 
 // startServer starts berth serve on a free loopback port with data in a new
 // temp dir (or the given one) and stops it when the test ends.
@@ -147,6 +161,9 @@ func startProcess(t *testing.T, dir string, args ...string) *server {
 			s.mu.Lock()
 			s.log.WriteString(line + "\n")
 			s.mu.Unlock()
+			if strings.Contains(line, servingTLS) {
+				s.tls = true
+			}
 			if m := servingRE.FindStringSubmatch(line); m != nil {
 				addr <- m[1]
 			}
@@ -195,7 +212,12 @@ func (s *server) stop(t *testing.T) error {
 }
 
 // url returns the server's base URL.
-func (s *server) url() string { return "http://" + s.addr }
+func (s *server) url() string {
+	if s.tls {
+		return "https://" + s.addr
+	}
+	return "http://" + s.addr
+}
 
 // get fetches path from the server and returns the status and body.
 func (s *server) get(t *testing.T, path string) (int, string) {

@@ -62,6 +62,8 @@ func requireOpm(t *testing.T) string {
 type opmCLI struct {
 	bin string
 	env []string
+	// https leaves --use-http out, for a berth that serves TLS.
+	https bool
 }
 
 // newOpm returns the opm CLI for t, or skips t (fails it in CI) when opm
@@ -102,11 +104,13 @@ func newOpm(t *testing.T) *opmCLI {
 }
 
 // run runs opm with args and --use-http (berth serves plain HTTP on
-// 127.0.0.1) and returns its standard output; it fails the test unless opm
-// succeeds.
+// 127.0.0.1, unless https is set) and returns its standard output; it
+// fails the test unless opm succeeds.
 func (o *opmCLI) run(t *testing.T, args ...string) string {
 	t.Helper()
-	args = append(args, "--use-http")
+	if !o.https {
+		args = append(args, "--use-http")
+	}
 	r := runWith(t, command{env: o.env}, o.bin, args...)
 	if r.code != 0 {
 		t.Fatalf("opm %s: exit %d\n%s%s", strings.Join(args, " "), r.code, r.stdout, r.stderr)

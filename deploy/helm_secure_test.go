@@ -16,6 +16,8 @@ import (
 	"time"
 
 	networkingv1 "k8s.io/api/networking/v1"
+
+	"github.com/berth-registry/berth/config"
 )
 
 // TestHelmRendersAreStable: two renders of the same values are byte for byte
@@ -71,8 +73,8 @@ func TestHelmTLS(t *testing.T) {
 	if path.Base(tc.Certificate) != "tls.crt" || path.Base(tc.Key) != "tls.key" {
 		t.Errorf("http.tls certificate %s, key %s: want the kubernetes.io/tls keys tls.crt and tls.key", tc.Certificate, tc.Key)
 	}
-	if tc.MinVersion != "1.3" || tc.ClientAuth != "" {
-		t.Errorf("http.tls minVersion %q, clientAuth %q: want 1.3 as tls.minVersion says, and berth's default", tc.MinVersion, tc.ClientAuth)
+	if tc.MinVersion != "1.3" || tc.ClientAuth != config.ClientAuthIfGiven {
+		t.Errorf("http.tls minVersion %q, clientAuth %q: want 1.3 as tls.minVersion says, and berth's default, %s", tc.MinVersion, tc.ClientAuth, config.ClientAuthIfGiven)
 	}
 	if d.config.Catalog.PublicURL != "https://berth.example.com" {
 		t.Errorf("catalog.publicURL %q, want https://berth.example.com from the ingress", d.config.Catalog.PublicURL)

@@ -1,0 +1,246 @@
+package pkgsource
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// entry is one tar entry of a test archive.
+type entry struct {
+	name, body, link string
+	typ              byte
+}
+
+func tgz(t testing.TB, entries ...entry) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	for _, e := range entries {
+		typ := e.typ
+		if typ == 0 {
+			typ = tar.TypeReg
+		}
+		hdr := &tar.Header{Name: e.name, Typeflag: typ, Mode: 0o644, Size: int64(len(e.body)), Linkname: e.link, Format: tar.FormatPAX}
+		if typ != tar.TypeReg {
+			hdr.Size = 0
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			t.Fatal(err)
+		}
+		if typ == tar.TypeReg {
+			if _, err := tw.Write([]byte(e.body)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// loopback are the limits of tests, whose servers are on 127.0.0.1.
+var loopback = Limits{AllowPrivate: true}
+
+// emptyDir is a new empty directory for a fetch.
+func emptyDir(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "out")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func assertEmpty(t *testing.T, dir string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) > 0 {
+		t.Errorf("%s holds %d entries after a failed fetch, want none", dir, len(entries))
+	}
+	siblings, _ := os.ReadDir(filepath.Dir(dir))
+	if len(siblings) != 1 {
+		t.Errorf("%d entries beside %s after a failed fetch, want none (staging left behind)", len(siblings)-1, dir)
+	}
+}
+
+func readFile(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// tarballServer serves body at /pkg.tgz with etag, honouring If-None-Match.
+type tarballServer struct {
+	body []byte
+	etag string
+}
+
+func (s *tarballServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.etag != "" {
+		w.Header().Set("ETag", s.etag)
+		if r.Header.Get("If-None-Match") == s.etag {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+	}
+	w.Write(s.body)
+}
+
+func TestHTTPFetchAndResolve(t *testing.T) {
+	ts := &tarballServer{etag: `"v1"`, body: tgz(t,
+		entry{name: "op-1.0/", typ: tar.TypeDir},
+		entry{name: "op-1.0/manifests/csv.yaml", body: "kind: ClusterServiceVersion\n"},
+		entry{name: "op-1.0/metadata/annotations.yaml", body: "annotations: {}\n"},
+		entry{name: "op-1.0/manifests/link.yaml", typ: tar.TypeSymlink, link: "csv.yaml"},
+		entry{name: "README.md", body: "outside dir"},
+	)}
+	srv := httptest.NewServer(ts)
+	defer srv.Close()
+	spec := Spec{Kind: HTTP, URL: srv.URL + "/pkg.tgz", Dir: "op-1.0"}
+	dir := emptyDir(t)
+	got, err := Fetch(context.Background(), spec, dir, loopback)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Revision != `"v1"` || got.Kind != HTTP || got.Dir != "op-1.0" {
+		t.Errorf("Fetch resolved %+v, want revision \"v1\"", got)
+	}
+	if s := readFile(t, filepath.Join(dir, "manifests/csv.yaml")); s != "kind: ClusterServiceVersion\n" {
+		t.Errorf("csv.yaml = %q", s)
+	}
+	if s := readFile(t, filepath.Join(dir, "manifests/link.yaml")); s != "kind: ClusterServiceVersion\n" {
+		t.Errorf("in-tree symlink reads %q", s)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "README.md")); err == nil {
+		t.Error("README.md outside Dir was written")
+	}
+	same, err := Resolve(context.Background(), spec, got, loopback)
+	if err != nil || same.Revision != got.Revision {
+		t.Errorf("Resolve of an unchanged tarball = %+v, %v; want revision %s", same, err, got.Revision)
+	}
+	ts.etag = `"v2"`
+	moved, err := Resolve(context.Background(), spec, got, loopback)
+	if err != nil || moved.Revision != `"v2"` {
+		t.Errorf("Resolve after the ETag changed = %+v, %v; want revision \"v2\"", moved, err)
+	}
+}
+
+func TestHTTPNoETagHashesBody(t *testing.T) {
+	body := tgz(t, entry{name: "a.yaml", body: "a: 1\n"})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(body) }))
+	defer srv.Close()
+	spec := Spec{Kind: HTTP, URL: srv.URL + "/a.tgz"}
+	got, err := Fetch(context.Background(), spec, emptyDir(t), loopback)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(got.Revision, "sha256:") {
+		t.Fatalf("revision %q, want the sha256 of the body", got.Revision)
+	}
+	again, err := Resolve(context.Background(), spec, got, loopback)
+	if err != nil || again.Revision != got.Revision {
+		t.Errorf("Resolve = %+v, %v; want revision %s", again, err, got.Revision)
+	}
+}
+
+func TestHTTPHostile(t *testing.T) {
+	bomb := tgz(t, entry{name: "big.yaml", body: strings.Repeat("a", 4<<20)})
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(bomb) }))
+	defer other.Close()
+	otherURL := strings.Replace(other.URL, "127.0.0.1", "localhost", 1)
+	files := make([]entry, 20)
+	for i := range files {
+		files[i] = entry{name: strings.Repeat("f", i+1), body: "x"}
+	}
+	routes := map[string]http.HandlerFunc{
+		"/bomb.tgz":   func(w http.ResponseWriter, r *http.Request) { w.Write(bomb) },
+		"/dotdot.tgz": func(w http.ResponseWriter, r *http.Request) { w.Write(tgz(t, entry{name: "../evil", body: "x"})) },
+		"/abs.tgz":    func(w http.ResponseWriter, r *http.Request) { w.Write(tgz(t, entry{name: "/etc/evil", body: "x"})) },
+		"/symlink.tgz": func(w http.ResponseWriter, r *http.Request) {
+			w.Write(tgz(t, entry{name: "l", typ: tar.TypeSymlink, link: "../../etc/passwd"}))
+		},
+		"/absLink.tgz": func(w http.ResponseWriter, r *http.Request) {
+			w.Write(tgz(t, entry{name: "l", typ: tar.TypeSymlink, link: "/etc/passwd"}))
+		},
+		"/device.tgz":   func(w http.ResponseWriter, r *http.Request) { w.Write(tgz(t, entry{name: "dev", typ: tar.TypeChar})) },
+		"/whiteout.tgz": func(w http.ResponseWriter, r *http.Request) { w.Write(tgz(t, entry{name: "a/.wh.b", body: ""})) },
+		"/many.tgz":     func(w http.ResponseWriter, r *http.Request) { w.Write(tgz(t, files...)) },
+		"/notgz":        func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("<html>")) },
+		"/missing":      http.NotFound,
+		"/private":      func(w http.ResponseWriter, r *http.Request) { http.Error(w, "no", http.StatusUnauthorized) },
+		"/redirect":     func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, otherURL+"/x.tgz", http.StatusFound) },
+		"/trickle": func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusOK)
+			for _, b := range tgz(t, entry{name: "a", body: "slow"})[:8] {
+				w.Write([]byte{b})
+				w.(http.Flusher).Flush()
+				time.Sleep(300 * time.Millisecond)
+			}
+		},
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { routes[r.URL.Path](w, r) }))
+	defer srv.Close()
+	small := Limits{AllowPrivate: true, MaxBytes: 1 << 20, MaxFiles: 10, StallTimeout: 200 * time.Millisecond, AllowHosts: []string{"127.0.0.1"}}
+	for _, tc := range []struct {
+		path   string
+		dir    string
+		limits Limits
+		want   string
+		is     error
+	}{
+		{"/bomb.tgz", "", small, "more than 1048576 bytes unpacked (at big.yaml)", ErrLimit},
+		{"/bomb.tgz", "elsewhere", small, "the archive unpacks to more than 1048576 bytes", ErrLimit},
+		{"/bomb.tgz", "", Limits{AllowPrivate: true, MaxBytes: 3 << 20, MaxFiles: 10}, "more than 3145728 bytes unpacked (at big.yaml)", ErrLimit},
+		{"/dotdot.tgz", "", small, `path "../evil" is absolute or goes out of the directory`, ErrInvalid},
+		{"/abs.tgz", "", small, `path "/etc/evil" is absolute or goes out of the directory`, ErrInvalid},
+		{"/symlink.tgz", "", small, "symlink l points out of the directory (to ../../etc/passwd)", ErrInvalid},
+		{"/absLink.tgz", "", small, "symlink l points out of the directory (to /etc/passwd)", ErrInvalid},
+		{"/device.tgz", "", small, "dev is a character device, not a file, directory or symlink", ErrInvalid},
+		{"/whiteout.tgz", "", small, "a/.wh.b is a whiteout", ErrInvalid},
+		{"/many.tgz", "", small, "more than 10 files", ErrLimit},
+		{"/notgz", "", small, "not a gzipped tar", ErrInvalid},
+		{"/missing", "", small, "404 Not Found: check the URL", ErrInvalid},
+		{"/private", "", small, "401 Unauthorized: check the credentials", ErrDenied},
+		{"/redirect", "", small, "redirect from " + strings.TrimPrefix(srv.URL, "http://") + " to host localhost, which is not in the allowed hosts", ErrDenied},
+		{"/trickle", "", small, "the server sent nothing for 200ms (stall timeout)", ErrLimit},
+		{"/bomb.tgz", "", Limits{}, "is loopback, link-local, private or unspecified (allow private addresses to fetch it)", ErrDenied},
+		{"/bomb.tgz", "", Limits{AllowPrivate: true, AllowHosts: []string{"example.com"}}, "host 127.0.0.1 is not in the allowed hosts", ErrDenied},
+		{"/trickle", "", Limits{AllowPrivate: true, Timeout: 500 * time.Millisecond}, "the fetch took longer than 500ms (timeout)", ErrLimit},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			dir := emptyDir(t)
+			_, err := Fetch(context.Background(), Spec{Kind: HTTP, URL: srv.URL + tc.path, Dir: tc.dir, Credentials: Credentials{Username: "u", Password: "hunter2"}}, dir, tc.limits)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, tc.is) {
+				t.Fatalf("Fetch error %v, want one containing %q and wrapping %v", err, tc.want, tc.is)
+			}
+			if !strings.Contains(err.Error(), "http source "+srv.URL+tc.path) {
+				t.Errorf("error %q does not name the source", err)
+			}
+			if strings.Contains(err.Error(), "hunter2") {
+				t.Errorf("error %q shows the password", err)
+			}
+			assertEmpty(t, dir)
+		})
+	}
+}

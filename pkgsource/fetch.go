@@ -103,9 +103,9 @@ func Compose(ctx context.Context, specs []Spec, dir string, l Limits) ([]Resolve
 	owner := map[string]int{}
 	var out []Resolved
 	for i, s := range specs {
-		dest, err := cleanDir(s.name(), s.Destination)
+		dest, err := cleanDir(s.name(), "destination", s.Destination)
 		if err != nil {
-			return nil, fmt.Errorf("destination: %w", err)
+			return nil, err
 		}
 		part := filepath.Join(staging, fmt.Sprintf("%d", i))
 		if err := os.Mkdir(part, 0o755); err != nil {
@@ -138,7 +138,7 @@ func Compose(ctx context.Context, specs []Spec, dir string, l Limits) ([]Resolve
 		return nil, err
 	}
 	for i, s := range specs {
-		dest, _ := cleanDir(s.name(), s.Destination)
+		dest, _ := cleanDir(s.name(), "destination", s.Destination)
 		target := filepath.Join(merged, filepath.FromSlash(dest))
 		if err := os.MkdirAll(target, 0o755); err != nil {
 			return nil, err

@@ -139,7 +139,7 @@ func resolveGit(ctx context.Context, s Spec, l Limits) (Resolved, error) {
 // fetchGit fetches the commit of s.Ref at depth 1 into memory and writes
 // the files of its Dir into t.
 func fetchGit(ctx context.Context, s Spec, t *tree) (Resolved, error) {
-	dir, err := cleanDir(t.src, s.Dir)
+	dir, err := cleanDir(t.src, "dir", s.Dir)
 	if err != nil {
 		return Resolved{}, err
 	}

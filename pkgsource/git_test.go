@@ -234,7 +234,7 @@ func TestGitHostile(t *testing.T) {
 		{"submodule", Spec{URL: f.url, Ref: "submodule"}, small, "pkg/vendored is a submodule, which is not fetched", ErrInvalid},
 		{"bad ref", Spec{URL: f.url, Ref: "nope"}, small, `no branch or tag "nope"`, ErrInvalid},
 		{"missing dir", Spec{URL: f.url, Ref: "main", Dir: "nope"}, small, "no directory nope at commit", ErrInvalid},
-		{"dir out", Spec{URL: f.url, Ref: "main", Dir: "../x"}, small, `dir "../x" goes out of the source`, ErrInvalid},
+		{"dir out", Spec{URL: f.url, Ref: "main", Dir: "../x"}, small, `dir "../x" goes out of the directory`, ErrInvalid},
 		{"unknown commit", Spec{URL: f.url, Ref: strings.Repeat("0", 39) + "1"}, small, "the server may not allow fetching a commit", ErrInvalid},
 		{"wrong password", Spec{URL: f.authURL, Ref: "main", Credentials: Credentials{Username: "u", Password: "hunter2"}}, small, "check the credentials", ErrDenied},
 		{"no password", Spec{URL: f.authURL, Ref: "main"}, small, "check the credentials", ErrDenied},

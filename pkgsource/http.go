@@ -15,7 +15,7 @@ import (
 // Revision is the ETag, else the Last-Modified date, else the sha256 of
 // the body.
 func fetchHTTP(ctx context.Context, s Spec, t *tree) (Resolved, error) {
-	dir, err := cleanDir(t.src, s.Dir)
+	dir, err := cleanDir(t.src, "dir", s.Dir)
 	if err != nil {
 		return Resolved{}, err
 	}

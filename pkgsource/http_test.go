@@ -244,3 +244,57 @@ func TestHTTPHostile(t *testing.T) {
 		})
 	}
 }
+
+func TestCompose(t *testing.T) {
+	bodies := map[string][]byte{
+		"/crds.tgz":  tgz(t, entry{name: "crds/a.yaml", body: "kind: CustomResourceDefinition\n"}),
+		"/op.tgz":    tgz(t, entry{name: "deploy.yaml", body: "kind: Deployment\n"}),
+		"/clash.tgz": tgz(t, entry{name: "a.yaml", body: "other\n"}),
+		"/bad.tgz":   tgz(t, entry{name: "../x", body: "x"}),
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(bodies[r.URL.Path]) }))
+	defer srv.Close()
+	ctx := context.Background()
+	dir := emptyDir(t)
+	got, err := Compose(ctx, []Spec{
+		{Kind: HTTP, URL: srv.URL + "/crds.tgz", Dir: "crds", Destination: "manifests/crds"},
+		{Kind: HTTP, URL: srv.URL + "/op.tgz", Destination: "manifests"},
+	}, dir, loopback)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].URL != srv.URL+"/crds.tgz" || got[1].URL != srv.URL+"/op.tgz" {
+		t.Errorf("Compose resolved %+v, want both sources in order", got)
+	}
+	if s := readFile(t, filepath.Join(dir, "manifests/crds/a.yaml")); s != "kind: CustomResourceDefinition\n" {
+		t.Errorf("manifests/crds/a.yaml = %q", s)
+	}
+	if s := readFile(t, filepath.Join(dir, "manifests/deploy.yaml")); s != "kind: Deployment\n" {
+		t.Errorf("manifests/deploy.yaml = %q", s)
+	}
+	for _, tc := range []struct {
+		name  string
+		specs []Spec
+		want  string
+	}{
+		{"same file", []Spec{
+			{Kind: HTTP, URL: srv.URL + "/crds.tgz", Dir: "crds"},
+			{Kind: HTTP, URL: srv.URL + "/clash.tgz"},
+		}, "http source " + srv.URL + "/crds.tgz and http source " + srv.URL + "/clash.tgz both write a.yaml: give them different destinations"},
+		{"destination out", []Spec{{Kind: HTTP, URL: srv.URL + "/op.tgz", Destination: "../up"}}, `destination "../up" goes out of the directory`},
+		{"one bad source", []Spec{{Kind: HTTP, URL: srv.URL + "/op.tgz"}, {Kind: HTTP, URL: srv.URL + "/bad.tgz"}}, `path "../x" is absolute`},
+		{"unknown kind", []Spec{{Kind: "svn", URL: "svn://x"}}, `kind "svn" is not git, http or image`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := emptyDir(t)
+			_, err := Compose(ctx, tc.specs, dir, loopback)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Compose error %v, want one containing %q", err, tc.want)
+			}
+			assertEmpty(t, dir)
+		})
+	}
+	if _, err := Fetch(ctx, Spec{Kind: HTTP, URL: srv.URL + "/op.tgz"}, dir, loopback); err == nil || !strings.Contains(err.Error(), "the directory is not empty") {
+		t.Errorf("Fetch into a non-empty directory: %v, want an error saying it is not empty", err)
+	}
+}

@@ -248,16 +248,16 @@ func (c *capReader) errOr(err error) error {
 	return err
 }
 
-// cleanDir checks Spec.Dir and returns it slash-separated and clean, ""
-// for the root.
-func cleanDir(src, dir string) (string, error) {
+// cleanDir checks Spec.Dir or Spec.Destination (field) and returns it
+// slash-separated and clean, "" for the root.
+func cleanDir(src, field, dir string) (string, error) {
 	if dir == "" {
 		return "", nil
 	}
 	clean := path.Clean(filepath.ToSlash(dir))
 	clean = strings.TrimPrefix(clean, "/")
 	if clean == ".." || strings.HasPrefix(clean, "../") {
-		return "", fmt.Errorf("%s: dir %q goes out of the source: %w", src, dir, ErrInvalid)
+		return "", fmt.Errorf("%s: %s %q goes out of the directory: %w", src, field, dir, ErrInvalid)
 	}
 	if clean == "." {
 		return "", nil

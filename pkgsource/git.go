@@ -171,7 +171,7 @@ func fetchGit(ctx context.Context, s Spec, t *tree) (Resolved, error) {
 		}
 		if commitPattern.MatchString(s.Ref) {
 			return Resolved{}, fmt.Errorf("%s: fetching commit %s: %v (the server may not allow fetching a commit that no branch or tag points at; name a branch or a tag instead): %w",
-				t.src, s.Ref, gitError(t.src, err), ErrInvalid)
+				t.src, s.Ref, err, ErrInvalid)
 		}
 		return Resolved{}, gitError(t.src, err)
 	}
@@ -261,9 +261,9 @@ func writeGitTree(t *tree, repo *git.Repository, root *object.Tree) error {
 func gitError(src string, err error) error {
 	switch {
 	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed):
-		return fmt.Errorf("%s: %v: check the credentials: %w", src, err, ErrDenied)
+		return fmt.Errorf("%s: %s: check the credentials: %w", src, strings.Join(strings.Fields(err.Error()), " "), ErrDenied)
 	case errors.Is(err, transport.ErrRepositoryNotFound):
 		return fmt.Errorf("%s: %v: check the URL: %w", src, err, ErrInvalid)
 	}
-	return fmt.Errorf("%s: %w", src, err)
+	return named(src, err)
 }

@@ -252,6 +252,7 @@ func TestGitHostile(t *testing.T) {
 				}
 				return
 			}
+			t.Log(err)
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, tc.is) {
 				t.Fatalf("Fetch error %v, want one containing %q and wrapping %v", err, tc.want, tc.is)
 			}

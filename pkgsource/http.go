@@ -97,7 +97,7 @@ func httpGet(ctx context.Context, sess *session, s Spec, prev Resolved) (*http.R
 	}
 	resp, err := sess.client().Do(req)
 	if err != nil {
-		return nil, ctxErr(ctx, err)
+		return nil, ctxErr(ctx, named(sess.src, err))
 	}
 	return resp, nil
 }

@@ -231,6 +231,7 @@ func TestHTTPHostile(t *testing.T) {
 		t.Run(tc.path, func(t *testing.T) {
 			dir := emptyDir(t)
 			_, err := Fetch(context.Background(), Spec{Kind: HTTP, URL: srv.URL + tc.path, Dir: tc.dir, Credentials: Credentials{Username: "u", Password: "hunter2"}}, dir, tc.limits)
+			t.Log(err)
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, tc.is) {
 				t.Fatalf("Fetch error %v, want one containing %q and wrapping %v", err, tc.want, tc.is)
 			}

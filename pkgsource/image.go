@@ -24,9 +24,6 @@ func imageRepository(s Spec, sess *session) (*remote.Repository, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: not an image reference (host/repository:tag or @digest): %w", sess.src, ErrInvalid)
 	}
-	if !sess.limits.hostAllowed(repo.Reference.Host()) {
-		return nil, fmt.Errorf("%s: host %s is not in the allowed hosts: %w", sess.src, repo.Reference.Host(), ErrDenied)
-	}
 	if repo.Reference.Reference == "" {
 		repo.Reference.Reference = "latest"
 	}
@@ -60,7 +57,7 @@ func resolveImage(ctx context.Context, s Spec, l Limits) (Resolved, error) {
 	}
 	desc, err := repo.Resolve(ctx, repo.Reference.Reference)
 	if err != nil {
-		return Resolved{}, fmt.Errorf("%s: %w", sess.src, err)
+		return Resolved{}, named(sess.src, err)
 	}
 	return Resolved{Kind: Image, URL: s.URL, Revision: desc.Digest.String()}, nil
 }
@@ -77,7 +74,7 @@ func fetchImage(ctx context.Context, s Spec, t *tree) (Resolved, error) {
 	}
 	desc, rc, err := repo.FetchReference(ctx, repo.Reference.Reference)
 	if err != nil {
-		return Resolved{}, fmt.Errorf("%s: %w", t.src, err)
+		return Resolved{}, named(t.src, err)
 	}
 	if desc.Size > maxManifestSize {
 		rc.Close()
@@ -86,7 +83,7 @@ func fetchImage(ctx context.Context, s Spec, t *tree) (Resolved, error) {
 	payload, err := content.ReadAll(rc, desc)
 	rc.Close()
 	if err != nil {
-		return Resolved{}, fmt.Errorf("%s: %w", t.src, err)
+		return Resolved{}, named(t.src, err)
 	}
 	if desc.MediaType != ocispec.MediaTypeImageManifest && desc.MediaType != "application/vnd.docker.distribution.manifest.v2+json" {
 		return Resolved{}, fmt.Errorf("%s: a %s, not an image manifest (name one platform's image): %w", t.src, desc.MediaType, ErrInvalid)

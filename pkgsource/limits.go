@@ -80,3 +80,23 @@ func redact(u string) string {
 	}
 	return scheme + "://" + authority
 }
+
+// named prefixes err with src, unless err holds an error of pkgsource
+// that names src already (a bound a session enforced under a library's
+// call), which is returned alone.
+func named(src string, err error) error {
+	if e := ours(src, err); e != nil {
+		return e
+	}
+	return fmt.Errorf("%s: %w", src, err)
+}
+
+// ours is the error in err's chain that names src, or nil.
+func ours(src string, err error) error {
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if strings.HasPrefix(e.Error(), src+":") {
+			return e
+		}
+	}
+	return nil
+}

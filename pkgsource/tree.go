@@ -131,6 +131,9 @@ func (t *tree) symlink(name, target string) error {
 // refused.
 func (t *tree) untar(r io.Reader, dir string) error {
 	zr, err := gzip.NewReader(r)
+	if e := ours(t.src, err); e != nil {
+		return e
+	}
 	if err != nil {
 		return fmt.Errorf("%s: not a gzipped tar: %w: %w", t.src, err, ErrInvalid)
 	}
@@ -148,6 +151,9 @@ func (t *tree) untar(r io.Reader, dir string) error {
 		if err != nil && !errors.Is(err, tar.ErrInsecurePath) {
 			if capped.over {
 				return capped.err
+			}
+			if e := ours(t.src, err); e != nil {
+				return e
 			}
 			return fmt.Errorf("%s: reading the archive: %w: %w", t.src, err, ErrInvalid)
 		}

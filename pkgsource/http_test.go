@@ -299,3 +299,26 @@ func TestCompose(t *testing.T) {
 		t.Errorf("Fetch into a non-empty directory: %v, want an error saying it is not empty", err)
 	}
 }
+
+// A host name is checked at the address it resolves to, when dialled:
+// localhost is refused like 127.0.0.1, and so is a redirect to it.
+func TestPrivateAddressByName(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(tgz(t, entry{name: "a", body: "a"})) }))
+	defer srv.Close()
+	url := strings.Replace(srv.URL, "127.0.0.1", "localhost", 1) + "/a.tgz"
+	for _, check := range []func() error{
+		func() error {
+			_, err := Fetch(context.Background(), Spec{Kind: HTTP, URL: url}, emptyDir(t), Limits{})
+			return err
+		},
+		func() error {
+			_, err := Resolve(context.Background(), Spec{Kind: HTTP, URL: url}, Resolved{}, Limits{})
+			return err
+		},
+	} {
+		err := check()
+		if err == nil || !strings.Contains(err.Error(), "is loopback, link-local, private or unspecified") || !errors.Is(err, ErrDenied) {
+			t.Errorf("error %v, want the loopback address refused", err)
+		}
+	}
+}

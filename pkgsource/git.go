@@ -9,18 +9,22 @@ import (
 	"io/fs"
 	"net/http"
 	"net/url"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
 
+	"github.com/go-git/go-billy/v5/osfs"
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/storage/memory"
 )
 
@@ -136,7 +140,8 @@ func resolveGit(ctx context.Context, s Spec, l Limits) (Resolved, error) {
 	return Resolved{Kind: Git, URL: s.URL, Ref: string(name), Revision: hash.String(), Dir: s.Dir}, nil
 }
 
-// fetchGit fetches the commit of s.Ref at depth 1 into memory and writes
+// fetchGit fetches the commit of s.Ref at depth 1 into a temporary
+// directory and writes
 // the files of its Dir into t.
 func fetchGit(ctx context.Context, s Spec, t *tree) (Resolved, error) {
 	dir, err := cleanDir(t.src, "dir", s.Dir)
@@ -152,7 +157,16 @@ func fetchGit(ctx context.Context, s Spec, t *tree) (Resolved, error) {
 	if err != nil {
 		return Resolved{}, err
 	}
-	repo, err := git.Init(memory.NewStorage(), nil)
+	// The objects go to disk as the packfile the server sent, not into
+	// memory: a blob is inflated only when written, after its size was
+	// checked against what MaxBytes has left, so a pack that inflates
+	// a thousandfold cannot exhaust memory.
+	objects, err := os.MkdirTemp("", "pkgsource-git-")
+	if err != nil {
+		return Resolved{}, err
+	}
+	defer os.RemoveAll(objects)
+	repo, err := git.Init(filesystem.NewStorage(osfs.New(objects), cache.NewObjectLRUDefault()), nil)
 	if err != nil {
 		return Resolved{}, err
 	}
@@ -218,7 +232,7 @@ func writeGitTree(t *tree, repo *git.Repository, root *object.Tree) error {
 		if err != nil {
 			return fmt.Errorf("%s: %s: %w", t.src, name, err)
 		}
-		if b.Size > t.l.MaxBytes {
+		if b.Size > t.l.MaxBytes-t.bytes {
 			return fmt.Errorf("%s: more than %d bytes unpacked (at %s): %w", t.src, t.l.MaxBytes, name, ErrLimit)
 		}
 		r, err := b.Reader()

@@ -230,7 +230,7 @@ func TestGitHostile(t *testing.T) {
 		{"symlink inside dir", Spec{URL: f.url, Ref: "main", Dir: "bundle/manifests"}, small, "", nil},
 		{"lfs pointer", Spec{URL: f.url, Ref: "lfs"}, small, "chart.tgz is a git LFS pointer", ErrInvalid},
 		{"too many files", Spec{URL: f.url, Ref: "many"}, small, "more than 10 files", ErrLimit},
-		{"too many bytes", Spec{URL: f.url, Ref: "big"}, small, "more than 65536 bytes", ErrLimit},
+		{"pack that inflates past MaxBytes", Spec{URL: f.url, Ref: "big"}, small, "more than 65536 bytes unpacked (at big.yaml)", ErrLimit},
 		{"submodule", Spec{URL: f.url, Ref: "submodule"}, small, "pkg/vendored is a submodule, which is not fetched", ErrInvalid},
 		{"bad ref", Spec{URL: f.url, Ref: "nope"}, small, `no branch or tag "nope"`, ErrInvalid},
 		{"missing dir", Spec{URL: f.url, Ref: "main", Dir: "nope"}, small, "no directory nope at commit", ErrInvalid},

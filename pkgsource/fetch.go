@@ -89,7 +89,8 @@ func Resolve(ctx context.Context, s Spec, prev Resolved, l Limits) (Resolved, er
 
 // Compose fetches each spec into dir/<Destination> (dir an existing empty
 // directory) and returns what each resolved, in order. Two specs writing
-// the same file is an error naming both. Limits apply to each spec.
+// the same file, or a file where the other writes a directory, is an error
+// naming both. Limits apply to each spec.
 func Compose(ctx context.Context, specs []Spec, dir string, l Limits) ([]Resolved, error) {
 	l = l.withDefaults()
 	if err := checkEmpty(dir); err != nil {
@@ -100,7 +101,7 @@ func Compose(ctx context.Context, specs []Spec, dir string, l Limits) ([]Resolve
 		return nil, err
 	}
 	defer os.RemoveAll(staging)
-	owner := map[string]int{}
+	files, dirs := map[string]int{}, map[string]int{}
 	var out []Resolved
 	for i, s := range specs {
 		dest, err := cleanDir(s.name(), "destination", s.Destination)
@@ -122,11 +123,24 @@ func Compose(ctx context.Context, specs []Spec, dir string, l Limits) ([]Resolve
 			}
 			rel, _ := filepath.Rel(part, p)
 			name := path.Join(dest, filepath.ToSlash(rel))
-			if j, ok := owner[name]; ok {
+			if j, ok := files[name]; ok {
 				return fmt.Errorf("%s and %s both write %s: give them different destinations: %w",
 					specs[j].name(), s.name(), name, ErrInvalid)
 			}
-			owner[name] = i
+			if j, ok := dirs[name]; ok && j != i {
+				return fmt.Errorf("%s writes the directory %s and %s a file of that name: give them different destinations: %w",
+					specs[j].name(), name, s.name(), ErrInvalid)
+			}
+			files[name] = i
+			for parent := path.Dir(name); parent != "."; parent = path.Dir(parent) {
+				if j, ok := files[parent]; ok && j != i {
+					return fmt.Errorf("%s writes the file %s and %s a directory of that name: give them different destinations: %w",
+						specs[j].name(), parent, s.name(), ErrInvalid)
+				}
+				if _, ok := dirs[parent]; !ok {
+					dirs[parent] = i
+				}
+			}
 			return nil
 		})
 		if err != nil {

@@ -282,6 +282,14 @@ func TestCompose(t *testing.T) {
 			{Kind: HTTP, URL: srv.URL + "/crds.tgz", Dir: "crds"},
 			{Kind: HTTP, URL: srv.URL + "/clash.tgz"},
 		}, "http source " + srv.URL + "/crds.tgz and http source " + srv.URL + "/clash.tgz both write a.yaml: give them different destinations"},
+		{"file where a directory is", []Spec{
+			{Kind: HTTP, URL: srv.URL + "/crds.tgz", Dir: "crds", Destination: "a.yaml"},
+			{Kind: HTTP, URL: srv.URL + "/clash.tgz"},
+		}, "http source " + srv.URL + "/crds.tgz writes the directory a.yaml and http source " + srv.URL + "/clash.tgz a file of that name"},
+		{"directory where a file is", []Spec{
+			{Kind: HTTP, URL: srv.URL + "/crds.tgz", Dir: "crds", Destination: "x"},
+			{Kind: HTTP, URL: srv.URL + "/clash.tgz", Destination: "x/a.yaml"},
+		}, "http source " + srv.URL + "/crds.tgz writes the file x/a.yaml and http source " + srv.URL + "/clash.tgz a directory of that name"},
 		{"destination out", []Spec{{Kind: HTTP, URL: srv.URL + "/op.tgz", Destination: "../up"}}, `destination "../up" goes out of the directory`},
 		{"one bad source", []Spec{{Kind: HTTP, URL: srv.URL + "/op.tgz"}, {Kind: HTTP, URL: srv.URL + "/bad.tgz"}}, `path "../x" is absolute`},
 		{"unknown kind", []Spec{{Kind: "svn", URL: "svn://x"}}, `kind "svn" is not git, http or image`},

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 const gitBackend = "/usr/lib/git-core/git-http-backend"
@@ -263,6 +264,40 @@ func TestGitHostile(t *testing.T) {
 				t.Errorf("error %q shows the password", err)
 			}
 			assertEmpty(t, dir)
+		})
+	}
+}
+
+func TestGitServerHostile(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case strings.HasPrefix(r.URL.Path, "/stall/"):
+			w.Header().Set("Content-Type", "application/x-git-upload-pack-advertisement")
+			w.Write([]byte("001e# service=git-upload-pack\n"))
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+			case <-time.After(2 * time.Second):
+			}
+		case strings.HasPrefix(r.URL.Path, "/redirect/"):
+			http.Redirect(w, r, "http://localhost:1/repo/info/refs?service=git-upload-pack", http.StatusFound)
+		}
+	}))
+	defer srv.Close()
+	limits := Limits{AllowPrivate: true, StallTimeout: 200 * time.Millisecond, AllowHosts: []string{"127.0.0.1"}}
+	for _, tc := range []struct {
+		path, want string
+		is         error
+	}{
+		{"/stall/repo", "the server sent nothing for 200ms (stall timeout)", ErrLimit},
+		{"/redirect/repo", "to host localhost, which is not in the allowed hosts", ErrDenied},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			_, err := Resolve(context.Background(), Spec{Kind: Git, URL: srv.URL + tc.path, Ref: "main"}, Resolved{}, limits)
+			t.Log(err)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, tc.is) {
+				t.Fatalf("Resolve error %v, want one containing %q and wrapping %v", err, tc.want, tc.is)
+			}
 		})
 	}
 }

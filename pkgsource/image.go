@@ -117,7 +117,7 @@ func fetchImage(ctx context.Context, s Spec, t *tree) (Resolved, error) {
 		dir = "*"
 	default:
 		for _, l := range m.Layers {
-			if !strings.Contains(l.MediaType, "tar") || (strings.Contains(l.MediaType, "zstd")) {
+			if !strings.Contains(l.MediaType, "tar") || strings.Contains(l.MediaType, "zstd") {
 				return Resolved{}, fmt.Errorf("%s: layer %s is a %s, not a gzipped tar: %w", t.src, l.Digest, l.MediaType, ErrInvalid)
 			}
 		}
@@ -131,8 +131,8 @@ func fetchImage(ctx context.Context, s Spec, t *tree) (Resolved, error) {
 }
 
 // unpackLayer fetches a gzipped tar layer, checks its digest and unpacks
-// it into t. dir "*" takes the chart directory of a Helm chart (its only
-// top-level directory) off every name.
+// it into t. dir "*" takes the first element (a Helm chart's directory)
+// off every name.
 func unpackLayer(ctx context.Context, repo *remote.Repository, l ocispec.Descriptor, t *tree, dir string) error {
 	rc, err := repo.Fetch(ctx, l)
 	if err != nil {

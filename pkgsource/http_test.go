@@ -330,3 +330,36 @@ func TestPrivateAddressByName(t *testing.T) {
 		}
 	}
 }
+
+func TestHTTPLastModified(t *testing.T) {
+	body := tgz(t, entry{name: "a.yaml", body: "a: 1\n"})
+	modified := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	conditional := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("If-Modified-Since") != "" {
+			conditional++
+		}
+		http.ServeContent(w, r, "a.tgz", modified, bytes.NewReader(body))
+	}))
+	defer srv.Close()
+	spec := Spec{Kind: HTTP, URL: srv.URL + "/a.tgz"}
+	got, err := Fetch(context.Background(), spec, emptyDir(t), loopback)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := modified.Format(http.TimeFormat); got.Revision != want {
+		t.Fatalf("revision %q, want the Last-Modified date %q", got.Revision, want)
+	}
+	same, err := Resolve(context.Background(), spec, got, loopback)
+	if err != nil || same.Revision != got.Revision {
+		t.Errorf("Resolve (If-Modified-Since) = %+v, %v; want revision %s", same, err, got.Revision)
+	}
+	modified = modified.Add(time.Hour)
+	moved, err := Resolve(context.Background(), spec, got, loopback)
+	if want := modified.Format(http.TimeFormat); err != nil || moved.Revision != want {
+		t.Errorf("Resolve after the file changed = %+v, %v; want revision %s", moved, err, want)
+	}
+	if conditional != 2 {
+		t.Errorf("%d conditional requests, want 2 (each Resolve)", conditional)
+	}
+}

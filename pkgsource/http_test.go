@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -334,10 +335,10 @@ func TestPrivateAddressByName(t *testing.T) {
 func TestHTTPLastModified(t *testing.T) {
 	body := tgz(t, entry{name: "a.yaml", body: "a: 1\n"})
 	modified := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	conditional := 0
+	var conditional atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("If-Modified-Since") != "" {
-			conditional++
+			conditional.Add(1)
 		}
 		http.ServeContent(w, r, "a.tgz", modified, bytes.NewReader(body))
 	}))
@@ -359,7 +360,7 @@ func TestHTTPLastModified(t *testing.T) {
 	if want := modified.Format(http.TimeFormat); err != nil || moved.Revision != want {
 		t.Errorf("Resolve after the file changed = %+v, %v; want revision %s", moved, err, want)
 	}
-	if conditional != 2 {
-		t.Errorf("%d conditional requests, want 2 (each Resolve)", conditional)
+	if n := conditional.Load(); n != 2 {
+		t.Errorf("%d conditional requests, want 2 (each Resolve)", n)
 	}
 }

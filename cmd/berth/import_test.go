@@ -17,6 +17,8 @@ import (
 	"github.com/berth-registry/berth/client"
 	"github.com/berth-registry/berth/client/registrytest"
 	"github.com/berth-registry/berth/pkgsource"
+	"github.com/berth-registry/berth/signing"
+	"github.com/berth-registry/berth/signing/signingtest"
 )
 
 // fakeSource is what the fake fetcher serves for one URL.
@@ -334,4 +336,22 @@ func TestImportErrors(t *testing.T) {
 	if entries, err := os.ReadDir(tmp); err != nil || len(entries) != 0 {
 		t.Errorf("temporary files left behind: %v %v", entries, err)
 	}
+}
+
+func TestImportSigned(t *testing.T) {
+	setup(t)
+	t.Setenv(signing.PasswordEnv, testPassword)
+	key := signingtest.NewKeyPair(t, testPassword)
+	host := signingRegistry(t, key.PublicFile)
+	useFakeFetcher(t, newFakeFetcher())
+
+	// A namespace whose trust policy requires signatures refuses an
+	// unsigned import, and takes one signed between its push and its tag.
+	wantFail(t, "Error: push "+host+"/stable/demo:1.0.0: denied: stable/demo:1.0.0: ", "import", "git", chartURL, host+"/stable/demo")
+	var res importResult
+	decode(t, mustBerth(t, "import", "git", chartURL, host+"/stable/demo", "--key", key.PrivateFile, "--format", "json"), &res)
+	if res.SignedBy != key.Key.ID || res.Reference != host+"/stable/demo:1.0.0" || len(res.Sources) != 1 {
+		t.Errorf("import --key json: %+v", res)
+	}
+	mustBerth(t, "verify", host+"/stable/demo:1.0.0", "--key", key.PublicFile)
 }

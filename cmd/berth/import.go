@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -16,7 +17,9 @@ import (
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/berth-registry/berth/client"
 	"github.com/berth-registry/berth/config"
+	"github.com/berth-registry/berth/pkgformat"
 	"github.com/berth-registry/berth/pkgsource"
 )
 
@@ -298,33 +301,9 @@ func runImport(cmd *cobra.Command, f *importFlags, specs []pkgsource.Spec, what,
 		return err
 	}
 
-	dir, err := os.MkdirTemp("", "berth-import-")
+	built, ref, art, err := buildImport(cmd.Context(), f, specs, limits, what, ref, refArg)
 	if err != nil {
 		return err
-	}
-	defer os.RemoveAll(dir)
-	resolved, err := fetchSources.Compose(cmd.Context(), specs, dir, limits)
-	if err != nil {
-		return fmt.Errorf("import %s: %w", what, err)
-	}
-	if len(resolved) != len(specs) {
-		return fmt.Errorf("import %s: the fetcher resolved %d sources of %d", what, len(resolved), len(specs))
-	}
-	built := make([]pkgsource.Built, len(specs))
-	for i, r := range resolved {
-		built[i] = pkgsource.Built{Resolved: r, Destination: specs[i].Destination}
-	}
-	ref, pkg, err := loadForRef(dir, "import "+what, "imported "+what, ref, refArg, f.name, f.version)
-	if err != nil {
-		return err
-	}
-	annotations, err := pkgsource.Annotations(built)
-	if err != nil {
-		return err
-	}
-	art, err := pkg.ArtifactWith(annotations)
-	if err != nil {
-		return fmt.Errorf("import %s: %w", what, err)
 	}
 	desc, err := pushArtifact(cmd.Context(), c, signer, ref, art)
 	if err != nil {
@@ -344,6 +323,61 @@ func runImport(cmd *cobra.Command, f *importFlags, specs []pkgsource.Spec, what,
 	res.writeText(w)
 	return nil
 }
+
+// buildImport fetches specs into a temporary directory, which it removes,
+// and builds the package there for ref, parsed from refArg by
+// parsePushRef: its artifact, annotated with what each source resolved to,
+// and the reference with the package's version tag.
+func buildImport(ctx context.Context, f *importFlags, specs []pkgsource.Spec, limits pkgsource.Limits, what string, ref client.Reference, refArg string) ([]pkgsource.Built, client.Reference, *pkgformat.Artifact, error) {
+	tmp, err := os.MkdirTemp("", "berth-import-")
+	if err != nil {
+		return nil, ref, nil, err
+	}
+	defer os.RemoveAll(tmp)
+	// The package is a folder of its own: pkgformat.Load reads the folder
+	// beside a version folder, which must not be the system's temp dir.
+	dir := filepath.Join(tmp, "package")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return nil, ref, nil, err
+	}
+	resolved, err := fetchSources.Compose(ctx, specs, dir, limits)
+	if err != nil {
+		return nil, ref, nil, fetchedError{err: fmt.Errorf("import %s: %w", what, err), dir: dir}
+	}
+	if len(resolved) != len(specs) {
+		return nil, ref, nil, fmt.Errorf("import %s: the fetcher resolved %d sources of %d", what, len(resolved), len(specs))
+	}
+	built := make([]pkgsource.Built, len(specs))
+	for i, r := range resolved {
+		built[i] = pkgsource.Built{Resolved: r, Destination: specs[i].Destination}
+	}
+	ref, pkg, err := loadForRef(dir, "import "+what, "imported "+what, ref, refArg, f.name, f.version)
+	if err != nil {
+		return nil, ref, nil, fetchedError{err: err, dir: dir}
+	}
+	annotations, err := pkgsource.Annotations(built)
+	if err != nil {
+		return nil, ref, nil, err
+	}
+	art, err := pkg.ArtifactWith(annotations)
+	if err != nil {
+		return nil, ref, nil, fmt.Errorf("import %s: %w", what, err)
+	}
+	return built, ref, art, nil
+}
+
+// fetchedError is an error about the fetched content, which names its
+// temporary directory "fetched content".
+type fetchedError struct {
+	err error
+	dir string
+}
+
+func (e fetchedError) Error() string {
+	return strings.ReplaceAll(e.err.Error(), e.dir, "fetched content")
+}
+
+func (e fetchedError) Unwrap() error { return e.err }
 
 // writeBuilt writes the line of berth import's text output that says what
 // a source resolved to.

@@ -182,6 +182,11 @@ func TestImportHTTPAndImage(t *testing.T) {
 	f := newFakeFetcher()
 	f.sources["quay.io/example/demo-chart:1.0.0"] = fakeSource{files: f.sources[chartURL].files, resolved: pkgsource.Resolved{Revision: "sha256:4f53cda18c2baa0c0354bb5f9a3ecbe5ed12ab4d8e11ba873c2f11161202b945"}}
 	useFakeFetcher(t, f)
+	// A package manifest in the temp dir does not make the fetched content
+	// one of its version folders.
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	writeFiles(t, tmp, map[string]string{"widgets.package.yaml": "packageName: widgets\nchannels: []\n"})
 
 	// A plain-manifest package takes its name and version from REF.
 	out := mustBerth(t, "import", "http", widgetsURL, "--dir", "widgets", host+"/team/widgets:0.1.0")
@@ -282,7 +287,7 @@ func TestImportErrors(t *testing.T) {
 		{"wrong version", []string{"import", "git", chartURL, host + "/charts/demo:2.0.0"}, nil, "", `has version "1.0.0" but REF`},
 		{"--name contradicts REF", []string{"import", "git", chartURL, host + "/charts/demo", "--name", "x"}, nil, "", `--name "x" contradicts the name "demo"`},
 		{"fetch fails", []string{"import", "git", "https://git.example.com/down.git", host + "/charts/demo"}, nil, "", "import from git https://git.example.com/down.git: git https://git.example.com/down.git: repository not found"},
-		{"build fails", []string{"import", "git", "https://git.example.com/empty.git", host + "/charts/demo"}, nil, "", "import from git https://git.example.com/empty.git: "},
+		{"build fails", []string{"import", "git", "https://git.example.com/empty.git", host + "/charts/demo"}, nil, "", "import from git https://git.example.com/empty.git: fetched content: package root: no package format recognised: expected operator.yaml (KUDO), Chart.yaml (Helm)"},
 		{"bad --max-bytes", []string{"import", "git", chartURL, host + "/charts/demo", "--max-bytes", "lots"}, nil, "", `--max-bytes: want a size such as 256MiB or 1GiB (got "lots")`},
 		{"bad --max-files", []string{"import", "git", chartURL, host + "/charts/demo", "--max-files", "-1"}, nil, "", "--max-files: want a positive number"},
 		{"--password-stdin without user", []string{"import", "git", chartURL, host + "/charts/demo", "--password-stdin"}, nil, "hunter2", "--password-stdin needs --username"},

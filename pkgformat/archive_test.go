@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -186,6 +187,32 @@ func checkManifest(t *testing.T, a *Artifact, md Metadata) {
 	for k, v := range m.Annotations {
 		if v == "" {
 			t.Errorf("empty annotation %s", k)
+		}
+	}
+}
+
+func TestArtifactWithAnnotations(t *testing.T) {
+	p, err := Load("testdata/hello-chart", Options{})
+	must(t, err)
+	plain, err := p.Artifact()
+	must(t, err)
+	extra := map[string]string{ocispec.AnnotationSource: "https://git.example.com/hello.git", ocispec.AnnotationRevision: "0123abc"}
+	a, err := p.ArtifactWith(extra)
+	must(t, err)
+	checkManifest(t, a, p.Metadata)
+	var m ocispec.Manifest
+	must(t, json.Unmarshal(a.Manifest, &m))
+	for k, v := range extra {
+		if m.Annotations[k] != v || a.ManifestDesc.Annotations[k] != v {
+			t.Errorf("annotation %s = %q, want %q", k, m.Annotations[k], v)
+		}
+	}
+	if a.ManifestDesc.Digest == plain.ManifestDesc.Digest || a.ConfigDesc.Digest != plain.ConfigDesc.Digest || a.ContentDesc.Digest != plain.ContentDesc.Digest {
+		t.Error("the annotations must change the manifest and nothing else")
+	}
+	for _, key := range []string{AnnotationFormat, ocispec.AnnotationTitle, ocispec.AnnotationVersion} {
+		if _, err := p.ArtifactWith(map[string]string{key: "x"}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), key) {
+			t.Errorf("annotation %s replaced: %v", key, err)
 		}
 	}
 }

@@ -31,6 +31,15 @@ type Artifact struct {
 // Errors wrap ErrInvalid for an invalid name or version, a reserved name
 // (NotReserved) or an unsafe file list.
 func (p *Package) Artifact() (*Artifact, error) {
+	return p.ArtifactWith(nil)
+}
+
+// ArtifactWith is Artifact with extra manifest annotations, such as where
+// the package was fetched from (org.opencontainers.image.source and
+// .revision), which replace those of the metadata. They cannot replace the
+// format, title or version annotations, which name the package: an error
+// wrapping ErrInvalid says which was given.
+func (p *Package) ArtifactWith(extra map[string]string) (*Artifact, error) {
 	md := &p.Metadata
 	for _, err := range []error{ValidName(md.Name), NotReserved(md.Name)} {
 		if err != nil {
@@ -70,6 +79,12 @@ func (p *Package) Artifact() (*Artifact, error) {
 	}
 	if md.Created != nil {
 		annotations[ocispec.AnnotationCreated] = md.Created.UTC().Format(time.RFC3339)
+	}
+	for key, value := range extra {
+		if key == AnnotationFormat || key == ocispec.AnnotationTitle || key == ocispec.AnnotationVersion {
+			return nil, fmt.Errorf("annotation %s names the package and cannot be replaced: %w", key, ErrInvalid)
+		}
+		annotations[key] = value
 	}
 	manifest := ocispec.Manifest{
 		Versioned:    specs.Versioned{SchemaVersion: 2},

@@ -4,44 +4,15 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"net/http/cgi"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/berth-registry/berth/internal/gittest"
 )
-
-const gitBackend = "/usr/lib/git-core/git-http-backend"
-
-// requireGit fails under CI and skips elsewhere when git is missing.
-func requireGit(t *testing.T) {
-	t.Helper()
-	for _, bin := range []string{"/usr/bin/git", gitBackend} {
-		if _, err := os.Stat(bin); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("%s is needed: %v", bin, err)
-			}
-			t.Skipf("%s is needed: %v", bin, err)
-		}
-	}
-}
-
-// gitRun runs git in dir and returns its trimmed output.
-func gitRun(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("/usr/bin/git", append([]string{"-c", "user.name=t", "-c", "user.email=t@example.com",
-		"-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false", "-c", "tag.gpgsign=false"}, args...)...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
 
 func writeFiles(t *testing.T, dir string, files map[string]string) {
 	t.Helper()
@@ -56,38 +27,11 @@ func writeFiles(t *testing.T, dir string, files map[string]string) {
 	}
 }
 
-// commitAll commits everything in dir and returns the commit.
-func commitAll(t *testing.T, dir, msg string) string {
-	t.Helper()
-	gitRun(t, dir, "add", "-A")
-	gitRun(t, dir, "commit", "-q", "--allow-empty", "-m", msg)
-	return gitRun(t, dir, "rev-parse", "HEAD")
-}
-
 // orphan starts an empty branch in dir.
 func orphan(t *testing.T, dir, branch string) {
 	t.Helper()
-	gitRun(t, dir, "checkout", "-q", "--orphan", branch)
-	gitRun(t, dir, "rm", "-rfq", "--ignore-unmatch", ".")
-}
-
-// gitServer serves the repositories under root over smart HTTP with git
-// http-backend; with a password, only to user "u" with it.
-func gitServer(t *testing.T, root, password string) string {
-	t.Helper()
-	backend := &cgi.Handler{Path: gitBackend, Env: []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1"}}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if password != "" {
-			if u, p, ok := r.BasicAuth(); !ok || u != "u" || p != password {
-				w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
-				http.Error(w, "unauthorized", http.StatusUnauthorized)
-				return
-			}
-		}
-		backend.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL
+	gittest.Run(t, dir, "checkout", "-q", "--orphan", branch)
+	gittest.Run(t, dir, "rm", "-rfq", "--ignore-unmatch", ".")
 }
 
 type gitFixture struct {
@@ -97,52 +41,52 @@ type gitFixture struct {
 }
 
 func newGitFixture(t *testing.T) *gitFixture {
-	requireGit(t)
+	gittest.Require(t)
 	root := t.TempDir()
 	work := filepath.Join(root, "repo")
 	if err := os.Mkdir(work, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	gitRun(t, work, "init", "-q")
-	gitRun(t, work, "config", "uploadpack.allowAnySHA1InWant", "true")
+	gittest.Run(t, work, "init", "-q")
+	gittest.Run(t, work, "config", "uploadpack.allowAnySHA1InWant", "true")
 	writeFiles(t, work, map[string]string{"README.md": "first\n", "bundle/manifests/csv.yaml": "version: 0.1.0\n"})
 	f := &gitFixture{work: work}
-	f.first = commitAll(t, work, "first")
+	f.first = gittest.CommitAll(t, work, "first")
 	writeFiles(t, work, map[string]string{"bundle/manifests/csv.yaml": "version: 1.0.0\n", "bundle/metadata/annotations.yaml": "a: b\n"})
 	if err := os.Symlink("csv.yaml", filepath.Join(work, "bundle/manifests/alias.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	f.main = commitAll(t, work, "second")
-	gitRun(t, work, "tag", "-a", "-m", "v1", "v1")
+	f.main = gittest.CommitAll(t, work, "second")
+	gittest.Run(t, work, "tag", "-a", "-m", "v1", "v1")
 	f.v1 = f.main
 
 	orphan(t, work, "symlink-out")
 	if err := os.Symlink("../../../etc/passwd", filepath.Join(work, "passwd")); err != nil {
 		t.Fatal(err)
 	}
-	commitAll(t, work, "symlink out")
+	gittest.CommitAll(t, work, "symlink out")
 	orphan(t, work, "lfs")
 	writeFiles(t, work, map[string]string{"chart.tgz": "version https://git-lfs.github.com/spec/v1\noid sha256:4d7a\nsize 12345\n"})
-	commitAll(t, work, "lfs")
+	gittest.CommitAll(t, work, "lfs")
 	orphan(t, work, "many")
 	many := map[string]string{}
 	for _, c := range "abcdefghijkl" {
 		many[string(c)+".yaml"] = "x: 1\n"
 	}
 	writeFiles(t, work, many)
-	commitAll(t, work, "many")
+	gittest.CommitAll(t, work, "many")
 	orphan(t, work, "big")
 	writeFiles(t, work, map[string]string{"big.yaml": strings.Repeat("0123456789abcdef\n", 1<<13)})
-	commitAll(t, work, "big")
+	gittest.CommitAll(t, work, "big")
 	orphan(t, work, "submodule")
 	writeFiles(t, work, map[string]string{"pkg/a.yaml": "a: 1\n"})
-	gitRun(t, work, "add", "-A")
-	gitRun(t, work, "update-index", "--add", "--cacheinfo", "160000,"+f.first+",pkg/vendored")
-	gitRun(t, work, "commit", "-q", "-m", "submodule")
-	gitRun(t, work, "checkout", "-q", "main")
+	gittest.Run(t, work, "add", "-A")
+	gittest.Run(t, work, "update-index", "--add", "--cacheinfo", "160000,"+f.first+",pkg/vendored")
+	gittest.Run(t, work, "commit", "-q", "-m", "submodule")
+	gittest.Run(t, work, "checkout", "-q", "main")
 
-	f.url = gitServer(t, root, "") + "/repo"
-	f.authURL = gitServer(t, root, "s3cret") + "/repo"
+	f.url = gittest.Server(t, root, "") + "/repo"
+	f.authURL = gittest.Server(t, root, "s3cret") + "/repo"
 	return f
 }
 
@@ -161,7 +105,7 @@ func TestGitFetch(t *testing.T) {
 			map[string]string{"manifests/csv.yaml": "version: 1.0.0\n", "manifests/alias.yaml": "version: 1.0.0\n", "metadata/annotations.yaml": "a: b\n"}},
 		{"annotated tag", Spec{URL: f.url, Ref: "v1", Dir: "bundle/"}, "refs/tags/v1", f.v1, map[string]string{"manifests/csv.yaml": "version: 1.0.0\n"}},
 		{"commit", Spec{URL: f.url, Ref: f.first}, f.first, f.first, map[string]string{"bundle/manifests/csv.yaml": "version: 0.1.0\n"}},
-		{"basic auth", Spec{URL: f.authURL, Ref: "main", Dir: "bundle", Credentials: Credentials{Username: "u", Password: "s3cret"}}, "refs/heads/main", f.main,
+		{"basic auth", Spec{URL: f.authURL, Ref: "main", Dir: "bundle", Credentials: Credentials{Username: gittest.User, Password: "s3cret"}}, "refs/heads/main", f.main,
 			map[string]string{"manifests/csv.yaml": "version: 1.0.0\n"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -200,8 +144,8 @@ func TestGitResolveSeesMovedRefs(t *testing.T) {
 		t.Fatalf("Resolve(main) = %+v, %v; want %s", before, err, f.main)
 	}
 	writeFiles(t, f.work, map[string]string{"bundle/manifests/csv.yaml": "version: 1.0.1\n"})
-	next := commitAll(t, f.work, "third")
-	gitRun(t, f.work, "tag", "-f", "-a", "-m", "moved", "v1")
+	next := gittest.CommitAll(t, f.work, "third")
+	gittest.Run(t, f.work, "tag", "-f", "-a", "-m", "moved", "v1")
 	for _, s := range []Spec{branch, tag} {
 		after, err := Resolve(ctx, s, before, loopback)
 		if err != nil || after.Revision != next {
@@ -237,7 +181,7 @@ func TestGitHostile(t *testing.T) {
 		{"missing dir", Spec{URL: f.url, Ref: "main", Dir: "nope"}, small, "no directory nope at commit", ErrInvalid},
 		{"dir out", Spec{URL: f.url, Ref: "main", Dir: "../x"}, small, `dir "../x" goes out of the directory`, ErrInvalid},
 		{"unknown commit", Spec{URL: f.url, Ref: strings.Repeat("0", 39) + "1"}, small, "the server may not allow fetching a commit", ErrInvalid},
-		{"wrong password", Spec{URL: f.authURL, Ref: "main", Credentials: Credentials{Username: "u", Password: "hunter2"}}, small, "check the credentials", ErrDenied},
+		{"wrong password", Spec{URL: f.authURL, Ref: "main", Credentials: Credentials{Username: gittest.User, Password: "hunter2"}}, small, "check the credentials", ErrDenied},
 		{"no password", Spec{URL: f.authURL, Ref: "main"}, small, "check the credentials", ErrDenied},
 		{"private address", Spec{URL: f.url, Ref: "main"}, Limits{}, "is loopback, link-local, private or unspecified", ErrDenied},
 		{"host not allowed", Spec{URL: f.url, Ref: "main"}, Limits{AllowPrivate: true, AllowHosts: []string{"github.com"}}, "host 127.0.0.1 is not in the allowed hosts", ErrDenied},

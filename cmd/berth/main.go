@@ -1,6 +1,6 @@
 // Command berth is the berth registry server and its client.
 //
-// berth serve runs the registry, and the client commands (package, push, pull,
+// berth serve runs the registry, and the client commands (package, push, import, pull,
 // inspect, search, show, usage, upgrades, sign, verify, promote) package, move, find
 // and sign operator packages; login and logout keep registry credentials,
 // robot manages robot accounts and auth check explains access decisions. This file only wires commands together; each
@@ -73,6 +73,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newServeCmd(),
 		newPackageCmd(),
 		newPushCmd(),
+		newImportCmd(),
 		newPullCmd(),
 		newInspectCmd(),
 		newSearchCmd(),

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"strings"
@@ -106,6 +107,14 @@ type pushResult struct {
 	SignedBy string `json:"signedBy,omitempty"`
 }
 
+// writeText writes the text output of a single-package push.
+func (r pushResult) writeText(w io.Writer) {
+	fmt.Fprintf(w, "Pushed %s\nDigest: %s\n", r.Reference, r.Digest)
+	if r.SignedBy != "" {
+		fmt.Fprintf(w, "Signed: by %s\n", r.SignedBy)
+	}
+}
+
 // pushedPackage is one version of a multi-version push in --format json output.
 type pushedPackage struct {
 	Name      string `json:"name"`
@@ -177,10 +186,7 @@ needs, since the registry refuses to tag an unsigned version there.`,
 			if format == formatJSON {
 				return writeJSON(cmd.OutOrStdout(), res)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Pushed %s\nDigest: %s\n", ref, desc.Digest)
-			if res.SignedBy != "" {
-				fmt.Fprintf(cmd.OutOrStdout(), "Signed: by %s\n", res.SignedBy)
-			}
+			res.writeText(cmd.OutOrStdout())
 			return nil
 		},
 	}
@@ -195,33 +201,51 @@ needs, since the registry refuses to tag an unsigned version there.`,
 // loadForPush parses REF, loads the package at path and checks that the two
 // agree. The returned reference carries the package's version tag.
 func loadForPush(path, refArg, name, version string) (client.Reference, *pkgformat.Package, error) {
+	ref, err := parsePushRef(path, refArg, name, version)
+	if err != nil {
+		return client.Reference{}, nil, err
+	}
+	return loadForRef(path, "push", path, ref, refArg, name, version)
+}
+
+// parsePushRef parses REF, the reference a package is pushed under, and
+// checks it against --name and --version. what names the package in errors.
+func parsePushRef(what, refArg, name, version string) (client.Reference, error) {
 	ref, err := client.ParseReference(refArg)
 	if err != nil {
 		if _, prefixErr := client.ParseRepositoryPrefix(refArg); prefixErr == nil {
-			return client.Reference{}, nil, fmt.Errorf("%w (host[:port]/namespace alone is for a directory with one folder per version, and %s is not one)", err, path)
+			return client.Reference{}, fmt.Errorf("%w (host[:port]/namespace alone is for a directory with one folder per version, and %s is not one)", err, what)
 		}
-		return client.Reference{}, nil, err
+		return client.Reference{}, err
 	}
 	if ref.Digest != "" {
-		return client.Reference{}, nil, fmt.Errorf("REF %q has a digest; a package is pushed under its version: want host[:port]/namespace/name[:version]", refArg)
+		return client.Reference{}, fmt.Errorf("REF %q has a digest; a package is pushed under its version: want host[:port]/namespace/name[:version]", refArg)
 	}
 	if name != "" && name != ref.Name {
-		return client.Reference{}, nil, fmt.Errorf("--name %q contradicts the name %q in REF %q", name, ref.Name, refArg)
+		return client.Reference{}, fmt.Errorf("--name %q contradicts the name %q in REF %q", name, ref.Name, refArg)
 	}
 	if version != "" && ref.Tag != "" && pkgformat.Tag(version) != ref.Tag {
-		return client.Reference{}, nil, fmt.Errorf("--version %q contradicts the version %q in REF %q", version, ref.Tag, refArg)
+		return client.Reference{}, fmt.Errorf("--version %q contradicts the version %q in REF %q", version, ref.Tag, refArg)
 	}
+	return ref, nil
+}
+
+// loadForRef loads the package at path for ref, parsed from refArg by
+// parsePushRef, and checks that the two agree. Errors start with op when
+// the package does not load, and name the package as what when it does not
+// agree with REF. The returned reference carries the package's version tag.
+func loadForRef(path, op, what string, ref client.Reference, refArg, name, version string) (client.Reference, *pkgformat.Package, error) {
 	pkg, err := loadPackage(path, ref, name, version)
 	if err != nil {
-		return client.Reference{}, nil, err
+		return client.Reference{}, nil, fmt.Errorf("%s: %w", op, err)
 	}
 	md := pkg.Metadata
 	if md.Name != ref.Name {
 		return client.Reference{}, nil, fmt.Errorf("package %s is named %q but REF %q names %q: the repository must be <namespace>/%s",
-			path, md.Name, refArg, ref.Name, md.Name)
+			what, md.Name, refArg, ref.Name, md.Name)
 	}
 	if ref.Tag != "" && pkgformat.Tag(md.Version) != ref.Tag {
-		return client.Reference{}, nil, fmt.Errorf("package %s has version %q but REF %q says %q", path, md.Version, refArg, ref.Tag)
+		return client.Reference{}, nil, fmt.Errorf("package %s has version %q but REF %q says %q", what, md.Version, refArg, ref.Tag)
 	}
 	ref.Tag = pkgformat.Tag(md.Version)
 	return ref, pkg, nil
@@ -237,10 +261,7 @@ func loadPackage(path string, ref client.Reference, name, version string) (*pkgf
 	if err != nil && !errors.Is(err, fs.ErrNotExist) && (name == "" || (version == "" && ref.Tag != "")) {
 		pkg, err = pkgformat.Load(path, pkgformat.Options{Name: cmp.Or(name, ref.Name), Version: cmp.Or(version, ref.Tag)})
 	}
-	if err != nil {
-		return nil, fmt.Errorf("push: %w", err)
-	}
-	return pkg, nil
+	return pkg, err
 }
 
 // pushRepository pushes every version in a directory with one folder per
@@ -333,6 +354,11 @@ func pushVersion(ctx context.Context, c *client.Client, s pushSigner, ref client
 	if err != nil {
 		return ocispec.Descriptor{}, fmt.Errorf("push %s: %w", ref, err)
 	}
+	return pushArtifact(ctx, c, s, ref, art)
+}
+
+// pushArtifact pushes art under ref as pushVersion does.
+func pushArtifact(ctx context.Context, c *client.Client, s pushSigner, ref client.Reference, art *pkgformat.Artifact) (ocispec.Descriptor, error) {
 	if s.signer != nil {
 		return c.PushSigned(ctx, ref, art, s.signer, s.opts)
 	}

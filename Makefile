@@ -9,7 +9,7 @@ GOFLAGS ?=
 TEST_TIMEOUT ?= 30m
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build run test tools axe postgres chromium bench bench-tls bench-catalog bench-scale bench-provenance bench-mirror bench-olm bench-yaml lint conformance conformance-auth conformance-replicas clean
+.PHONY: all build run test tools axe postgres chromium git bench bench-tls bench-catalog bench-scale bench-provenance bench-mirror bench-olm bench-yaml lint conformance conformance-auth conformance-replicas clean
 
 all: build
 
@@ -60,6 +60,16 @@ postgres:
 		$$sudo apt-get update -q && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -q --no-install-recommends postgresql; \
 	else echo "postgres: initdb not found and no apt-get; install PostgreSQL's server programs" >&2; exit 1; fi
 
+## git: install Debian's git package when git or git http-backend is missing; the package source tests
+## (pkgsource, berth import) serve repositories with git http-backend (internal/gittest)
+git:
+	@if [ -x /usr/bin/git ] && [ -x /usr/lib/git-core/git-http-backend ]; then :; \
+	elif command -v apt-get >/dev/null; then \
+		echo "git: installing the OS package git"; \
+		sudo=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$sudo apt-get update -q && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -q --no-install-recommends git; \
+	else echo "git: /usr/bin/git or git http-backend not found and no apt-get; install git" >&2; exit 1; fi
+
 ## chromium: install Debian's chromium package (and a font, which it does not depend on) when /usr/bin/chromium
 ## is missing; internal/browsertest drives it headless for the Web UI's browser tests
 chromium:
@@ -72,7 +82,7 @@ chromium:
 
 ## test: vet, then every test (unit and end-to-end with the real oras, helm, cosign, crane and opm CLIs,
 ## s3 storage against versitygw, a real PostgreSQL, and the Web UI in headless Chromium)
-test: tools postgres chromium lint
+test: tools postgres chromium git lint
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 ## lint: gofmt and go vet must be clean

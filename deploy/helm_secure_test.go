@@ -2,22 +2,14 @@ package deploy
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"path"
 	"slices"
 	"testing"
-	"time"
 
 	networkingv1 "k8s.io/api/networking/v1"
 
 	"github.com/berth-registry/berth/config"
+	"github.com/berth-registry/berth/internal/testpki"
 )
 
 // TestHelmRendersAreStable: two renders of the same values are byte for byte
@@ -53,12 +45,22 @@ func TestHelmRendersAreStable(t *testing.T) {
 // ingress's backend and the ServiceMonitor all speak HTTPS.
 func TestHelmTLS(t *testing.T) {
 	t.Parallel()
-	crt, key := selfSigned(t, "berth.berth.svc")
-	ca, _ := selfSigned(t, "clients")
+	serverCA, err := testpki.NewCA("berth test CA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err := serverCA.Issue(testpki.Options{Hosts: []string{"berth.berth.svc"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clientCA, err := testpki.NewCA("clients")
+	if err != nil {
+		t.Fatal(err)
+	}
 	objs := render(t, "--values", tlsValues)
 	d := checkDeployment(t, objs, chartImage(t), cluster{
-		"berth-tls":       {"tls.crt": crt, "tls.key": key, "ca.crt": crt},
-		"berth-client-ca": {"ca.crt": ca},
+		"berth-tls":       {"tls.crt": string(server.CertPEM), "tls.key": string(server.KeyPEM), "ca.crt": string(serverCA.PEM)},
+		"berth-client-ca": {"ca.crt": string(clientCA.PEM)},
 		"berth-auth":      {"htpasswd": "alice:$2y$05$abcdefghijklmnopqrstuu5Kc3bqSOKYmKkdTwtb3ZVE3/ONYFrOu\n"},
 	})
 	tc := d.config.HTTP.TLS
@@ -108,35 +110,6 @@ func TestHelmTLS(t *testing.T) {
 	if p := ps.Spec.Ports; len(p) != 1 || p[0].Name != "http" {
 		t.Errorf("without TLS: Service ports %+v, want one named http", p)
 	}
-}
-
-// selfSigned returns a PEM certificate for host and its PEM key, checking
-// that they make a pair as berth loads it.
-func selfSigned(t *testing.T, host string) (crt, key string) {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: host}, DNSNames: []string{host},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	crt = string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
-	key = string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}))
-	if _, err := tls.X509KeyPair([]byte(crt), []byte(key)); err != nil {
-		t.Fatal(err)
-	}
-	return crt, key
 }
 
 // TestHelmNetworkPolicy: the NetworkPolicy, on by default, selects berth's

@@ -79,3 +79,19 @@ func (b ByteSize) String() string {
 	}
 	return strconv.FormatInt(int64(b), 10)
 }
+
+// Human writes b for people: "212 B", or one decimal of the largest binary
+// unit below it ("1.5 MiB", up to PiB). The CLI and the web UI show sizes so.
+func (b ByteSize) Human() string {
+	const unit = 1024
+	n := int64(b)
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit && exp < 4; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTP"[exp])
+}

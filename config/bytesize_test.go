@@ -43,3 +43,11 @@ func TestByteSizeFromYAMLAndEnv(t *testing.T) {
 		t.Error("a bad size from the environment was taken")
 	}
 }
+
+func TestByteSizeHuman(t *testing.T) {
+	for n, want := range map[ByteSize]string{0: "0 B", 1023: "1023 B", 1536: "1.5 KiB", 3 << 40: "3.0 TiB", 5 << 50: "5.0 PiB", 2048 << 50: "2048.0 PiB"} {
+		if got := n.Human(); got != want {
+			t.Errorf("ByteSize(%d).Human() = %q, want %q", int64(n), got, want)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/berth-registry/berth/auth"
+	"github.com/berth-registry/berth/config"
 )
 
 //go:embed templates
@@ -148,17 +149,5 @@ func formatDate(t any) string {
 	return ""
 }
 
-func formatSize(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return strconv.FormatInt(n, 10) + " B"
-	}
-	v, suffix := float64(n)/unit, "KiB"
-	for _, s := range []string{"MiB", "GiB", "TiB"} {
-		if v < unit {
-			break
-		}
-		v, suffix = v/unit, s
-	}
-	return strconv.FormatFloat(v, 'f', 1, 64) + " " + suffix
-}
+// formatSize renders a byte count as the CLI does (config.ByteSize.Human).
+func formatSize(n int64) string { return config.ByteSize(n).Human() }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/berth-registry/berth/config"
 	"github.com/berth-registry/berth/internal/atomicfile"
 	"github.com/berth-registry/berth/pkgformat"
 )
@@ -127,19 +128,8 @@ func apiList(apis []pkgformat.API) string {
 	return strings.Join(items, ", ")
 }
 
-// humanSize renders a byte count as "212 B" or "1.5 MiB".
-func humanSize(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit && exp < 4; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTP"[exp])
-}
+// humanSize renders a byte count as "212 B" or "1.5 MiB" (config.ByteSize.Human).
+func humanSize(n int64) string { return config.ByteSize(n).Human() }
 
 // exactSize renders a byte count as "1.5 MiB (1572864 bytes)", or "212 B".
 func exactSize(n int64) string {

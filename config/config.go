@@ -42,6 +42,8 @@ type Config struct {
 	Namespaces []Namespace `yaml:"namespaces"`
 	// Trust is the trust policy: whose signatures make a package version verified.
 	Trust Trust `yaml:"trust"`
+	// Sources are the settings the namespaces' package sources share.
+	Sources Sources `yaml:"sources"`
 	// Auth turns on authentication and access rules; nil leaves berth open.
 	Auth *Auth `yaml:"auth"`
 	// GC is online garbage collection, off unless its interval is set.
@@ -89,6 +91,12 @@ type TrustPolicy struct {
 	// of these logs (cosign's bundle), checked offline. Default: none, and
 	// signatures need no log entry (the air-gapped case).
 	TLogKeys []string `yaml:"tlogKeys"`
+	// RequireSource are globs over source URLs (path.Match syntax,
+	// "https://github.com/org/*"): when set, a version is verified only
+	// when it also has an in-toto SLSA provenance attestation, signed by
+	// one of Keys, every source of which matches one of them
+	// (docs/sources.md#policy).
+	RequireSource []string `yaml:"requireSource"`
 }
 
 // HTTP configures the listener at Addr.
@@ -251,6 +259,10 @@ type Namespace struct {
 	// once however many of its repositories hold it (docs/configuration.md#quotas).
 	// A push beyond it is refused. Default 0: no quota.
 	Quota ByteSize `yaml:"quota"`
+	// Sources are the package sources the namespace follows
+	// (docs/sources.md); only an entry whose name is a namespace, not a
+	// glob, may have them.
+	Sources []Source `yaml:"sources"`
 }
 
 // MaxUnapproved is MaxUnapprovedRating, or its default when unset. It

@@ -377,6 +377,10 @@ type Accepted struct {
 const (
 	ActionPut    = "put"
 	ActionDelete = "delete"
+	// ActionSource is an event of a tracked source (Namespace/Name is its
+	// package): Status is SourcePublished (Version, Digest) or
+	// SourceFailed (Reason).
+	ActionSource = "source"
 )
 
 // Changes is the answer of GET /api/v1/changes.
@@ -396,6 +400,8 @@ type Change struct {
 	Digest    string    `json:"digest"`
 	Status    string    `json:"status"`
 	Time      time.Time `json:"time"`
+	// Reason says why a source failed (ActionSource).
+	Reason string `json:"reason,omitempty"`
 }
 
 // Artifact statuses: what the catalog made of a tag.
@@ -510,3 +516,77 @@ func (u NamespaceUsage) UsedPercent() string {
 	}
 	return s[:len(s)-1] + "." + s[len(s)-1:] + "%"
 }
+
+// Sources is the answer of GET /api/v1/sources: the tracked sources the
+// caller may see, ordered by namespace and package.
+type Sources struct {
+	Sources []Source `json:"sources"`
+}
+
+// Source is the status of one tracked source (docs/sources.md#status).
+type Source struct {
+	Namespace string `json:"namespace"`
+	Package   string `json:"package"`
+	Kind      string `json:"kind"`
+	// URL is the source's, without credentials.
+	URL      string `json:"url"`
+	Ref      string `json:"ref,omitempty"`
+	Dir      string `json:"dir,omitempty"`
+	Interval string `json:"interval"`
+	// LastCheck is when the source was last checked; NextCheck when it
+	// will be, unless a webhook or berth sources check asks sooner.
+	LastCheck *time.Time `json:"lastCheck,omitempty"`
+	NextCheck *time.Time `json:"nextCheck,omitempty"`
+	// Revision is what the last check resolved (commit, ETag, digest);
+	// for a tag pattern, Refs holds one per matching tag.
+	Revision string      `json:"revision,omitempty"`
+	Refs     []SourceRef `json:"refs,omitempty"`
+	// LastPublished is the last version built from the source.
+	LastPublished *SourceVersion `json:"lastPublished,omitempty"`
+	// LastError is the failure of the last check or build, nil when it
+	// succeeded.
+	LastError *SourceError `json:"lastError,omitempty"`
+}
+
+// SourceRef is one tag of a tag-pattern source: what it resolved to and
+// the version built from it, or why none was.
+type SourceRef struct {
+	Ref      string `json:"ref"`
+	Revision string `json:"revision"`
+	Version  string `json:"version,omitempty"`
+	Digest   string `json:"digest,omitempty"`
+	Error    string `json:"error,omitempty"`
+}
+
+// SourceVersion is a version built from a source.
+type SourceVersion struct {
+	Version  string    `json:"version"`
+	Digest   string    `json:"digest"`
+	Ref      string    `json:"ref,omitempty"`
+	Revision string    `json:"revision"`
+	Time     time.Time `json:"time"`
+}
+
+// SourceError is why a source's last check or build failed.
+type SourceError struct {
+	Time time.Time `json:"time"`
+	// Reason is one of the SourceReason values.
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}
+
+// Why a source failed (SourceError.Reason, and Change.Reason of a failed
+// ActionSource event).
+const (
+	SourceReasonFetch   = "fetch"   // the source could not be reached or read
+	SourceReasonLimit   = "limit"   // a bound of sources (bytes, files, time) refused it
+	SourceReasonDenied  = "denied"  // a host or address it reached is not allowed
+	SourceReasonInvalid = "invalid" // its content is not a package berth can build
+	SourceReasonRefused = "refused" // the registry refused the version: trust policy, immutability, quota
+)
+
+// The statuses of an ActionSource change.
+const (
+	SourcePublished = "published"
+	SourceFailed    = "failed"
+)

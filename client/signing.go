@@ -170,6 +170,12 @@ type SignOptions struct {
 	// TLog is the URL of a transparency log (Rekor) to record the signature
 	// in; empty: offline.
 	TLog string
+	// Attestations are in-toto statements about the version (such as
+	// signing.ProvenanceStatement's) to DSSE-sign with the same key and
+	// store before PushSigned tags the version, as cosign attest does:
+	// in one manifest that is an OCI referrer of the version and is also
+	// under cosign's sha256-<hex>.att tag.
+	Attestations [][]byte
 }
 
 // Sign signs the version ref names with s, as cosign sign --key does

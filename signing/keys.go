@@ -5,8 +5,11 @@ import (
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/sigstore/cosign/v2/pkg/cosign"
@@ -103,4 +106,68 @@ func LoadSigner(file string, password []byte) (*Signer, error) {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	return &Signer{KeyID: id, SignerVerifier: sv}, nil
+}
+
+// LoadOrCreateSigner is LoadSigner for a key berth holds: when file does
+// not exist, it first creates an ECDSA P-256 key pair as cosign
+// generate-key-pair does, encrypted with password: the private key in file
+// (mode 0600) and then the public key beside it (PublicKeyFile). Of two
+// processes creating it at once, one key wins and both load it.
+func LoadOrCreateSigner(file string, password []byte) (*Signer, error) {
+	if _, err := os.Stat(file); errors.Is(err, fs.ErrNotExist) {
+		if err := createKeyPair(file, password); err != nil {
+			return nil, err
+		}
+	}
+	return LoadSigner(file, password)
+}
+
+// PublicKeyFile is where LoadOrCreateSigner writes the public key of the
+// private key file: beside it, with the extension .pub.
+func PublicKeyFile(file string) string {
+	return strings.TrimSuffix(file, filepath.Ext(file)) + ".pub"
+}
+
+// createKeyPair writes a new key pair to file and PublicKeyFile(file),
+// unless file appeared meanwhile: the private key is written to a
+// temporary file and linked into place, which fails when the name exists.
+func createKeyPair(file string, password []byte) error {
+	kb, err := cosign.GenerateKeyPair(func(bool) ([]byte, error) { return password, nil })
+	if err != nil {
+		return fmt.Errorf("%s: create a key pair: %w", file, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+		return err
+	}
+	place := func(name string, data []byte, mode os.FileMode) error {
+		tmp, err := os.CreateTemp(filepath.Dir(name), ".key-*")
+		if err != nil {
+			return err
+		}
+		defer os.Remove(tmp.Name())
+		_, err = tmp.Write(data)
+		if err == nil {
+			err = tmp.Chmod(mode)
+		}
+		if err == nil {
+			err = tmp.Sync()
+		}
+		if cerr := tmp.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = os.Link(tmp.Name(), name)
+		}
+		return err
+	}
+	if err := place(file, kb.PrivateBytes, 0o600); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return nil // another process created it
+		}
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	if err := os.WriteFile(PublicKeyFile(file), kb.PublicBytes, 0o644); err != nil {
+		return fmt.Errorf("%s: %w", PublicKeyFile(file), err)
+	}
+	return nil
 }

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -148,5 +150,30 @@ func TestSignWithTransparencyLog(t *testing.T) {
 				t.Fatalf("verified %v, reason %q; want %v, %q", rep.Verified(), rep.Reason(), tc.verified, tc.reason)
 			}
 		})
+	}
+}
+
+func TestLoadOrCreateSigner(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "keys", "provenance.key")
+	s, err := signing.LoadOrCreateSigner(file, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := signing.LoadPublicKey(signing.PublicKeyFile(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pub.ID != s.KeyID {
+		t.Errorf("public key %s, private key %s", pub.ID, s.KeyID)
+	}
+	if fi, err := os.Stat(file); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("private key mode: %v %v", fi, err)
+	}
+	again, err := signing.LoadOrCreateSigner(file, nil)
+	if err != nil || again.KeyID != s.KeyID {
+		t.Errorf("loaded again: %v, key %s, want %s", err, again.KeyID, s.KeyID)
+	}
+	if _, err := signing.LoadOrCreateSigner(file, []byte("wrong")); err == nil || !strings.Contains(err.Error(), "wrong password") {
+		t.Errorf("wrong password: %v", err)
 	}
 }

@@ -18,8 +18,8 @@ import (
 	"github.com/berth-registry/berth/signing"
 )
 
-// check checks s once, builds what changed, saves its state and returns
-// when it is due next.
+// check checks s once, builds what changed, keeps its state for the next
+// flush and returns when it is due next.
 func (t *Tracker) check(ctx context.Context, s *tracked) time.Time {
 	start := time.Now()
 	t.mu.Lock()
@@ -37,11 +37,9 @@ func (t *Tracker) check(ctx context.Context, s *tracked) time.Time {
 	end := time.Now()
 	st.LastCheck = end
 	st.NextCheck = end.Add(s.interval + jitter(s.interval))
-	if err := t.opts.Store.Save(context.WithoutCancel(ctx), st); err != nil {
-		t.log.Error("sources: save the state", "source", s.name(), "err", err)
-	}
 	t.mu.Lock()
 	t.states[s.key] = st
+	t.dirty[s.key] = st
 	t.mu.Unlock()
 	t.metrics.checks.WithLabelValues(result).Inc()
 	t.metrics.duration.Observe(end.Sub(start).Seconds())

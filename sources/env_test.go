@@ -126,6 +126,7 @@ func (e *env) check(pkg string) apiv1.Source {
 		e.t.Fatalf("no source of %s", pkg)
 	}
 	e.tr.check(context.Background(), s)
+	e.tr.flush(context.Background())
 	return e.status(pkg)
 }
 

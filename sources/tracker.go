@@ -88,9 +88,11 @@ type Tracker struct {
 	// wake starts the loop at once on a Check in this process.
 	wake chan struct{}
 
-	// mu guards states, the leader's copy of what it saved.
+	// mu guards states, the leader's copy of the states, and dirty, those
+	// not saved yet: Run saves them in one transaction at each Poll.
 	mu     sync.Mutex
 	states map[config.SourceKey]State
+	dirty  map[config.SourceKey]State
 }
 
 // tracked is one source of the configuration.
@@ -116,7 +118,8 @@ func New(opts Options) (*Tracker, error) {
 	if opts.RegistryHost == "" {
 		opts.RegistryHost = "localhost"
 	}
-	t := &Tracker{opts: opts, log: opts.Logger, byKey: map[config.SourceKey]*tracked{}, wake: make(chan struct{}, 1), states: map[config.SourceKey]State{}}
+	t := &Tracker{opts: opts, log: opts.Logger, byKey: map[config.SourceKey]*tracked{}, wake: make(chan struct{}, 1),
+		states: map[config.SourceKey]State{}, dirty: map[config.SourceKey]State{}}
 	if t.log == nil {
 		t.log = slog.Default()
 	}
@@ -246,7 +249,10 @@ func (t *Tracker) Run(ctx context.Context) {
 	done := make(chan finished)
 	inflight := map[config.SourceKey]bool{}
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	defer func() {
+		wg.Wait()
+		t.flush(context.WithoutCancel(ctx))
+	}()
 	ticker := time.NewTicker(t.opts.Poll)
 	defer ticker.Stop()
 	for {
@@ -292,6 +298,7 @@ func (t *Tracker) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-ticker.C:
+			t.flush(ctx)
 		case <-t.wake:
 		case f := <-done:
 			delete(inflight, f.key)
@@ -307,6 +314,34 @@ func (t *Tracker) Run(ctx context.Context) {
 				}
 			}
 		}
+	}
+}
+
+// flush saves the states checked since the last flush, in one
+// transaction; those it could not save wait for the next.
+func (t *Tracker) flush(ctx context.Context) {
+	t.mu.Lock()
+	if len(t.dirty) == 0 {
+		t.mu.Unlock()
+		return
+	}
+	states := make([]State, 0, len(t.dirty))
+	for _, st := range t.dirty {
+		states = append(states, st)
+	}
+	clear(t.dirty)
+	t.mu.Unlock()
+	if err := t.opts.Store.Save(ctx, states...); err != nil {
+		if ctx.Err() == nil {
+			t.log.Error("sources: save the states", "sources", len(states), "err", err)
+		}
+		t.mu.Lock()
+		for _, st := range states {
+			if _, newer := t.dirty[st.Key]; !newer {
+				t.dirty[st.Key] = st
+			}
+		}
+		t.mu.Unlock()
 	}
 }
 

@@ -289,3 +289,7 @@ func waitFor(t *testing.T, tr *Tracker, ok func(apiv1.Source) bool) apiv1.Source
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+func checksOf(tr *Tracker, result string) float64 {
+	return testutil.ToFloat64(tr.metrics.checks.WithLabelValues(result))
+}

@@ -34,6 +34,10 @@ func (t *Tracker) check(ctx context.Context, s *tracked) time.Time {
 	} else {
 		result = t.checkOne(ctx, s, &st)
 	}
+	if ctx.Err() != nil {
+		// The leader stops: the check is done again by the next one.
+		return st.NextCheck
+	}
 	end := time.Now()
 	st.LastCheck = end
 	st.NextCheck = end.Add(s.interval + jitter(s.interval))
@@ -81,20 +85,18 @@ func (t *Tracker) checkOne(ctx context.Context, s *tracked, st *State) string {
 	}
 	st.Resolved = r
 	if r.Revision == st.Handled {
-		if !st.HandledError {
-			st.LastError = nil
-		}
+		st.LastError = st.HandledError
 		return checkUnchanged
 	}
 	v, now, err := t.publish(ctx, s, spec, "")
 	if err != nil {
-		if reason(err) != apiv1.SourceReasonFetch {
-			st.Handled, st.HandledError = r.Revision, true
-		}
 		t.fail(ctx, s, st, "", err)
+		if reason(err) != apiv1.SourceReasonFetch {
+			st.Handled, st.HandledError = r.Revision, st.LastError
+		}
 		return checkChanged
 	}
-	st.Handled, st.HandledError, st.LastError = r.Revision, false, nil
+	st.Handled, st.HandledError, st.LastError = r.Revision, nil, nil
 	if now {
 		st.LastPublished = v
 	}
@@ -175,6 +177,9 @@ func (t *Tracker) checkTags(ctx context.Context, s *tracked, st *State) string {
 // fail records err as the source's last error and tells OnEvent of it
 // unless it is the error it had already.
 func (t *Tracker) fail(ctx context.Context, s *tracked, st *State, version string, err error) {
+	if ctx.Err() != nil {
+		return // the leader stops: not a failure of the source
+	}
 	e := &apiv1.SourceError{Time: time.Now().UTC(), Reason: reason(err), Message: err.Error()}
 	repeated := st.LastError != nil && st.LastError.Message == e.Message
 	st.LastError = e

@@ -69,6 +69,12 @@ type env struct {
 // AllowPrivate, as the test servers are on loopback unless edit says).
 func newEnv(t testing.TB, edit func(*config.Config), srcs ...config.Source) *env {
 	t.Helper()
+	return newEnvWith(t, nil, edit, srcs...)
+}
+
+// newEnvWith is newEnv with the registry's options edited by reg.
+func newEnvWith(t testing.TB, reg func(*registry.Options), edit func(*config.Config), srcs ...config.Source) *env {
+	t.Helper()
 	cfg := &config.Config{Data: t.TempDir()}
 	cfg.SetDefaults()
 	cfg.Sources.AllowPrivate = true
@@ -80,22 +86,26 @@ func newEnv(t testing.TB, edit func(*config.Config), srcs ...config.Source) *env
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	reg, err := registry.New(ctx, registry.Options{
+	opts := registry.Options{
 		Storage:        &storage.Config{Driver: "filesystem", Filesystem: storage.Filesystem{RootDirectory: filepath.Join(cfg.Data, "registry")}},
 		HTTPSecret:     "test",
 		AllowOverwrite: cfg.AllowOverwrite,
 		Logger:         quiet,
-	})
+	}
+	if reg != nil {
+		reg(&opts)
+	}
+	r, err := registry.New(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { reg.Close() })
+	t.Cleanup(func() { r.Close() })
 	store, err := OpenSQLite(ctx, filepath.Join(cfg.Data, "sources.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	e := &env{t: t, cfg: cfg, store: store, reg: reg}
+	e := &env{t: t, cfg: cfg, store: store, reg: r}
 	e.tr = e.tracker(store)
 	return e
 }

@@ -35,9 +35,9 @@ type State struct {
 	// already published, or refused for a reason a retry does not change.
 	// A check that resolves it again builds nothing.
 	Handled string `json:"handled,omitempty"`
-	// HandledError says that LastError is the failure of Handled, which
-	// stays until the revision changes; else a later check clears it.
-	HandledError bool `json:"handledError,omitempty"`
+	// HandledError is the failure of Handled, nil when it was published:
+	// the last error of every check that resolves Handled again.
+	HandledError *apiv1.SourceError `json:"handledError,omitempty"`
 	// Refs are the tags of a tag pattern, with the version each became.
 	Refs          []apiv1.SourceRef    `json:"refs,omitempty"`
 	LastPublished *apiv1.SourceVersion `json:"lastPublished,omitempty"`

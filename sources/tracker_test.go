@@ -3,6 +3,7 @@ package sources
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
@@ -21,6 +22,7 @@ import (
 	"github.com/berth-registry/berth/catalog/apiv1"
 	"github.com/berth-registry/berth/config"
 	"github.com/berth-registry/berth/internal/gittest"
+	"github.com/berth-registry/berth/registry"
 )
 
 func isNotFound(err error) bool {
@@ -292,4 +294,34 @@ func waitFor(t *testing.T, tr *Tracker, ok func(apiv1.Source) bool) apiv1.Source
 
 func checksOf(tr *Tracker, result string) float64 {
 	return testutil.ToFloat64(tr.metrics.checks.WithLabelValues(result))
+}
+
+// TestRegistryRefuses: the registry's rules apply to what the tracker
+// publishes; a tag the trust admission refuses is a failure, refused, and
+// the version is not tagged.
+func TestRegistryRefuses(t *testing.T) {
+	var body atomic.Value
+	var full atomic.Int64
+	body.Store(tarball(t, chart("web", "1.0.0", "")))
+	url := tarballServer(t, &body, &full)
+	var asked atomic.Int64
+	e := newEnvWith(t, func(o *registry.Options) {
+		o.AdmitTag = func(_ context.Context, push registry.TagPush) error {
+			asked.Add(1)
+			return fmt.Errorf("%s:%s: no provenance names an allowed source", push.Repo, push.Tag)
+		}
+	}, nil, config.Source{Package: "web", Kind: "http", URL: url, Dir: "chart"})
+	st := e.check("web")
+	if st.LastError == nil || st.LastError.Reason != apiv1.SourceReasonRefused || !strings.Contains(st.LastError.Message, "no provenance names an allowed source") {
+		t.Fatalf("LastError = %+v, want refused with the registry's message", st.LastError)
+	}
+	if asked.Load() == 0 {
+		t.Error("the registry's admission was never asked")
+	}
+	if tags := e.tags("web"); len(tags) != 0 {
+		t.Errorf("tags %v, want none", tags)
+	}
+	if st.LastPublished != nil {
+		t.Errorf("LastPublished = %+v, want none", st.LastPublished)
+	}
 }

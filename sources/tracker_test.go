@@ -17,12 +17,16 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"oras.land/oras-go/v2/errdef"
+	"oras.land/oras-go/v2/registry/remote/credentials"
 	"oras.land/oras-go/v2/registry/remote/errcode"
 
 	"github.com/berth-registry/berth/catalog/apiv1"
+	"github.com/berth-registry/berth/client"
 	"github.com/berth-registry/berth/config"
 	"github.com/berth-registry/berth/internal/gittest"
+	"github.com/berth-registry/berth/pkgformat"
 	"github.com/berth-registry/berth/registry"
+	"github.com/berth-registry/berth/storage"
 )
 
 func isNotFound(err error) bool {
@@ -323,5 +327,64 @@ func TestRegistryRefuses(t *testing.T) {
 	}
 	if st.LastPublished != nil {
 		t.Errorf("LastPublished = %+v, want none", st.LastPublished)
+	}
+}
+
+// TestImageSource: an image source is checked with a manifest HEAD and
+// built once per digest.
+func TestImageSource(t *testing.T) {
+	ctx := context.Background()
+	up, err := registry.New(ctx, registry.Options{Storage: &storage.Config{Driver: "inmemory"}, HTTPSecret: "up", Logger: quiet,
+		AllowOverwrite: func(string) bool { return true }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+	srv := httptest.NewServer(up)
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	push := func(version string) {
+		dir := filepath.Join(t.TempDir(), "web")
+		for name, body := range chart("web", version, "") {
+			p := filepath.Join(dir, strings.TrimPrefix(name, "chart/"))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		pkg, err := pkgformat.Load(dir, pkgformat.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		art, err := pkg.Artifact()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := client.New(client.Options{Credentials: credentials.NewMemoryStore()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Push(ctx, client.Reference{Registry: host, Namespace: "up", Name: "web", Tag: "stable"}, art); err != nil {
+			t.Fatal(err)
+		}
+	}
+	push("3.0.0")
+	e := newEnv(t, nil, config.Source{Package: "web", Kind: "image", URL: host + "/up/web:stable"})
+	st := e.check("web")
+	if st.LastError != nil || st.LastPublished == nil || st.LastPublished.Version != "3.0.0" || !strings.HasPrefix(st.Revision, "sha256:") {
+		t.Fatalf("status %+v", st)
+	}
+	e.check("web")
+	if n := builds(e.tr, buildPublished) + builds(e.tr, buildUnchanged); n != 1 {
+		t.Errorf("%v builds, want 1: the digest did not change", n)
+	}
+	push("3.1.0")
+	if st = e.check("web"); st.LastPublished == nil || st.LastPublished.Version != "3.1.0" {
+		t.Errorf("after a new digest: %+v", st)
+	}
+	if !e.verified("web", "3.1.0") {
+		t.Error("3.1.0 has no signature berth's key verifies")
 	}
 }

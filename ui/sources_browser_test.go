@@ -41,24 +41,7 @@ func TestSourcesAccessible(t *testing.T) {
 				if resp.Status != http.StatusOK {
 					t.Errorf("%s: status %d", path, resp.Status)
 				}
-				vs, err := browsertest.Axe(ctx)
-				if err != nil {
-					cancel()
-					t.Fatalf("%s: %v", path, err)
-				}
-				for _, v := range vs {
-					if v.Serious() {
-						t.Errorf("%s: %s", path, v)
-					} else {
-						t.Logf("%s: %s", path, v)
-					}
-				}
-				if view.opts.Phone {
-					w, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth - window.innerWidth`))
-					if err != nil || w > 0 {
-						t.Errorf("%s: the page is %d px wider than the phone's screen (%v)", path, w, err)
-					}
-				}
+				checkAccessible(ctx, t, path, view.opts.Phone)
 				cancel()
 			}
 		})

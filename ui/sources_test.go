@@ -20,7 +20,9 @@ type tracker struct {
 
 func (tr tracker) Status(context.Context) ([]apiv1.Source, error) { return tr.sources, tr.err }
 
-func (tr tracker) Check(context.Context, string, string) error { return errors.New("the page asks no check") }
+func (tr tracker) Check(context.Context, string, string) error {
+	return errors.New("the page asks no check")
+}
 
 func (tr tracker) PublicKey() []byte { return nil }
 
@@ -65,22 +67,7 @@ func TestSourcesPage(t *testing.T) {
 		{"/ui/sources?namespace=evil", []string{"No source of a package you may see is followed in evil."}, []string{"quay.io/evil"}},
 		{"/ui/namespaces/team-a", []string{`<a href="/ui/sources?namespace=team-a">Sources of team-a</a>`}, nil},
 	} {
-		resp, body := get(t, h, tc.path)
-		if resp.StatusCode != http.StatusOK {
-			t.Errorf("%s: status %d", tc.path, resp.StatusCode)
-			continue
-		}
-		checkPage(t, tc.path, resp, body)
-		for _, w := range tc.want {
-			if !strings.Contains(body, w) {
-				t.Errorf("%s: no %q in\n%s", tc.path, w, body)
-			}
-		}
-		for _, w := range tc.notWant {
-			if strings.Contains(body, w) {
-				t.Errorf("%s: shows %q", tc.path, w)
-			}
-		}
+		checkShows(t, h, tc.path, tc.want, tc.notWant)
 	}
 
 	// Without a tracker the page says so, and nothing links to it.

@@ -348,3 +348,37 @@ func TestMigrateToOLMBundles(t *testing.T) {
 		t.Errorf("bundle record read back %+v, want %+v", back.OLM, e.OLM)
 	}
 }
+
+// TestMigrateToSourceEvents opens a file of schema version 5, from before
+// source events, whose feed holds a change: it reads back without a
+// reason, and a source event is numbered after it.
+func TestMigrateToSourceEvents(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "catalog.db")
+	db, err := sql.Open("sqlite", sqlitedb.DSN(path, false, options))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stmts := append(slices.Clone(migrations[:5]),
+		`INSERT INTO changes (action, namespace, name, tag, digest, status, time) VALUES ('put', 'a', 'p', '1.0.0', 'sha256:a', 'indexed', 1000)`,
+		`PRAGMA user_version = 5`)
+	for _, stmt := range stmts {
+		if _, err := db.ExecContext(ctx, stmt); err != nil {
+			t.Fatalf("%.60s: %v", stmt, err)
+		}
+	}
+	db.Close()
+	s := openAt(t, path)
+	defer s.Close()
+	if err := s.AppendSourceEvent(ctx, apiv1.Change{Namespace: "a", Name: "p", Status: apiv1.SourceFailed, Reason: apiv1.SourceReasonFetch}); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := s.Changes(ctx, 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 2 || cs[0].Action != apiv1.ActionPut || cs[0].Reason != "" ||
+		cs[1].Seq != 2 || cs[1].Action != apiv1.ActionSource || cs[1].Reason != apiv1.SourceReasonFetch {
+		t.Errorf("changes after the migration: %+v", cs)
+	}
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/berth-registry/berth/catalog"
 	"github.com/berth-registry/berth/catalog/apiv1"
+	"github.com/berth-registry/berth/catalog/storetest"
 	"github.com/berth-registry/berth/internal/sqlitedb"
 	"github.com/berth-registry/berth/olm"
 	"github.com/berth-registry/berth/pkgformat"
@@ -370,15 +371,5 @@ func TestMigrateToSourceEvents(t *testing.T) {
 	db.Close()
 	s := openAt(t, path)
 	defer s.Close()
-	if err := s.AppendSourceEvent(ctx, apiv1.Change{Namespace: "a", Name: "p", Status: apiv1.SourceFailed, Reason: apiv1.SourceReasonFetch}); err != nil {
-		t.Fatal(err)
-	}
-	cs, err := s.Changes(ctx, 0, 10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(cs) != 2 || cs[0].Action != apiv1.ActionPut || cs[0].Reason != "" ||
-		cs[1].Seq != 2 || cs[1].Action != apiv1.ActionSource || cs[1].Reason != apiv1.SourceReasonFetch {
-		t.Errorf("changes after the migration: %+v", cs)
-	}
+	storetest.CheckMigratedFeed(t, s)
 }

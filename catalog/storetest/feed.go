@@ -117,6 +117,25 @@ func testSourceEvents(t *testing.T, h *harness) {
 	check("after a restart")
 }
 
+// CheckMigratedFeed checks a store whose schema was brought up to date from
+// before source events, with one put change in its feed: that change reads
+// back without a reason, and a source event appended is numbered after it.
+func CheckMigratedFeed(t *testing.T, s catalog.Store) {
+	t.Helper()
+	ctx := context.Background()
+	if err := s.AppendSourceEvent(ctx, apiv1.Change{Namespace: "a", Name: "p", Status: apiv1.SourceFailed, Reason: apiv1.SourceReasonFetch}); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := s.Changes(ctx, 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 2 || cs[0].Action != apiv1.ActionPut || cs[0].Reason != "" ||
+		cs[1].Seq != 2 || cs[1].Action != apiv1.ActionSource || cs[1].Reason != apiv1.SourceReasonFetch {
+		t.Errorf("changes after the migration: %+v", cs)
+	}
+}
+
 // checkChanges fails unless cs are the changes want describes, with strictly
 // increasing seqs and times set.
 func checkChanges(t *testing.T, cs []apiv1.Change, want []string) {

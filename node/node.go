@@ -97,7 +97,9 @@ type Node struct {
 	// sources is the tracker of the namespaces' package sources (nil when
 	// none are listed), run by the leader.
 	sources *sources.Tracker
-	srv     *server.Server
+	// provenanceKey is the key the tracker signs with (nil without sources).
+	provenanceKey *signing.Signer
+	srv           *server.Server
 
 	// stopIndexing ends the catalog's work; Serve calls it when its
 	// context ends, so that indexing stops while requests drain.
@@ -119,6 +121,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Node, error) {
 	return n.start(ctx,
 		n.lockData,
 		n.loadHTTPSecret,
+		n.loadProvenanceKey,
 		n.loadTrust,
 		n.startAuth,
 		n.joinCluster,
@@ -508,8 +511,11 @@ func (n *Node) newServer(context.Context) error {
 	a := n.access
 	opts.Registry = a.registry(n.reg)
 	opts.Admin = a.admin(n.mt.Handler())
-	opts.Catalog = httpapi.New(httpapi.Options{Catalog: n.cat, Authorizer: a.authorizer, Logger: n.log, RegistryURL: n.cfg.Catalog.PublicURL, Inventory: n.reg, OLM: n.publisher.Load(), Admin: a.admin, Quota: n.quota})
-	opts.UI = ui.New(ui.Options{Catalog: n.cat, Authorizer: a.authorizer, Sessions: a.sessions, Trust: n.trust, RegistryURL: n.cfg.Catalog.PublicURL, Logger: n.log, Quota: n.quota})
+	api := httpapi.Options{Catalog: n.cat, Authorizer: a.authorizer, Logger: n.log, RegistryURL: n.cfg.Catalog.PublicURL, Inventory: n.reg, OLM: n.publisher.Load(), Admin: a.admin, Quota: n.quota}
+	web := ui.Options{Catalog: n.cat, Authorizer: a.authorizer, Sessions: a.sessions, Trust: n.trust, RegistryURL: n.cfg.Catalog.PublicURL, Logger: n.log, Quota: n.quota}
+	n.sourcesAPI(&api, &web)
+	opts.Catalog = httpapi.New(api)
+	opts.UI = ui.New(web)
 	opts.Ready = n.cluster.readyChecks(map[string]server.ReadyChecker{"storage": n.reg, "catalog": n.cat})
 	n.srv = server.New(opts)
 	return nil

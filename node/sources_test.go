@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/berth-registry/berth/config"
 )
@@ -57,6 +58,26 @@ func TestNodeSources(t *testing.T) {
 	pub, err := os.ReadFile(filepath.Join(data, "provenance.pub"))
 	if err != nil || !bytes.Equal(pub, n.sources.PublicKey()) {
 		t.Errorf("provenance.pub %q (%v), want the tracker's public key %q", pub, err, n.sources.PublicKey())
+	}
+	// The catalog's API and the change feed see the tracker: its status,
+	// its key, and the source event of the version it published.
+	// The leader saves its checks' states every half second.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, body := n.get(t, "/api/v1/sources")
+		if code == http.StatusOK && strings.Contains(body, `"package":"hello"`) && strings.Contains(body, `"version":"0.3.0"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET /api/v1/sources: %d %s, want the version published", code, body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if code, body := n.get(t, "/api/v1/sources/key"); code != http.StatusOK || body != string(pub) {
+		t.Errorf("GET /api/v1/sources/key: %d %q", code, body)
+	}
+	if code, body := n.get(t, "/api/v1/changes"); code != http.StatusOK || !strings.Contains(body, `"action":"source"`) || !strings.Contains(body, `"status":"published"`) {
+		t.Errorf("GET /api/v1/changes: %d %s, want the source event", code, body)
 	}
 	families, err := n.metrics.Gather()
 	if err != nil {

@@ -174,12 +174,14 @@ type SignOptions struct {
 	// signing.ProvenanceStatement's) to DSSE-sign with the same key and
 	// store before PushSigned tags the version, as cosign attest does:
 	// in one manifest that is an OCI referrer of the version and is also
-	// under cosign's sha256-<hex>.att tag.
+	// under cosign's sha256-<hex>.att tag (signing.Attest). They are not
+	// recorded in the transparency log TLog names.
 	Attestations [][]byte
 }
 
 // Sign signs the version ref names with s, as cosign sign --key does
-// offline (no transparency log): by digest, resolving ref's tag first. It
+// offline (no transparency log), and attests opts.Attestations as cosign
+// attest --key does: by digest, resolving ref's tag first. It
 // uses the client's credentials, and plain HTTP where the client would. It
 // returns the digest signed.
 //
@@ -219,6 +221,13 @@ func (c *Client) sign(ctx context.Context, ref Reference, d digest.Digest, s *si
 	})
 	if err != nil {
 		return fmt.Errorf("sign %s: %w", pinned, err)
+	}
+	err = signing.Attest(ctx, s, pinned.String(), opts.Attestations, signing.AttestOptions{
+		Remote:   c.ggcrOptions(),
+		Insecure: c.PlainHTTP(ref.Registry),
+	})
+	if err != nil {
+		return fmt.Errorf("attest %s: %w", pinned, err)
 	}
 	return nil
 }

@@ -304,7 +304,7 @@ func (c *Client) VerifyKeys(ctx context.Context, ref Reference, keys []signing.K
 // repository repo, reading the signatures from the repository of from. It
 // returns a nil report when no policy covers repo, and an error wrapping
 // ErrUnverified when the policy requires a verified signature and none
-// verifies. Errors start with prefix, the operation.
+// verifies, or the provenance its requireSource asks for. Errors start with prefix, the operation.
 func (c *Client) verifyRequired(ctx context.Context, prefix string, from Reference, repo string, d digest.Digest) (*signing.Report, error) {
 	rule, covered := c.opts.TrustPolicy.For(repo)
 	if !covered {
@@ -316,9 +316,13 @@ func (c *Client) verifyRequired(ctx context.Context, prefix string, from Referen
 		return nil, fmt.Errorf("%s: check the signatures of %s: %w", prefix, d, err)
 	}
 	if rule.Require && !rep.Verified() {
+		what := "no signature verified"
+		if _, signed := rep.VerifiedBy(); signed {
+			what = "provenance not verified"
+		}
 		return rep, &opError{
-			msg: fmt.Sprintf("%s: refused: no signature verified by the trust policy for %s: %s",
-				prefix, strings.Join(rule.Repositories, ", "), rep.Reason()),
+			msg: fmt.Sprintf("%s: refused: %s by the trust policy for %s: %s",
+				prefix, what, strings.Join(rule.Repositories, ", "), rep.Reason()),
 			kind: ErrUnverified,
 		}
 	}

@@ -251,3 +251,34 @@ func TestCheckSourceGlobsMatchNormalized(t *testing.T) {
 		}
 	}
 }
+
+// TestProvenanceStatementSources: the sources a ProvenanceStatement names
+// are what the verifier reads back, an image as oci://<reference>.
+func TestProvenanceStatementSources(t *testing.T) {
+	ctx := context.Background()
+	r := newTestRegistry(t)
+	key := signingtest.NewKeyPair(t, "")
+	d := r.pushManifest(t, "stable/op", "sources")
+	st, err := signing.ProvenanceStatement("stable/op", d, signing.Provenance{BuilderID: "https://berth.example", Sources: []signing.ProvenanceSource{
+		{Kind: "git", URI: "https://github.com/org/op", Ref: "refs/heads/main", Revision: strings.Repeat("c", 40), Dir: "deploy"},
+		{Kind: "image", URI: "quay.io/org/bundle@sha256:" + strings.Repeat("d", 64), Revision: "sha256:" + strings.Repeat("d", 64), Destination: "bundle"},
+		{Kind: "http", URI: "https://example.com/crds.tgz", Revision: `"etag"`, Destination: "crds"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := r.host + "/stable/op@" + d.String()
+	if err := signing.Attest(ctx, key.Signer, ref, [][]byte{st}, signing.AttestOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := signing.Check(ctx, r.fetcher, signing.NewPolicyOf(signing.Rule{Repositories: []string{"stable/*"}, Keys: []signing.Key{key.Key},
+		RequireSource: []string{"https://github.com/org/*", "oci://quay.io/org/*", "https://example.com/*"}}), "stable/op", d.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, ok := rep.Provenance()
+	want := "[https://github.com/org/op oci://quay.io/org/bundle https://example.com/crds.tgz]"
+	if !ok || fmt.Sprint(a.Sources) != want {
+		t.Errorf("provenance %+v (%v), want sources %s", a, ok, want)
+	}
+}

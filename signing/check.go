@@ -239,7 +239,7 @@ func check(ctx context.Context, f Fetcher, repo, subject string, rule Rule, cove
 	}
 	rep := &Report{Subject: subject}
 	if covered {
-		rep.RequireSource, rep.Policy = rule.RequireSource, rule.describe()
+		rep.RequireSource, rep.Policy = rule.RequireSource, rule.Describe()
 	}
 	v := verifier{f: f, repo: repo, subject: d, rule: rule, covered: covered}
 	seen := map[string]bool{}

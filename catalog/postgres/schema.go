@@ -131,6 +131,13 @@ CREATE TABLE image_mirrors (
 );
 UPDATE entries SET digest = '' WHERE status = 'indexed' AND (metadata::jsonb -> 'images') IS NULL;
 `,
+	// 3: provenance sources, as SQLite's step 6: the sources a verified
+	// SLSA provenance attestation names, for requireSource; the checks
+	// made before it are made again.
+	`
+ALTER TABLE signatures ADD COLUMN sources text NOT NULL DEFAULT '';
+UPDATE signature_checks SET policy = '';
+`,
 }
 
 // migrate brings the database's schema up to date in one transaction, under

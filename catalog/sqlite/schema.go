@@ -195,4 +195,12 @@ CREATE TABLE image_mirrors (
 ) WITHOUT ROWID;
 UPDATE entries SET digest = '' WHERE status = 'indexed' AND json_extract(metadata, '$.images') IS NULL;
 `,
+	// 6: provenance sources. signatures.sources holds the sources a
+	// verified SLSA provenance attestation names (a JSON array; '' for
+	// none), which a trust policy's requireSource checks. The checks made
+	// before it are made again: their policy is emptied.
+	`
+ALTER TABLE signatures ADD COLUMN sources TEXT NOT NULL DEFAULT '';
+UPDATE signature_checks SET policy = '';
+`,
 }

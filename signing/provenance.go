@@ -10,6 +10,8 @@ import (
 	"github.com/in-toto/in-toto-golang/in_toto/slsa_provenance/common"
 	slsa02 "github.com/in-toto/in-toto-golang/in_toto/slsa_provenance/v0.2"
 	"github.com/opencontainers/go-digest"
+
+	"github.com/berth-registry/berth/pkgsource"
 )
 
 // PredicateSLSAProvenance is the predicate type of the provenance berth
@@ -31,6 +33,19 @@ type Provenance struct {
 	Sources []ProvenanceSource
 	// Started and Finished bound the build; zero values are left out.
 	Started, Finished time.Time
+}
+
+// ProvenanceOf is the provenance of a version builderID built from the
+// sources built, between started and finished: what berth import --key
+// and the sources tracker attest alike.
+func ProvenanceOf(builderID string, built []pkgsource.Built, started, finished time.Time) Provenance {
+	p := Provenance{BuilderID: builderID, Started: started, Finished: finished}
+	for _, b := range built {
+		p.Sources = append(p.Sources, ProvenanceSource{
+			Kind: string(b.Kind), URI: b.URL, Ref: b.Ref, Revision: b.Revision, Dir: b.Dir, Destination: b.Destination,
+		})
+	}
+	return p
 }
 
 // ProvenanceSource is one source of a version.

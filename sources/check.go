@@ -228,13 +228,8 @@ func (t *Tracker) publish(ctx context.Context, s *tracked, spec pkgsource.Spec, 
 		v.Digest = same
 		return v, false, nil
 	}
-	statement, err := signing.ProvenanceStatement(t.opts.RegistryHost+"/"+ref.Repository(), b.Artifact.ManifestDesc.Digest, signing.Provenance{
-		BuilderID: t.opts.BuilderID,
-		Sources: []signing.ProvenanceSource{{Kind: string(built.Kind), URI: built.URL, Ref: built.Ref, Revision: built.Revision,
-			Dir: built.Dir, Destination: built.Destination}},
-		Started:  started,
-		Finished: time.Now(),
-	})
+	statement, err := signing.ProvenanceStatement(t.opts.RegistryHost+"/"+ref.Repository(), b.Artifact.ManifestDesc.Digest,
+		signing.ProvenanceOf(t.opts.BuilderID, b.Sources, started, time.Now()))
 	if err != nil {
 		t.metrics.builds.WithLabelValues(buildFailed).Inc()
 		return nil, false, err

@@ -362,12 +362,7 @@ const ImportBuilderID = "https://github.com/berth-registry/berth/cmd/berth#impor
 // importProvenance is the in-toto SLSA provenance statement of the version
 // art, built for ref from the sources built between started and finished.
 func importProvenance(ref client.Reference, art *pkgformat.Artifact, built []pkgsource.Built, started, finished time.Time) ([]byte, error) {
-	p := signing.Provenance{BuilderID: ImportBuilderID, Started: started, Finished: finished}
-	for _, b := range built {
-		p.Sources = append(p.Sources, signing.ProvenanceSource{
-			Kind: string(b.Kind), URI: b.URL, Ref: b.Ref, Revision: b.Revision, Dir: b.Dir, Destination: b.Destination,
-		})
-	}
+	p := signing.ProvenanceOf(ImportBuilderID, built, started, finished)
 	st, err := signing.ProvenanceStatement(ref.Registry+"/"+ref.Repository(), art.ManifestDesc.Digest, p)
 	if err != nil {
 		return nil, fmt.Errorf("attest the provenance of %s: %w", ref, err)

@@ -184,8 +184,8 @@ func (e *env) tags(pkg string) []string {
 }
 
 // verified reports whether team/pkg:tag has a signature berth's key
-// verifies.
-func (e *env) verified(pkg, tag string) bool {
+// verifies, and returns the sources its verified SLSA provenance names.
+func (e *env) verified(pkg, tag string) (bool, []string) {
 	e.t.Helper()
 	key, err := signing.ParsePublicKey(e.tr.PublicKey())
 	if err != nil {
@@ -195,7 +195,13 @@ func (e *env) verified(pkg, tag string) bool {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return rep.Verified()
+	var sources []string
+	for _, a := range rep.Attestations {
+		if a.Verified && a.PredicateType == signing.PredicateSLSAProvenance {
+			sources = append(sources, a.Sources...)
+		}
+	}
+	return rep.Verified(), sources
 }
 
 // gitRepo is a git repository served by git http-backend on loopback.

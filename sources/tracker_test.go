@@ -52,8 +52,8 @@ func TestBranchPublishesOnce(t *testing.T) {
 	if got := e.tags("demo"); !reflect.DeepEqual(got, []string{"1.0.0"}) {
 		t.Fatalf("tags %v, want [1.0.0]", got)
 	}
-	if !e.verified("demo", "1.0.0") {
-		t.Error("1.0.0 has no signature berth's key verifies")
+	if ok, sources := e.verified("demo", "1.0.0"); !ok || !reflect.DeepEqual(sources, []string{repo.url}) {
+		t.Errorf("1.0.0: signature verified by berth's key %v, provenance sources %q, want [%s]", ok, sources, repo.url)
 	}
 	if ev := e.takeEvents(); len(ev) != 1 || ev[0].Status != apiv1.SourcePublished || ev[0].Version != "1.0.0" || ev[0].Digest != st.LastPublished.Digest || ev[0].Action != apiv1.ActionSource {
 		t.Errorf("events %+v, want one published 1.0.0", ev)
@@ -395,7 +395,7 @@ func TestImageSource(t *testing.T) {
 	if st = e.check("web"); st.LastPublished == nil || st.LastPublished.Version != "3.1.0" {
 		t.Errorf("after a new digest: %+v", st)
 	}
-	if !e.verified("web", "3.1.0") {
-		t.Error("3.1.0 has no signature berth's key verifies")
+	if ok, sources := e.verified("web", "3.1.0"); !ok || len(sources) != 1 || !strings.HasPrefix(sources[0], "oci://") {
+		t.Errorf("3.1.0: signature verified by berth's key %v, provenance sources %q, want one oci:// image", ok, sources)
 	}
 }

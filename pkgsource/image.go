@@ -118,7 +118,7 @@ func fetchImage(ctx context.Context, s Spec, t *tree) (Resolved, error) {
 	default:
 		for _, l := range m.Layers {
 			if !strings.Contains(l.MediaType, "tar") || strings.Contains(l.MediaType, "zstd") {
-				return Resolved{}, fmt.Errorf("%s: layer %s is a %s, not a gzipped tar: %w", t.src, l.Digest, l.MediaType, ErrInvalid)
+				return Resolved{}, fmt.Errorf("%s: layer %s is a %s, not a tar or gzipped tar: %w", t.src, l.Digest, l.MediaType, ErrInvalid)
 			}
 		}
 	}
@@ -130,8 +130,8 @@ func fetchImage(ctx context.Context, s Spec, t *tree) (Resolved, error) {
 	return Resolved{Kind: Image, URL: s.URL, Revision: desc.Digest.String()}, nil
 }
 
-// unpackLayer fetches a gzipped tar layer, checks its digest and unpacks
-// it into t. dir "*" takes the first element (a Helm chart's directory)
+// unpackLayer fetches a tar layer, gzipped or not (by its media type),
+// checks its digest and unpacks it into t. dir "*" takes the first element (a Helm chart's directory)
 // off every name.
 func unpackLayer(ctx context.Context, repo *remote.Repository, l ocispec.Descriptor, t *tree, dir string) error {
 	rc, err := repo.Fetch(ctx, l)
@@ -140,7 +140,11 @@ func unpackLayer(ctx context.Context, repo *remote.Repository, l ocispec.Descrip
 	}
 	defer rc.Close()
 	verified := content.NewVerifyReader(rc, l)
-	if err := t.untar(verified, dir); err != nil {
+	untar := t.untar
+	if l.MediaType == ocispec.MediaTypeImageLayer {
+		untar = t.untarPlain
+	}
+	if err := untar(verified, dir); err != nil {
 		return err
 	}
 	if _, err := io.Copy(io.Discard, verified); err != nil {

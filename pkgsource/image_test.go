@@ -3,8 +3,10 @@ package pkgsource
 import (
 	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -58,6 +60,20 @@ func pushImage(t *testing.T, host, name, tag, configType string, layers ...layer
 
 const layerType = ocispec.MediaTypeImageLayerGzip
 
+// gunzip is the tar of a tgz.
+func gunzip(t *testing.T, tgz []byte) []byte {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(tgz))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 func TestImageFetch(t *testing.T) {
 	host := registrytest.New(t, nil)
 	ctx := context.Background()
@@ -70,12 +86,15 @@ func TestImageFetch(t *testing.T) {
 		layer{layerType, tgz(t, entry{name: "manifests/", typ: tar.TypeDir}, entry{name: "manifests/csv.yaml", body: "version: 1.0.0\n"})})
 	chart := pushImage(t, host, "charts/web", "1.0.0", pkgformat.HelmConfigMediaType,
 		layer{pkgformat.HelmChartContentMediaType, tgz(t, entry{name: "web/Chart.yaml", body: "name: web\n"}, entry{name: "web/templates/svc.yaml", body: "kind: Service\n"})})
+	plain := pushImage(t, host, "ops/plain", "v1", ocispec.MediaTypeImageConfig,
+		layer{ocispec.MediaTypeImageLayer, gunzip(t, tgz(t, entry{name: "manifests/csv.yaml", body: "version: 2.0.0\n"}))})
 	pkg := pushImage(t, host, "team/pkg", "2.0.0", pkgformat.ConfigMediaType, layer{pkgformat.ContentMediaType, berthContent.Bytes()})
 	for _, tc := range []struct {
 		name, ref, digest string
 		files             map[string]string
 	}{
 		{"registry+v1 bundle, layers in order", host + "/ops/bundle:v1", bundle, map[string]string{"manifests/csv.yaml": "version: 1.0.0\n", "metadata/annotations.yaml": "a: b\n"}},
+		{"bundle with an uncompressed layer", host + "/ops/plain:v1", plain, map[string]string{"manifests/csv.yaml": "version: 2.0.0\n"}},
 		{"helm chart", host + "/charts/web:1.0.0", chart, map[string]string{"Chart.yaml": "name: web\n", "templates/svc.yaml": "kind: Service\n"}},
 		{"berth package", host + "/team/pkg:2.0.0", pkg, map[string]string{"manifests/deploy.yaml": "kind: Deployment\n"}},
 		{"by digest", host + "/team/pkg@" + pkg, pkg, map[string]string{"manifests/deploy.yaml": "kind: Deployment\n"}},
@@ -126,7 +145,7 @@ func TestImageHostile(t *testing.T) {
 	}{
 		{"dotdot", "bad/dotdot:v1", small, `path "../../evil" is absolute or goes out of the directory`, ErrInvalid},
 		{"whiteout", "bad/whiteout:v1", small, "manifests/.wh.a.yaml is a whiteout", ErrInvalid},
-		{"zstd", "bad/zstd:v1", small, "is a application/vnd.oci.image.layer.v1.tar+zstd, not a gzipped tar", ErrInvalid},
+		{"zstd", "bad/zstd:v1", small, "is a application/vnd.oci.image.layer.v1.tar+zstd, not a tar or gzipped tar", ErrInvalid},
 		{"too many bytes", "bad/big:v1", Limits{AllowPrivate: true, MaxBytes: 512 << 10}, "more than 524288 bytes unpacked (at big.yaml)", ErrLimit},
 		{"symlink out", "bad/symlink:v1", small, "symlink manifests/l points out of the directory", ErrInvalid},
 		{"helm without chart", "bad/nochart:v1", small, "a Helm chart without a application/vnd.cncf.helm.chart.content.v1.tar+gzip layer", ErrInvalid},

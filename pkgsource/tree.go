@@ -138,9 +138,15 @@ func (t *tree) untar(r io.Reader, dir string) error {
 		return fmt.Errorf("%s: not a gzipped tar: %w: %w", t.src, err, ErrInvalid)
 	}
 	defer zr.Close()
+	return t.untarPlain(zr, dir)
+}
+
+// untarPlain is untar for a tar that is not compressed (an OCI layer of
+// media type application/vnd.oci.image.layer.v1.tar).
+func (t *tree) untarPlain(r io.Reader, dir string) error {
 	// A bomb: the tar stream is bounded by what the files may hold plus
 	// the headers of MaxFiles entries.
-	capped := &capReader{r: zr, max: t.l.MaxBytes + int64(t.l.MaxFiles+1)*1024,
+	capped := &capReader{r: r, max: t.l.MaxBytes + int64(t.l.MaxFiles+1)*1024,
 		err: fmt.Errorf("%s: the archive unpacks to more than %d bytes: %w", t.src, t.l.MaxBytes, ErrLimit)}
 	tr := tar.NewReader(capped)
 	for {

@@ -24,6 +24,7 @@ func TestHelmRendersAreStable(t *testing.T) {
 		{"--values", scaleOutValues},
 		{"--values", scaleOutValues, "--set", "config.auth.service=berth,tokenKey.existingSecret=berth-token-key"},
 		{"--values", tlsValues},
+		{"--values", scaleOutValues, "--set", sourcesSet + ",provenanceKey.existingSecret=berth-provenance-key,provenanceKey.passwordKey=password"},
 	} {
 		var first []byte
 		for range 2 {

@@ -118,7 +118,8 @@ func chartImage(t *testing.T) string {
 }
 
 func TestHelmLint(t *testing.T) {
-	for _, args := range [][]string{nil, {"--values", scaleOutValues}, {"--values", tlsValues}} {
+	for _, args := range [][]string{nil, {"--values", scaleOutValues}, {"--values", tlsValues},
+		{"--values", scaleOutValues, "--set", sourcesSet + ",provenanceKey.existingSecret=berth-provenance-key,provenanceKey.passwordKey=password"}} {
 		if _, err := helm(t, append([]string{"lint", "--strict", chart}, args...)...); err != nil {
 			t.Error(err)
 		}

@@ -129,7 +129,7 @@ PostgreSQL, and no volume that one pod at a time holds. Otherwise Recreate. */}}
 {{- fail "provenanceKey.passwordKey names a key of the Secret provenanceKey.existingSecret, which is not set: set provenanceKey.existingSecret to the Secret holding the provenance key and its password, or unset provenanceKey.passwordKey" }}
 {{- end }}
 {{- if and (include "berth.sources" .) (not .Values.provenanceKey.existingSecret) }}
-{{- $howto := "(COSIGN_PASSWORD=\"$(openssl rand -hex 32)\" cosign generate-key-pair --output-key-prefix provenance; kubectl create secret generic berth-provenance-key --from-file=provenance.key --from-literal=password=\"$COSIGN_PASSWORD\"; then --set provenanceKey.existingSecret=berth-provenance-key,provenanceKey.passwordKey=password; docs/deploy.md#package-sources)" }}
+{{- $howto := "(export COSIGN_PASSWORD=\"$(openssl rand -hex 32)\"; cosign generate-key-pair --output-key-prefix provenance; kubectl create secret generic berth-provenance-key --from-file=provenance.key --from-literal=password=\"$COSIGN_PASSWORD\"; then --set provenanceKey.existingSecret=berth-provenance-key,provenanceKey.passwordKey=password; docs/deploy.md#package-sources)" }}
 {{- if include "berth.rolling" . }}
 {{- fail (printf "pods that run side by side (replicas > 1, or one replica on PostgreSQL without a volume, replaced by a rolling update) with config.namespaces[].sources need one provenance key shared by all, so that every version built from a source verifies with one public key: set provenanceKey.existingSecret to a Secret holding a cosign private key %s" $howto) }}
 {{- else if and .Values.database.existingSecret (not (dig "sources" "signingKey" "" $config)) }}

@@ -15,6 +15,8 @@ import (
 	"github.com/berth-registry/berth/auth"
 	"github.com/berth-registry/berth/config"
 	"github.com/berth-registry/berth/internal/pgtest"
+	"github.com/berth-registry/berth/signing"
+	"github.com/berth-registry/berth/sources"
 )
 
 // cluster is what exists beside a rendering: the Secrets its values name,
@@ -164,6 +166,15 @@ func checkDeployment(t *testing.T, objs []object, image string, secrets cluster)
 			checkTokenKey(t, filepath.Join(root, f), f)
 		}
 	}
+	// With sources, the provenance key: replicas must share it, so it comes
+	// from a mounted Secret, and its password from the environment; one pod
+	// may create its own in a writable directory.
+	if len(cfg.TrackedSources()) > 0 {
+		f := cmp.Or(cfg.Sources.SigningKey, path.Join(cfg.Data, "provenance.key"))
+		if d.replicas() > 1 || !underWritable(f, writable) {
+			checkProvenanceKey(t, filepath.Join(root, f), f, envValue(environ, sources.KeyPasswordEnv))
+		}
+	}
 	// The TLS files berth serves with must be in the pod, as Secrets.
 	for key, f := range map[string]string{"http.tls.certificate": cfg.HTTP.TLS.Certificate, "http.tls.key": cfg.HTTP.TLS.Key, "http.tls.clientCA": cfg.HTTP.TLS.ClientCA} {
 		if f == "" {
@@ -281,6 +292,30 @@ func checkTokenKey(t *testing.T, file, named string) {
 	if _, err := auth.NewAuthn(&config.Auth{KeyFile: file}, auth.AuthnOptions{}); err != nil {
 		t.Errorf("auth.keyFile %s: berth refuses the key: %v", named, err)
 	}
+}
+
+// checkProvenanceKey checks that file, the sources.signingKey named, is
+// there and holds a key berth signs with, decrypted with password.
+func checkProvenanceKey(t *testing.T, file, named, password string) {
+	t.Helper()
+	if _, err := os.Stat(file); err != nil {
+		t.Errorf("sources.signingKey %s: not in a mounted Secret: %v", named, err)
+		return
+	}
+	if _, err := signing.LoadSigner(file, []byte(password)); err != nil {
+		t.Errorf("sources.signingKey %s: berth cannot load the key with $%s: %v", named, sources.KeyPasswordEnv, err)
+	}
+}
+
+// envValue is the value of the variable name in environ, as os.Environ
+// lists them.
+func envValue(environ []string, name string) string {
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == name {
+			return v
+		}
+	}
+	return ""
 }
 
 // replicas is the workload's number of replicas (Kubernetes' default: 1).

@@ -3,6 +3,7 @@ package deploy
 import (
 	"bytes"
 	"path"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -23,6 +24,7 @@ func TestHelmRendersAreStable(t *testing.T) {
 		{"--values", scaleOutValues},
 		{"--values", scaleOutValues, "--set", "config.auth.service=berth,tokenKey.existingSecret=berth-token-key"},
 		{"--values", tlsValues},
+		{"--values", scaleOutValues, "--set", sourcesSet + ",provenanceKey.existingSecret=berth-provenance-key,provenanceKey.passwordKey=password"},
 	} {
 		var first []byte
 		for range 2 {
@@ -130,6 +132,12 @@ func TestHelmNetworkPolicy(t *testing.T) {
 		{"S3 with the cloud's credentials", []string{"--values", scaleOutValues, "--set", "s3.existingSecret="}, 0, []int{5432, 443, 80}},
 		{"OIDC", append([]string{"--set", "config.auth.oidc[0].issuer=https://ci.example.com,config.auth.oidc[0].jwksURL=https://ci.example.com:8443/keys"}, minimal...), 0, []int{8443}},
 		{"TLS behind the ingress", []string{"--values", tlsValues}, 2, nil},
+		{"a git source", append(minimal, withSources...), 0, []int{443}},
+		{"sources over http and on other ports", append(minimal, "--set", sourcesSet+
+			",config.namespaces[0].sources[1].package=etcd,config.namespaces[0].sources[1].kind=http,config.namespaces[0].sources[1].url=http://downloads.example.com/etcd.tgz"+
+			",config.namespaces[0].sources[2].package=redis,config.namespaces[0].sources[2].kind=image,config.namespaces[0].sources[2].url=registry.example.com:5443/bundles/redis:v1"+
+			",config.namespaces[1].name=*,config.namespaces[1].quota=1GiB"), 0, []int{443, 80, 5443}},
+		{"sources on the ports given", append(minimal, "--set", sourcesSet+",networkPolicy.egress.sources.ports={8443}"), 0, []int{8443}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			objs := render(t, tc.args...)
@@ -142,6 +150,45 @@ func TestHelmNetworkPolicy(t *testing.T) {
 	}
 	if n := len(ofKind(render(t, append([]string{"--set", "networkPolicy.enabled=false"}, minimal...)...), "NetworkPolicy")); n != 0 {
 		t.Errorf("networkPolicy.enabled=false: %d NetworkPolicies, want none", n)
+	}
+}
+
+// TestHelmNetworkPolicySources: with sources, egress reaches any public
+// address on the sources' ports, but not the private, loopback and
+// link-local ranges berth refuses to fetch from, unless
+// config.sources.allowPrivate; networkPolicy.egress.sources.to replaces
+// those peers.
+func TestHelmNetworkPolicySources(t *testing.T) {
+	t.Parallel()
+	public := []networkingv1.NetworkPolicyPeer{
+		{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: []string{"10.0.0.0/8", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12", "192.168.0.0/16"}}},
+		{IPBlock: &networkingv1.IPBlock{CIDR: "::/0", Except: []string{"fc00::/7", "fe80::/10"}}},
+	}
+	gateway := []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "203.0.113.0/24"}}}
+	for _, tc := range []struct {
+		name string
+		set  string
+		want []networkingv1.NetworkPolicyPeer // nil: anywhere
+	}{
+		{"public addresses", sourcesSet, public},
+		{"private addresses allowed", sourcesSet + ",config.sources.allowPrivate=true", nil},
+		{"through an egress gateway", sourcesSet + ",networkPolicy.egress.sources.to[0].ipBlock.cidr=203.0.113.0/24", gateway},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var np networkingv1.NetworkPolicy
+			if err := ofKind(render(t, append(minimal, "--set", tc.set)...), "NetworkPolicy")[0].decodeAPI(&np); err != nil {
+				t.Fatal(err)
+			}
+			i := slices.IndexFunc(np.Spec.Egress, func(r networkingv1.NetworkPolicyEgressRule) bool {
+				return len(r.Ports) > 0 && r.Ports[0].Port.IntValue() == 443
+			})
+			if i < 0 {
+				t.Fatalf("egress %+v: no rule for the sources on 443", np.Spec.Egress)
+			}
+			if to := np.Spec.Egress[i].To; !reflect.DeepEqual(to, tc.want) {
+				t.Errorf("the sources' egress to %+v, want %+v", to, tc.want)
+			}
+		})
 	}
 }
 

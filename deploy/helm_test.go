@@ -20,6 +20,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/berth-registry/berth/internal/testenv"
+	"github.com/berth-registry/berth/signing"
+	"github.com/berth-registry/berth/sources"
 )
 
 // chart is the Helm chart's folder, scaleOutValues the values of several
@@ -35,6 +37,14 @@ const (
 // minimal are the fewest values the chart renders with: the public URL,
 // which it requires unless an ingress host gives it.
 var minimal = []string{"--set", "config.catalog.publicURL=https://berth.example.com"}
+
+// sourcesSet lists a package source, which berth tracks, builds and signs
+// with its provenance key; withSources are its helm template arguments.
+const sourcesSet = "config.namespaces[0].name=operators,config.namespaces[0].sources[0].package=kafka," +
+	"config.namespaces[0].sources[0].kind=git,config.namespaces[0].sources[0].url=https://github.com/example/kafka-operator," +
+	"config.namespaces[0].sources[0].ref=v*"
+
+var withSources = []string{"--set", sourcesSet}
 
 // helmPath is the helm pinned in go.mod: `go tool -n helm` builds it once
 // and prints its path.
@@ -108,7 +118,8 @@ func chartImage(t *testing.T) string {
 }
 
 func TestHelmLint(t *testing.T) {
-	for _, args := range [][]string{nil, {"--values", scaleOutValues}, {"--values", tlsValues}} {
+	for _, args := range [][]string{nil, {"--values", scaleOutValues}, {"--values", tlsValues},
+		{"--values", scaleOutValues, "--set", sourcesSet + ",provenanceKey.existingSecret=berth-provenance-key,provenanceKey.passwordKey=password"}} {
 		if _, err := helm(t, append([]string{"lint", "--strict", chart}, args...)...); err != nil {
 			t.Error(err)
 		}
@@ -244,6 +255,12 @@ func TestHelmRefuses(t *testing.T) {
 		{"several replicas without an upload secret", []string{"replicas=2", "database.existingSecret=pg", "config.storage.driver=s3"}, "set httpSecret.existingSecret"},
 		{"one replica rolling on PostgreSQL without an upload secret", []string{"persistence.enabled=false", "database.existingSecret=pg", "config.storage.driver=s3"}, "set httpSecret.existingSecret"},
 		{"several replicas with auth without a token key", []string{"replicas=2", "database.existingSecret=pg", "config.storage.driver=s3", "httpSecret.existingSecret=h", "config.auth.service=berth"}, "set tokenKey.existingSecret"},
+		{"several replicas with sources without a provenance key", []string{"replicas=2", "database.existingSecret=pg", "config.storage.driver=s3", "httpSecret.existingSecret=h", sourcesSet}, "set provenanceKey.existingSecret"},
+		{"one replica rolling on PostgreSQL with sources without a provenance key", []string{"persistence.enabled=false", "database.existingSecret=pg", "config.storage.driver=s3", "httpSecret.existingSecret=h", sourcesSet}, "need one provenance key shared by all"},
+		{"one replica rolling with sources and a signing key file of its own", []string{"persistence.enabled=false", "database.existingSecret=pg", "config.storage.driver=s3", "httpSecret.existingSecret=h", sourcesSet, "config.sources.signingKey=/etc/keys/provenance.key"}, "set provenanceKey.existingSecret"},
+		{"one replica on PostgreSQL and a volume with sources without a signing key", []string{"database.existingSecret=pg", sourcesSet}, "need sources.signingKey, which berth requires then"},
+		{"a signing key of its own beside the provenance key Secret", []string{"provenanceKey.existingSecret=pk", "config.sources.signingKey=/data/mine.key"}, "config.sources.signingKey and provenanceKey.existingSecret both name"},
+		{"a provenance key password without its Secret", []string{"provenanceKey.passwordKey=password"}, "provenanceKey.passwordKey names a key of the Secret provenanceKey.existingSecret, which is not set"},
 		{"TLS without a Secret", []string{"tls.enabled=true"}, "tls.enabled needs tls.secretName"},
 		{"TLS requiring client certificates", []string{"tls.enabled=true", "tls.secretName=t", "tls.clientAuth=require"}, "tls.clientAuth require: the kubelet's probes"},
 	} {
@@ -330,4 +347,134 @@ func TestHelmStrategy(t *testing.T) {
 			t.Errorf("%s: strategy %q, want %s", tc.name, w.Spec.Strategy.Type, tc.want)
 		}
 	}
+}
+
+// TestHelmProvenanceKey: with sources and several replicas, every replica
+// signs with one provenance key, the existing Secret provenanceKey names
+// mounted at sources.signingKey, with its password from the same Secret in
+// $BERTH_SOURCES_KEY_PASSWORD, never a plain value, and the rest of
+// config.sources kept. Without that Secret the chart refuses, saying how to
+// make one; one pod keeps the key berth makes on its volume, and one on
+// PostgreSQL may name that file itself. The chart never renders a key.
+func TestHelmProvenanceKey(t *testing.T) {
+	t.Parallel()
+	const password = "provenance-key-password"
+	keyFile := filepath.Join(t.TempDir(), "provenance.key")
+	if _, err := signing.LoadOrCreateSigner(keyFile, []byte(password)); err != nil {
+		t.Fatal(err)
+	}
+	key, err := os.ReadFile(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secrets := cluster{
+		"berth-postgres":    {"url": "postgres://berth:pw@postgres.db.svc:5432/berth?sslmode=require"},
+		"berth-s3":          {"accessKey": "AKIAEXAMPLE", "secretKey": "s3-secret"},
+		"berth-http-secret": {"http-secret": "shared-upload-secret"},
+		"berth-provenance":  {"signing.key": string(key), "password": password},
+	}
+	scaleOut := append([]string{"--values", scaleOutValues}, withSources...)
+	if _, err := helm(t, append([]string{"template", "berth", chart}, scaleOut...)...); err == nil ||
+		!strings.Contains(err.Error(), "cosign generate-key-pair") || !strings.Contains(err.Error(), "kubectl create secret generic") {
+		t.Errorf("several replicas with sources and no provenance key: %v, want a refusal saying how to make the key and its Secret", err)
+	}
+
+	objs := render(t, append(scaleOut, "--set", "provenanceKey.existingSecret=berth-provenance,provenanceKey.key=signing.key,provenanceKey.passwordKey=password,config.sources.allowHosts[0]=github.com")...)
+	d := checkDeployment(t, objs, chartImage(t), secrets)
+	f := d.config.Sources.SigningKey
+	if v := d.mounts[path.Dir(f)]; v.Secret == nil || v.Secret.SecretName != "berth-provenance" || path.Base(f) != "signing.key" {
+		t.Errorf("sources.signingKey %q is not signing.key of the existing Secret berth-provenance", f)
+	}
+	if !slices.Equal(d.config.Sources.AllowHosts, []string{"github.com"}) {
+		t.Errorf("sources.allowHosts %q: the chart's sources.signingKey replaced the sources section", d.config.Sources.AllowHosts)
+	}
+	c := d.pod.Containers[0]
+	i := slices.IndexFunc(c.Env, func(e envVar) bool { return e.Name == sources.KeyPasswordEnv })
+	if i < 0 {
+		t.Fatalf("no %s in the container's environment", sources.KeyPasswordEnv)
+	}
+	if e := c.Env[i]; e.Value != "" || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil ||
+		e.ValueFrom.SecretKeyRef.Name != "berth-provenance" || e.ValueFrom.SecretKeyRef.Key != "password" {
+		t.Errorf("%s: want it from key password of the Secret berth-provenance, got %+v", sources.KeyPasswordEnv, e)
+	}
+
+	one := render(t, append(minimal, withSources...)...)
+	d = checkDeployment(t, one, chartImage(t), nil)
+	if f := d.config.Sources.SigningKey; f != "" {
+		t.Errorf("one pod: sources.signingKey %s, want none: the key berth creates in %s", f, d.config.Data)
+	}
+	if slices.ContainsFunc(d.pod.Containers[0].Env, func(e envVar) bool { return e.Name == sources.KeyPasswordEnv }) {
+		t.Errorf("one pod without provenanceKey: %s set", sources.KeyPasswordEnv)
+	}
+
+	onPostgres := render(t, append(minimal, "--set", sourcesSet+",database.existingSecret=berth-postgres,config.sources.signingKey=/data/provenance.key")...)
+	d = checkDeployment(t, onPostgres, chartImage(t), secrets)
+	if f := d.config.Sources.SigningKey; f != "/data/provenance.key" {
+		t.Errorf("one pod on PostgreSQL: sources.signingKey %q, want the file named, on the volume", f)
+	}
+
+	for _, objs := range [][]object{objs, one, onPostgres} {
+		if n := len(ofKind(objs, "Secret")); n != 0 {
+			t.Errorf("%d Secrets rendered, want none: the chart generates no key", n)
+		}
+	}
+}
+
+// TestHelmNotesProvenanceKey: with sources, the installation notes say which
+// key signs what berth builds (the file berth made on the volume, or one
+// that an emptyDir loses, or the Secret's) and how to get its public key.
+func TestHelmNotesProvenanceKey(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+		not  []string
+	}{
+		{"one pod", append(minimal, withSources...), []string{"/data/provenance.key on the volume", "GET /api/v1/sources/key", "berth sources key"}, []string{"emptyDir:\na new pod makes a new one, and"}},
+		{"an emptyDir", append(minimal, "--set", sourcesSet+",persistence.enabled=false"), []string{"/data/provenance.key, on an emptyDir", "set provenanceKey.existingSecret", "GET /api/v1/sources/key"}, nil},
+		{"a Secret", append(minimal, "--set", sourcesSet+",provenanceKey.existingSecret=berth-provenance"), []string{"the key provenance.key\nof the Secret berth-provenance", "GET /api/v1/sources/key"}, []string{"first start, /data/provenance.key"}},
+		{"no sources", minimal, nil, []string{"provenance", "sources key"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := notes(t, tc.args...)
+			for _, w := range tc.want {
+				if !strings.Contains(n, w) {
+					t.Errorf("the notes do not say %q:\n%s", w, n)
+				}
+			}
+			for _, w := range tc.not {
+				if strings.Contains(n, w) {
+					t.Errorf("the notes say %q:\n%s", w, n)
+				}
+			}
+		})
+	}
+}
+
+// notes renders the chart's NOTES.txt, which helm template leaves out, with
+// the helm template args: through a copy of the chart with one more template
+// that includes it.
+func notes(t *testing.T, args ...string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "berth")
+	if err := os.CopyFS(dir, os.DirFS(chart)); err != nil {
+		t.Fatal(err)
+	}
+	const show = "templates/notes-test.yaml"
+	tpl := "kind: Notes\ntext: {{ include \"berth/templates/NOTES.txt\" . | toJson }}\n"
+	if err := os.WriteFile(filepath.Join(dir, show), []byte(tpl), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := helm(t, append([]string{"template", "berth", dir, "--show-only", show}, args...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Text string `yaml:"text"`
+	}
+	if err := yaml.Unmarshal(out, &doc); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	return doc.Text
 }

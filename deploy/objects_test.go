@@ -69,6 +69,17 @@ type securityContext struct {
 	} `yaml:"seccompProfile"`
 }
 
+type envVar struct {
+	Name      string `yaml:"name"`
+	Value     string `yaml:"value"`
+	ValueFrom *struct {
+		SecretKeyRef *struct {
+			Name string `yaml:"name"`
+			Key  string `yaml:"key"`
+		} `yaml:"secretKeyRef"`
+	} `yaml:"valueFrom"`
+}
+
 type container struct {
 	Name    string   `yaml:"name"`
 	Image   string   `yaml:"image"`
@@ -78,16 +89,7 @@ type container struct {
 		Name          string `yaml:"name"`
 		ContainerPort int    `yaml:"containerPort"`
 	} `yaml:"ports"`
-	Env []struct {
-		Name      string `yaml:"name"`
-		Value     string `yaml:"value"`
-		ValueFrom *struct {
-			SecretKeyRef *struct {
-				Name string `yaml:"name"`
-				Key  string `yaml:"key"`
-			} `yaml:"secretKeyRef"`
-		} `yaml:"valueFrom"`
-	} `yaml:"env"`
+	Env          []envVar `yaml:"env"`
 	VolumeMounts []struct {
 		Name      string `yaml:"name"`
 		MountPath string `yaml:"mountPath"`

@@ -49,9 +49,21 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- printf "/etc/berth-secrets/token/%s" .Values.tokenKey.key }}
 {{- end }}
 
+{{- define "berth.provenanceKeyFile" -}}
+{{- printf "/etc/berth-secrets/provenance/%s" .Values.provenanceKey.key }}
+{{- end }}
+
 {{/* "true" when config has an auth section. */}}
 {{- define "berth.auth" -}}
 {{- if hasKey (default (dict) .Values.config) "auth" }}true{{ end }}
+{{- end }}
+
+{{/* "true" when a namespace of config lists sources (namespaces[].sources), which berth tracks,
+builds and signs with its provenance key. */}}
+{{- define "berth.sources" -}}
+{{- range (dig "namespaces" list (default (dict) .Values.config)) }}
+{{- if and (kindIs "map" .) .sources }}true{{ end }}
+{{- end }}
 {{- end }}
 
 {{/* "true" when berth serves HTTPS: tls.enabled, or a certificate set in config.http.tls. */}}
@@ -110,6 +122,20 @@ PostgreSQL, and no volume that one pod at a time holds. Otherwise Recreate. */}}
 {{- fail "pods that run side by side (replicas > 1, or one replica on PostgreSQL without a volume, replaced by a rolling update) with auth need one token key shared by all: set tokenKey.existingSecret to a Secret holding an ECDSA P-256 key in PEM (openssl ecparam -name prime256v1 -genkey -noout -out token-key.pem; kubectl create secret generic berth-token-key --from-file=token-key.pem; upgrading from chart 0.1.0, keep the Secret it made: docs/deploy.md#upgrading)" }}
 {{- end }}
 {{- end }}
+{{- if and .Values.provenanceKey.existingSecret (dig "sources" "signingKey" "" $config) }}
+{{- fail "config.sources.signingKey and provenanceKey.existingSecret both name berth's provenance key: with provenanceKey.existingSecret the chart sets sources.signingKey to that Secret's key, mounted under /etc/berth-secrets/provenance; remove config.sources.signingKey, or unset provenanceKey.existingSecret to keep your own file" }}
+{{- end }}
+{{- if and .Values.provenanceKey.passwordKey (not .Values.provenanceKey.existingSecret) }}
+{{- fail "provenanceKey.passwordKey names a key of the Secret provenanceKey.existingSecret, which is not set: set provenanceKey.existingSecret to the Secret holding the provenance key and its password, or unset provenanceKey.passwordKey" }}
+{{- end }}
+{{- if and (include "berth.sources" .) (not .Values.provenanceKey.existingSecret) }}
+{{- $howto := "(export COSIGN_PASSWORD=\"$(openssl rand -hex 32)\"; cosign generate-key-pair --output-key-prefix provenance; kubectl create secret generic berth-provenance-key --from-file=provenance.key --from-literal=password=\"$COSIGN_PASSWORD\"; then --set provenanceKey.existingSecret=berth-provenance-key,provenanceKey.passwordKey=password; docs/deploy.md#package-sources)" }}
+{{- if include "berth.rolling" . }}
+{{- fail (printf "pods that run side by side (replicas > 1, or one replica on PostgreSQL without a volume, replaced by a rolling update) with config.namespaces[].sources need one provenance key shared by all, so that every version built from a source verifies with one public key: set provenanceKey.existingSecret to a Secret holding a cosign private key %s" $howto) }}
+{{- else if and .Values.database.existingSecret (not (dig "sources" "signingKey" "" $config)) }}
+{{- fail (printf "config.namespaces[].sources with the catalog in PostgreSQL (database.existingSecret) need sources.signingKey, which berth requires then: set provenanceKey.existingSecret to a Secret holding a cosign private key %s, or config.sources.signingKey: /data/provenance.key to keep the key berth creates on the volume" $howto) }}
+{{- end }}
+{{- end }}
 {{- if .Values.tls.enabled }}
 {{- if not .Values.tls.secretName }}
 {{- fail "tls.enabled needs tls.secretName: a kubernetes.io/tls Secret holding tls.crt and tls.key (kubectl create secret tls berth-tls --cert=... --key=..., or a cert-manager Certificate)" }}
@@ -138,6 +164,9 @@ PostgreSQL, and no volume that one pod at a time holds. Otherwise Recreate. */}}
 {{- end }}
 {{- if and (include "berth.auth" .) .Values.tokenKey.existingSecret }}
 {{- $_ := set $owned "auth" (dict "keyFile" (include "berth.tokenKeyFile" .)) }}
+{{- end }}
+{{- if .Values.provenanceKey.existingSecret }}
+{{- $_ := set $owned "sources" (dict "signingKey" (include "berth.provenanceKeyFile" .)) }}
 {{- end }}
 {{- if .Values.tls.enabled }}
 {{- $tls := dict "certificate" "/etc/berth-secrets/tls/tls.crt" "key" "/etc/berth-secrets/tls/tls.key" }}

@@ -345,6 +345,9 @@ func (c *Config) SetDefaults() {
 	if c.Registry.Uploads.PurgeAfter == 0 {
 		c.Registry.Uploads.PurgeAfter = 24 * time.Hour
 	}
+	if c.Sources.Interval == 0 {
+		c.Sources.Interval = DefaultSourcesInterval
+	}
 	if c.Catalog.Database == "" {
 		c.Catalog.Database = path.Join(c.Data, "catalog.db")
 	}
@@ -485,6 +488,9 @@ func (c *Config) Validate() error {
 		if err := c.Auth.Validate("auth"); err != nil {
 			return err
 		}
+	}
+	if err := c.validateSources(); err != nil {
+		return err
 	}
 	return c.Trust.Validate("trust")
 }

@@ -1,6 +1,15 @@
 package config
 
-import "time"
+import (
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/berth-registry/berth/pkgformat"
+	"github.com/berth-registry/berth/pkgsource"
+)
 
 // Sources are the settings every tracked source shares (docs/sources.md):
 // the key berth signs what it builds with, and the bounds of every fetch.
@@ -69,4 +78,126 @@ type Source struct {
 type SourceCredentials struct {
 	UsernameFile string `yaml:"usernameFile"`
 	PasswordFile string `yaml:"passwordFile"`
+}
+
+// DefaultSourcesInterval is how often a source is checked when neither it
+// nor sources.interval says.
+const DefaultSourcesInterval = 5 * time.Minute
+
+// MinSourceInterval is the shortest interval a source may be checked at.
+const MinSourceInterval = 10 * time.Second
+
+// SourceKey identifies a tracked source: the namespace and package it
+// publishes. A package has at most one source entry.
+type SourceKey struct {
+	Namespace, Package string
+}
+
+// TrackedSource is a source entry with the namespace it is listed under.
+type TrackedSource struct {
+	Namespace string
+	Source
+}
+
+// TrackedSources are the sources of every namespace, in the order of the
+// configuration.
+func (c *Config) TrackedSources() []TrackedSource {
+	var out []TrackedSource
+	for _, ns := range c.Namespaces {
+		for _, s := range ns.Sources {
+			out = append(out, TrackedSource{Namespace: ns.Name, Source: s})
+		}
+	}
+	return out
+}
+
+// Spec is the pkgsource.Spec of s, without its credentials, which are read
+// from their files at each fetch.
+func (s Source) Spec() pkgsource.Spec {
+	return pkgsource.Spec{Kind: pkgsource.Kind(s.Kind), URL: s.URL, Ref: s.Ref, Dir: s.Dir}
+}
+
+// Limits are the bounds of every fetch of a source.
+func (s Sources) Limits() pkgsource.Limits {
+	return pkgsource.Limits{MaxBytes: int64(s.MaxBytes), MaxFiles: s.MaxFiles, Timeout: s.Timeout, AllowHosts: s.AllowHosts, AllowPrivate: s.AllowPrivate}
+}
+
+// IntervalOf is how often s is checked: its interval, else sources.interval.
+func (s Sources) IntervalOf(src Source) time.Duration {
+	if src.Interval > 0 {
+		return src.Interval
+	}
+	if s.Interval > 0 {
+		return s.Interval
+	}
+	return DefaultSourcesInterval
+}
+
+// validateSources checks the sources section and every namespace's
+// sources, naming the key of the first bad setting.
+func (c *Config) validateSources() error {
+	s := c.Sources
+	if s.MaxFiles < 0 {
+		return fmt.Errorf("sources.maxFiles: must not be negative (got %d)", s.MaxFiles)
+	}
+	if s.Timeout < 0 {
+		return fmt.Errorf("sources.timeout: must not be negative (got %s)", s.Timeout)
+	}
+	if s.Interval != 0 && s.Interval < MinSourceInterval {
+		return fmt.Errorf("sources.interval: must be at least %s (got %s)", MinSourceInterval, s.Interval)
+	}
+	for i, h := range s.AllowHosts {
+		if _, err := path.Match(h, ""); err != nil || h == "" {
+			return fmt.Errorf("sources.allowHosts[%d]: want a host name or a glob such as *.github.com (got %q)", i, h)
+		}
+	}
+	seen := map[SourceKey]string{}
+	tracked := false
+	for i, ns := range c.Namespaces {
+		for j, src := range ns.Sources {
+			key := fmt.Sprintf("namespaces[%d].sources[%d]", i, j)
+			if strings.ContainsAny(ns.Name, `*?[\`) {
+				return fmt.Errorf("%s: sources belong to one namespace: namespaces[%d].name %q is a glob; list them under a namespace of their own", key, i, ns.Name)
+			}
+			if err := src.validate(); err != nil {
+				return fmt.Errorf("%s.%w", key, err)
+			}
+			k := SourceKey{ns.Name, src.Package}
+			if prev, ok := seen[k]; ok {
+				return fmt.Errorf("%s.package: %s/%s already has a source (%s): a package has one source entry", key, ns.Name, src.Package, prev)
+			}
+			seen[k] = key
+			tracked = true
+		}
+	}
+	if tracked && c.Catalog.Postgres() && s.SigningKey == "" {
+		return errors.New("sources.signingKey: required when replicas share the catalog's PostgreSQL and namespaces have sources: set it to a key file every replica mounts (a Secret), so that they sign with one key")
+	}
+	return nil
+}
+
+// validate checks one source entry; errors start with the key.
+func (s Source) validate() error {
+	if err := pkgformat.ValidName(s.Package); err != nil {
+		return fmt.Errorf("package: %w", err)
+	}
+	if err := pkgformat.NotReserved(s.Package); err != nil {
+		return fmt.Errorf("package: %w", err)
+	}
+	if err := pkgsource.CheckSpec(s.Spec()); err != nil {
+		return err
+	}
+	switch pkgformat.Format(s.Format) {
+	case "", pkgformat.Helm, pkgformat.KUDO, pkgformat.OLM, pkgformat.Plain:
+	default:
+		return fmt.Errorf("format: %q is not a package format: want helm, kudo, olm or plain", s.Format)
+	}
+	if s.Interval != 0 && s.Interval < MinSourceInterval {
+		return fmt.Errorf("interval: must be at least %s (got %s)", MinSourceInterval, s.Interval)
+	}
+	c := s.Credentials
+	if (c.UsernameFile == "") != (c.PasswordFile == "") {
+		return errors.New("credentials: want both usernameFile and passwordFile (a token's user name can be any, such as x-access-token)")
+	}
+	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/berth-registry/berth/maintenance"
 	"github.com/berth-registry/berth/olm"
 	"github.com/berth-registry/berth/server"
+	"github.com/berth-registry/berth/sources"
 )
 
 // cluster is how this process works with the other replicas that share its
@@ -101,9 +102,11 @@ func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger, onChan
 // taking over from another replica, the OLM publisher checks against the
 // registry what it rendered as a follower and pushes what is missing; then
 // keepQuotas recomputes the namespaces' usage and purges abandoned uploads
-// (registry.KeepQuotas), and retention and garbage collection run every
-// gc.interval (mt.Loop). stop ends it.
-func startLeading(ctx context.Context, cl *cluster, pub *olm.Publisher, mt *maintenance.Maintenance, keepQuotas func(context.Context), log *slog.Logger) (stop func()) {
+// (registry.KeepQuotas), the tracker, when there is one, checks the
+// package sources (sources.Tracker.Run), and retention and garbage
+// collection run every gc.interval (mt.Loop). stop ends it, once the
+// checks in progress ended.
+func startLeading(ctx context.Context, cl *cluster, pub *olm.Publisher, mt *maintenance.Maintenance, keepQuotas func(context.Context), tracker *sources.Tracker, log *slog.Logger) (stop func()) {
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	go func() {
@@ -115,8 +118,16 @@ func startLeading(ctx context.Context, cl *cluster, pub *olm.Publisher, mt *main
 				}
 			}
 			go keepQuotas(ctx)
+			tracked := make(chan struct{})
+			go func() {
+				defer close(tracked)
+				if tracker != nil {
+					tracker.Run(ctx)
+				}
+			}()
 			mt.Loop(ctx)
 			<-ctx.Done()
+			<-tracked
 		})
 	}()
 	return func() {

@@ -37,6 +37,7 @@ import (
 	"github.com/berth-registry/berth/registry"
 	"github.com/berth-registry/berth/server"
 	"github.com/berth-registry/berth/signing"
+	"github.com/berth-registry/berth/sources"
 	"github.com/berth-registry/berth/ui"
 )
 
@@ -93,7 +94,10 @@ type Node struct {
 	cat       *catalog.Catalog
 	publisher atomic.Pointer[olm.Publisher]
 	mt        *maintenance.Maintenance
-	srv       *server.Server
+	// sources is the tracker of the namespaces' package sources (nil when
+	// none are listed), run by the leader.
+	sources *sources.Tracker
+	srv     *server.Server
 
 	// stopIndexing ends the catalog's work; Serve calls it when its
 	// context ends, so that indexing stops while requests drain.
@@ -124,6 +128,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Node, error) {
 		n.joinReplicas,
 		n.startCatalog,
 		n.startPublisher,
+		n.openSources,
 		n.startMaintenance,
 		n.startLeading,
 		n.newServer,
@@ -486,9 +491,9 @@ func (n *Node) startMaintenance(context.Context) error {
 
 // startLeading runs the leader's work while this node leads (cluster.go):
 // the OLM publisher's catch-up on taking over, then the quotas' recomputes
-// and purges and the maintenance loop.
+// and purges, the package sources' checks and the maintenance loop.
 func (n *Node) startLeading(ctx context.Context) error {
-	n.onClose(startLeading(ctx, n.cluster, n.publisher.Load(), n.mt, n.reg.KeepQuotas, n.log))
+	n.onClose(startLeading(ctx, n.cluster, n.publisher.Load(), n.mt, n.reg.KeepQuotas, n.sources, n.log))
 	return nil
 }
 

@@ -88,14 +88,9 @@ func lsRemote(ctx context.Context, s Spec, src string) (plumbing.ReferenceName, 
 	if commitPattern.MatchString(s.Ref) {
 		return plumbing.ReferenceName(s.Ref), plumbing.NewHash(s.Ref), nil
 	}
-	remote := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{s.URL}})
-	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: gitAuth(s), PeelingOption: git.AppendPeeled})
+	byName, err := listRefs(ctx, s, src)
 	if err != nil {
-		return "", plumbing.ZeroHash, gitError(src, err)
-	}
-	byName := map[plumbing.ReferenceName]*plumbing.Reference{}
-	for _, r := range refs {
-		byName[r.Name()] = r
+		return "", plumbing.ZeroHash, err
 	}
 	var candidates []plumbing.ReferenceName
 	switch {
@@ -124,6 +119,21 @@ func lsRemote(ctx context.Context, s Spec, src string) (plumbing.ReferenceName, 
 		return name, hash, nil
 	}
 	return "", plumbing.ZeroHash, fmt.Errorf("%s: no branch or tag %q (and not a full commit hash): %w", src, s.Ref, ErrInvalid)
+}
+
+// listRefs lists the remote's refs by name, with the peeled ones
+// (<tag>^{}) of annotated tags.
+func listRefs(ctx context.Context, s Spec, src string) (map[plumbing.ReferenceName]*plumbing.Reference, error) {
+	remote := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{s.URL}})
+	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: gitAuth(s), PeelingOption: git.AppendPeeled})
+	if err != nil {
+		return nil, gitError(src, err)
+	}
+	byName := make(map[plumbing.ReferenceName]*plumbing.Reference, len(refs))
+	for _, r := range refs {
+		byName[r.Name()] = r
+	}
+	return byName, nil
 }
 
 func resolveGit(ctx context.Context, s Spec, l Limits) (Resolved, error) {

@@ -6,10 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/berth-registry/berth/internal/pgpool"
 )
 
 // Options are what a ledger reads from the configuration.
@@ -88,17 +89,7 @@ func (l *ledger) q(query string) string {
 	if !l.d.dollar {
 		return query
 	}
-	var b strings.Builder
-	n := 0
-	for _, r := range query {
-		if r == '?' {
-			n++
-			b.WriteString("$" + strconv.Itoa(n))
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
+	return pgpool.Numbered(query)
 }
 
 // exec runs query (with ?) in tx, or when nil on the writer; on SQLite

@@ -8,8 +8,6 @@ import (
 	"io"
 	"net/url"
 	"os"
-	"path"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -262,13 +260,13 @@ type importResult struct {
 // imports it as runImport does.
 func importOne(cmd *cobra.Command, f *importFlags, s pkgsource.Spec, refArg string) error {
 	what := describeSpec(s)
-	if err := checkSpec(s); err != nil {
+	if err := pkgsource.CheckSpec(s); err != nil {
 		return fmt.Errorf("import %s: %w", what, err)
 	}
 	return runImport(cmd, f, []pkgsource.Spec{s}, what, refArg)
 }
 
-// runImport fetches specs, which checkSpec accepted, into a temporary
+// runImport fetches specs, which pkgsource.CheckSpec accepted, into a temporary
 // directory, builds the package there as berth package does and pushes it
 // under refArg as berth push does. what names the sources in errors.
 func runImport(cmd *cobra.Command, f *importFlags, specs []pkgsource.Spec, what, refArg string) error {
@@ -324,60 +322,29 @@ func runImport(cmd *cobra.Command, f *importFlags, specs []pkgsource.Spec, what,
 	return nil
 }
 
-// buildImport fetches specs into a temporary directory, which it removes,
-// and builds the package there for ref, parsed from refArg by
-// parsePushRef: its artifact, annotated with what each source resolved to,
-// and the reference with the package's version tag.
+// buildImport builds the package of specs for ref, parsed from refArg by
+// parsePushRef, as pkgsource.BuildPackage does: its artifact, annotated
+// with what each source resolved to, and the reference with the package's
+// version tag.
 func buildImport(ctx context.Context, f *importFlags, specs []pkgsource.Spec, limits pkgsource.Limits, what string, ref client.Reference, refArg string) ([]pkgsource.Built, client.Reference, *pkgformat.Artifact, error) {
-	tmp, err := os.MkdirTemp("", "berth-import-")
-	if err != nil {
+	var refErr error
+	b, err := pkgsource.BuildPackage(ctx, specs, pkgsource.BuildOptions{
+		Limits:  limits,
+		Naming:  pkgsource.Naming{Name: f.name, Version: f.version, DefaultName: ref.Name, DefaultVersion: ref.Tag},
+		Compose: fetchSources.Compose,
+		Check: func(pkg *pkgformat.Package) error {
+			ref, refErr = checkRef(pkg, "imported "+what, ref, refArg)
+			return refErr
+		},
+	})
+	switch {
+	case refErr != nil:
 		return nil, ref, nil, err
-	}
-	defer os.RemoveAll(tmp)
-	// The package is a folder of its own: pkgformat.Load reads the folder
-	// beside a version folder, which must not be the system's temp dir.
-	dir := filepath.Join(tmp, "package")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		return nil, ref, nil, err
-	}
-	resolved, err := fetchSources.Compose(ctx, specs, dir, limits)
-	if err != nil {
-		return nil, ref, nil, fetchedError{err: fmt.Errorf("import %s: %w", what, err), dir: dir}
-	}
-	if len(resolved) != len(specs) {
-		return nil, ref, nil, fmt.Errorf("import %s: the fetcher resolved %d sources of %d", what, len(resolved), len(specs))
-	}
-	built := make([]pkgsource.Built, len(specs))
-	for i, r := range resolved {
-		built[i] = pkgsource.Built{Resolved: r, Destination: specs[i].Destination}
-	}
-	ref, pkg, err := loadForRef(dir, "import "+what, "imported "+what, ref, refArg, f.name, f.version)
-	if err != nil {
-		return nil, ref, nil, fetchedError{err: err, dir: dir}
-	}
-	annotations, err := pkgsource.Annotations(built)
-	if err != nil {
-		return nil, ref, nil, err
-	}
-	art, err := pkg.ArtifactWith(annotations)
-	if err != nil {
+	case err != nil:
 		return nil, ref, nil, fmt.Errorf("import %s: %w", what, err)
 	}
-	return built, ref, art, nil
+	return b.Sources, ref, b.Artifact, nil
 }
-
-// fetchedError is an error about the fetched content, which names its
-// temporary directory "fetched content".
-type fetchedError struct {
-	err error
-	dir string
-}
-
-func (e fetchedError) Error() string {
-	return strings.ReplaceAll(e.err.Error(), e.dir, "fetched content")
-}
-
-func (e fetchedError) Unwrap() error { return e.err }
 
 // writeBuilt writes the line of berth import's text output that says what
 // a source resolved to.
@@ -413,57 +380,6 @@ func describeSpec(s pkgsource.Spec) string {
 		d += " dir " + s.Dir
 	}
 	return d
-}
-
-// checkSpec refuses a source berth import cannot fetch, naming the key.
-func checkSpec(s pkgsource.Spec) error {
-	switch s.Kind {
-	case pkgsource.Git, pkgsource.HTTP, pkgsource.Image:
-	case "":
-		return errors.New("kind: missing: want git, http or image")
-	default:
-		return fmt.Errorf("kind: %q is not a kind of source: want git, http or image", s.Kind)
-	}
-	if s.URL == "" {
-		return fmt.Errorf("url: missing: want the %s", map[pkgsource.Kind]string{
-			pkgsource.Git: "repository's URL", pkgsource.HTTP: "tarball's URL", pkgsource.Image: "image reference (host/repository:tag)"}[s.Kind])
-	}
-	if s.Kind != pkgsource.Image {
-		u, err := url.Parse(s.URL)
-		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			return fmt.Errorf("url: %q is not an http(s) URL", s.URL)
-		}
-		if u.User != nil {
-			return fmt.Errorf("url: %q holds credentials: give them with --username and --password-stdin instead", u.Redacted())
-		}
-	}
-	if s.Ref != "" && s.Kind != pkgsource.Git {
-		return fmt.Errorf("ref: only a git source has a ref (the %s source names its version in its url)", s.Kind)
-	}
-	if s.Dir != "" && s.Kind == pkgsource.Image {
-		return errors.New("dir: an image source has no directory: its content is the package")
-	}
-	for key, p := range map[string]string{"dir": s.Dir, "destination": s.Destination} {
-		if err := checkRelative(p); err != nil {
-			return fmt.Errorf("%s: %q %w", key, p, err)
-		}
-	}
-	return nil
-}
-
-// checkRelative refuses a path that is not a slash-separated path inside
-// the directory it is relative to.
-func checkRelative(p string) error {
-	if p == "" {
-		return nil
-	}
-	if strings.HasPrefix(p, "/") || strings.Contains(p, `\`) {
-		return errors.New("must be a relative slash-separated path")
-	}
-	if slices.Contains(strings.Split(path.Clean(p), "/"), "..") {
-		return errors.New("must stay inside the directory: no ..")
-	}
-	return nil
 }
 
 // sourceHosts are the sorted hosts the specs fetch from.
@@ -508,7 +424,7 @@ func readSourcesFile(file string) ([]pkgsource.Spec, error) {
 		if err := decodeSource(&node, &specs[i]); err != nil {
 			return nil, fmt.Errorf("%s: sources[%d]: %w", file, i, err)
 		}
-		if err := checkSpec(specs[i]); err != nil {
+		if err := pkgsource.CheckSpec(specs[i]); err != nil {
 			return nil, fmt.Errorf("%s: sources[%d]: %w", file, i, err)
 		}
 	}

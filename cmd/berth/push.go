@@ -1,12 +1,10 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"strings"
 
@@ -15,6 +13,7 @@ import (
 
 	"github.com/berth-registry/berth/client"
 	"github.com/berth-registry/berth/pkgformat"
+	"github.com/berth-registry/berth/pkgsource"
 	"github.com/berth-registry/berth/signing"
 )
 
@@ -231,37 +230,35 @@ func parsePushRef(what, refArg, name, version string) (client.Reference, error) 
 }
 
 // loadForRef loads the package at path for ref, parsed from refArg by
-// parsePushRef, and checks that the two agree. Errors start with op when
-// the package does not load, and name the package as what when it does not
-// agree with REF. The returned reference carries the package's version tag.
+// parsePushRef, and checks that the two agree (checkRef). Errors start with
+// op when the package does not load, and name the package as what when it
+// does not agree with REF. The returned reference carries the package's
+// version tag.
 func loadForRef(path, op, what string, ref client.Reference, refArg, name, version string) (client.Reference, *pkgformat.Package, error) {
-	pkg, err := loadPackage(path, ref, name, version)
+	pkg, err := pkgsource.LoadPackage(path, pkgsource.Naming{Name: name, Version: version, DefaultName: ref.Name, DefaultVersion: ref.Tag})
 	if err != nil {
 		return client.Reference{}, nil, fmt.Errorf("%s: %w", op, err)
 	}
-	md := pkg.Metadata
-	if md.Name != ref.Name {
-		return client.Reference{}, nil, fmt.Errorf("package %s is named %q but REF %q names %q: the repository must be <namespace>/%s",
-			what, md.Name, refArg, ref.Name, md.Name)
+	ref, err = checkRef(pkg, what, ref, refArg)
+	if err != nil {
+		return client.Reference{}, nil, err
 	}
-	if ref.Tag != "" && pkgformat.Tag(md.Version) != ref.Tag {
-		return client.Reference{}, nil, fmt.Errorf("package %s has version %q but REF %q says %q", what, md.Version, refArg, ref.Tag)
-	}
-	ref.Tag = pkgformat.Tag(md.Version)
 	return ref, pkg, nil
 }
 
-// loadPackage reads the package at path (a directory or tarball) with
-// pkgformat.Load. Formats that carry their own name and version are read as
-// they are, so that a REF that contradicts them gets a clear error from the
-// caller; a package that needs a name or version (plain manifests) is read
-// again with those of REF.
-func loadPackage(path string, ref client.Reference, name, version string) (*pkgformat.Package, error) {
-	pkg, err := pkgformat.Load(path, pkgformat.Options{Name: name, Version: version})
-	if err != nil && !errors.Is(err, fs.ErrNotExist) && (name == "" || (version == "" && ref.Tag != "")) {
-		pkg, err = pkgformat.Load(path, pkgformat.Options{Name: cmp.Or(name, ref.Name), Version: cmp.Or(version, ref.Tag)})
+// checkRef checks that the package named what agrees with ref, parsed
+// from refArg, and returns ref with the package's version tag.
+func checkRef(pkg *pkgformat.Package, what string, ref client.Reference, refArg string) (client.Reference, error) {
+	md := pkg.Metadata
+	if md.Name != ref.Name {
+		return client.Reference{}, fmt.Errorf("package %s is named %q but REF %q names %q: the repository must be <namespace>/%s",
+			what, md.Name, refArg, ref.Name, md.Name)
 	}
-	return pkg, err
+	if ref.Tag != "" && pkgformat.Tag(md.Version) != ref.Tag {
+		return client.Reference{}, fmt.Errorf("package %s has version %q but REF %q says %q", what, md.Version, refArg, ref.Tag)
+	}
+	ref.Tag = pkgformat.Tag(md.Version)
+	return ref, nil
 }
 
 // pushRepository pushes every version in a directory with one folder per

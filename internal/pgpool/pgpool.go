@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -91,4 +93,21 @@ func CreateSchema(ctx context.Context, pool *pgxpool.Pool, lock int64, schema st
 		}
 	}
 	return tx.Commit(ctx)
+}
+
+// Numbered rewrites the ? parameters of query, as SQLite and database/sql
+// write them, to PostgreSQL's $1, $2, …, for stores that share their
+// statements between the two.
+func Numbered(query string) string {
+	var b strings.Builder
+	n := 0
+	for _, r := range query {
+		if r == '?' {
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

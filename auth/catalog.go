@@ -56,6 +56,13 @@ func (a CatalogAuthorizer) MayDelete(ctx context.Context, namespace, name string
 	return err
 }
 
+// MayPush decides push on the repository namespace/name, as MayDelete
+// decides delete.
+func (a CatalogAuthorizer) MayPush(ctx context.Context, namespace, name string) error {
+	_, err := a.may(ctx, namespace, name, Push)
+	return err
+}
+
 // MayApprove decides admin on the repository namespace/name, as MayDelete
 // decides delete, and returns the caller's name.
 func (a CatalogAuthorizer) MayApprove(ctx context.Context, namespace, name string) (string, error) {

@@ -305,6 +305,19 @@ func TestCatalogAuthorizer(t *testing.T) {
 	if _, err := (auth.CatalogAuthorizer{Policy: deleter}).MayApprove(ctxOf("user:dan"), "a", "x"); !errors.Is(err, catalog.ErrDenied) {
 		t.Errorf("one who may push and delete but not administer approves: %v", err)
 	}
+	for _, tc := range []struct {
+		a       auth.CatalogAuthorizer
+		subject string
+		want    error
+	}{
+		{auth.CatalogAuthorizer{Policy: deleter}, "user:dan", nil},
+		{a, "user:reader", catalog.ErrDenied},
+		{a, "anonymous", catalog.ErrNotFound},
+	} {
+		if err := tc.a.MayPush(ctxOf(tc.subject), "a", "x"); tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) {
+			t.Errorf("%s: MayPush(a/x) = %v, want %v", tc.subject, err, tc.want)
+		}
+	}
 	if access, _ := a.Pullable(ctxOf("user:root")); !access.All {
 		t.Errorf("root's access is not All")
 	}

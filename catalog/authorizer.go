@@ -13,6 +13,10 @@ type Authorizer interface {
 	// when the caller may not pull the package either, so that it learns
 	// nothing of it, and one wrapping ErrDenied when it may.
 	MayDelete(ctx context.Context, namespace, name string) error
+	// MayPush returns nil when the caller may push to the package
+	// namespace/name (and so ask for a check of the source that publishes
+	// it). Its errors are MayDelete's.
+	MayPush(ctx context.Context, namespace, name string) error
 	// MayApprove returns the caller's name when it may approve versions of
 	// namespace/name (docs/permissions.md): when it administers the
 	// package. Its errors are MayDelete's.
@@ -30,6 +34,9 @@ func (AllowAll) Pullable(context.Context) (Access, error) { return Access{All: t
 
 // MayDelete allows every deletion.
 func (AllowAll) MayDelete(context.Context, string, string) error { return nil }
+
+// MayPush allows every push.
+func (AllowAll) MayPush(context.Context, string, string) error { return nil }
 
 // MayApprove allows every approval, by an anonymous caller.
 func (AllowAll) MayApprove(context.Context, string, string) (string, error) { return "anonymous", nil }

@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"sync"
 
@@ -39,6 +40,40 @@ func (c *Catalog) Changes(ctx context.Context, access Access, since int64, limit
 		out.Next = out.Changes[len(out.Changes)-1].Seq
 	}
 	return out, nil
+}
+
+// RecordSourceEvent appends an event of a tracked source to the change
+// feed (apiv1.ActionSource; Namespace/Name is the source's package): a
+// version published (Status apiv1.SourcePublished, with Version and
+// Digest) or a check or build that failed (apiv1.SourceFailed, with
+// Reason). The feed shows it to whoever may pull the package, as it shows
+// the package's versions. ch.Action may be left empty; ch.Seq and ch.Time
+// are the store's. It returns an error wrapping ErrInvalid when ch is not
+// such an event.
+func (c *Catalog) RecordSourceEvent(ctx context.Context, ch apiv1.Change) error {
+	if err := checkSourceEvent(ch); err != nil {
+		return fmt.Errorf("catalog: source event of %s/%s: %w", ch.Namespace, ch.Name, err)
+	}
+	ch.Action = apiv1.ActionSource
+	return c.store.AppendSourceEvent(ctx, ch)
+}
+
+// checkSourceEvent returns an error wrapping ErrInvalid, saying what is
+// missing, unless ch is an event RecordSourceEvent records.
+func checkSourceEvent(ch apiv1.Change) error {
+	switch {
+	case ch.Action != "" && ch.Action != apiv1.ActionSource:
+		return fmt.Errorf("action %q: a source event's is %q: %w", ch.Action, apiv1.ActionSource, ErrInvalid)
+	case ch.Namespace == "" || ch.Name == "":
+		return fmt.Errorf("no namespace or package: %w", ErrInvalid)
+	case ch.Status == apiv1.SourcePublished && (ch.Version == "" || ch.Digest == ""):
+		return fmt.Errorf("a published event needs the version and its digest: %w", ErrInvalid)
+	case ch.Status == apiv1.SourceFailed && ch.Reason == "":
+		return fmt.Errorf("a failed event needs its reason: %w", ErrInvalid)
+	case ch.Status != apiv1.SourcePublished && ch.Status != apiv1.SourceFailed:
+		return fmt.Errorf("status %q: want %q or %q: %w", ch.Status, apiv1.SourcePublished, apiv1.SourceFailed, ErrInvalid)
+	}
+	return nil
 }
 
 // FeedHead is the number of the last change of access's feed (Changes), 0

@@ -322,6 +322,11 @@ type StoreWriter interface {
 	// ErrInvalid when CheckImageMirrors refuses them or when more than
 	// MaxImageMirrors would be recorded.
 	PutImageMirrors(ctx context.Context, mirrors []apiv1.ImageMirror) error
+	// AppendSourceEvent appends ch, an event of a tracked source
+	// (apiv1.ActionSource), to the change feed: its Namespace, Name,
+	// Version, Digest, Status and Reason, numbered after every change
+	// before it and timed now. It changes nothing else.
+	AppendSourceEvent(ctx context.Context, ch apiv1.Change) error
 }
 
 // StoreReader answers the catalog's queries.

@@ -218,7 +218,8 @@ type syncFeed struct {
 
 // readFeed reads the change feed after the state's cursor to its end and
 // merges it with the state's pending changes. Only changes of package
-// versions are kept: a change of a cosign tag is recorded in signed (its
+// versions are kept: an event of a tracked source (apiv1.ActionSource) is
+// passed over, as its version has a put change of its own; a change of a cosign tag is recorded in signed (its
 // deletion leaves the target's copy alone), and a change of a tag the
 // source does not serve as a version (status ignored) is passed over.
 func readFeed(ctx context.Context, feed FeedReader, state *SyncState) (*syncFeed, error) {
@@ -251,6 +252,9 @@ func readFeed(ctx context.Context, feed FeedReader, state *SyncState) (*syncFeed
 			return nil, fmt.Errorf("read the change feed after %d: %w", f.next, err)
 		}
 		for _, c := range page.Changes {
+			if c.Action != apiv1.ActionPut && c.Action != apiv1.ActionDelete {
+				continue
+			}
 			repo := c.Namespace + "/" + c.Name
 			v := Version{Repository: repo, Tag: pkgformat.Tag(c.Version), Version: c.Version, Digest: digest.Digest(c.Digest)}
 			if err := v.Digest.Validate(); err != nil {

@@ -173,6 +173,41 @@ func TestSyncSkipsAFailingVersion(t *testing.T) {
 	}
 }
 
+// TestSyncIgnoresSourceEvents: events of tracked sources in the feed
+// (published, of versions the feed puts too or of none, and failed,
+// without a digest) copy nothing and fail nothing: a sync copies exactly
+// the versions.
+func TestSyncIgnoresSourceEvents(t *testing.T) {
+	r := newSyncRun(t)
+	source := func(version string, d digest.Digest, status, reason string) {
+		r.src.changes = append(r.src.changes, apiv1.Change{Seq: int64(len(r.src.changes) + 1), Action: apiv1.ActionSource,
+			Namespace: "charts", Name: "hello", Version: version, Digest: d.String(), Status: status, Reason: reason})
+	}
+	source("", "", apiv1.SourceFailed, apiv1.SourceReasonFetch)
+	r.src.putVersions()
+	source("1.0.0", r.src.digests["1.0.0"], apiv1.SourcePublished, "")
+	source("9.9.9", digest.FromString("never pushed"), apiv1.SourcePublished, "")
+	source("", "", apiv1.SourceFailed, apiv1.SourceReasonRefused)
+	sum := r.mustSync(nil, false)
+	if sum.Versions != 3 || len(sum.Failed) != 0 || len(sum.Deleted) != 0 {
+		t.Fatalf("sync: %+v", sum)
+	}
+	tags := tagsOf(t, r.src.c, r.target)
+	for tag := range tags {
+		if _, cosign := signing.CosignSubject(tag); !cosign && r.src.digests[tag] == "" {
+			t.Errorf("target tag %s is not a version of the source", tag)
+		}
+	}
+	for v, d := range r.src.digests {
+		if tags[v] != d {
+			t.Errorf("target tag %s = %q, want %s", v, tags[v], d)
+		}
+	}
+	if st := r.readState(); st.Cursor != int64(len(r.src.changes)) || len(st.Pending) != 0 {
+		t.Errorf("state: %+v", st)
+	}
+}
+
 // TestSyncStateSelection: a state file is of one selection; another
 // selection, or an old state file that records none, is refused.
 func TestSyncStateSelection(t *testing.T) {

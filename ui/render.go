@@ -20,7 +20,7 @@ var templateFiles embed.FS
 
 // pages are the parsed templates of every page, each with the layout; they
 // are parsed once, at start.
-var pages = parsePages("search", "package", "version", "file", "login", "error")
+var pages = parsePages("search", "package", "version", "file", "login", "error", "sources")
 
 func parsePages(names ...string) map[string]*template.Template {
 	out := make(map[string]*template.Template, len(names))
@@ -33,16 +33,17 @@ func parsePages(names ...string) map[string]*template.Template {
 
 // funcs are the template functions: URLs of pages, and formats.
 var funcs = template.FuncMap{
-	"packageURL":   packageURL,
-	"versionURL":   versionURL,
-	"fileURL":      fileURL,
-	"downloadURL":  downloadURL,
-	"namespaceURL": func(ns string) string { return "/ui/namespaces/" + url.PathEscape(ns) },
-	"static":       staticURL,
-	"date":         formatDate,
-	"size":         formatSize,
-	"join":         strings.Join,
-	"add":          func(a, b int) int { return a + b },
+	"packageURL":    packageURL,
+	"versionURL":    versionURL,
+	"fileURL":       fileURL,
+	"downloadURL":   downloadURL,
+	"namespaceURL":  func(ns string) string { return "/ui/namespaces/" + url.PathEscape(ns) },
+	"static":        staticURL,
+	"date":          formatDate,
+	"size":          formatSize,
+	"join":          strings.Join,
+	"add":           func(a, b int) int { return a + b },
+	"shortRevision": shortRevision,
 }
 
 // layout is what every page shows around its own content.
@@ -55,6 +56,9 @@ type layout struct {
 	AuthOn bool
 	// Query is the search text, kept in the header's search box.
 	Query string
+	// Sources is set when the server follows package sources: the header
+	// links to their page.
+	Sources bool
 	// Page is the page's own data.
 	Page any
 }
@@ -68,7 +72,7 @@ func (p errorPage) title() string { return p.Title }
 // page is rendered to a buffer first, so that a template error is a 500 and
 // never half a page.
 func (h *handler) render(w http.ResponseWriter, r *http.Request, status int, name string, data titled) {
-	l := layout{Title: data.title(), AuthOn: h.sessions != nil, Query: r.URL.Query().Get("q"), Page: data}
+	l := layout{Title: data.title(), AuthOn: h.sessions != nil, Query: r.URL.Query().Get("q"), Sources: h.sources != nil, Page: data}
 	if id := auth.IdentityFrom(r.Context()); !id.IsAnonymous() {
 		l.Viewer = viewerName(id)
 	}

@@ -35,6 +35,9 @@ type searchPage struct {
 	// page, without a quota ledger, and for a namespace the viewer may pull
 	// nothing from.
 	Storage *namespaceStorage
+	// Sources is set on a namespace's page when the server follows
+	// package sources: the page links to the namespace's.
+	Sources bool
 }
 
 // namespaceStorage is what a namespace's page shows of its storage.
@@ -132,6 +135,7 @@ func (h *handler) searchIn(w http.ResponseWriter, r *http.Request, ns string) er
 		Namespace: ns, Action: action, Query: q, Form: form,
 		Packages: res.Packages, Total: res.Total,
 		First: q.Offset + 1, Last: q.Offset + len(res.Packages),
+		Sources: h.sources != nil,
 	}
 	if ns != "" {
 		if p.Storage, err = h.storage(r.Context(), q.Access, ns); err != nil {

@@ -3,7 +3,8 @@
 // a package's versions, channels and upgrade graph (SVG drawn on the
 // server), a version's permissions first, then its CRDs, files and
 // signatures, each file highlighted and downloadable with the session, a
-// namespace's packages with its storage against its quota, and a login form
+// namespace's packages with its storage against its quota, the status of the
+// package sources the server follows, and a login form
 // for sessions (auth.Sessions).
 //
 // Pages are html/template, and work without JavaScript; one small script
@@ -70,6 +71,10 @@ type Options struct {
 	// Quota is the quota ledger, whose usage a namespace's page shows. Nil
 	// (berth serve catalog, which has no registry storage) shows none.
 	Quota quota.Reader
+	// Sources is the tracker of package sources (sources.Tracker), whose
+	// status /ui/sources shows. Nil (a server that follows none) shows
+	// none, and the header does not link to the page.
+	Sources httpapi.Sources
 }
 
 // handler serves the UI.
@@ -81,6 +86,7 @@ type handler struct {
 	registryURL string
 	log         *slog.Logger
 	quota       quota.Reader
+	sources     httpapi.Sources
 	mux         http.Handler
 }
 
@@ -95,6 +101,7 @@ func New(opts Options) http.Handler {
 		registryURL: opts.RegistryURL,
 		log:         opts.Logger,
 		quota:       opts.Quota,
+		sources:     opts.Sources,
 	}
 	if h.auth == nil {
 		h.auth = catalog.AllowAll{}
@@ -112,6 +119,7 @@ func New(opts Options) http.Handler {
 	r.Get(pkg+"/versions/{version}", h.page(h.versionPage))
 	r.Get(pkg+"/versions/{version}/files/*", h.page(h.filePage))
 	r.Get(pkg+"/versions/{version}/download/*", h.page(h.download))
+	r.Get("/ui/sources", h.page(h.sourcesList))
 	r.Get("/ui/login", h.page(h.loginForm))
 	r.Post("/ui/login", h.page(h.login))
 	r.Post("/ui/logout", h.page(h.logout))

@@ -55,26 +55,34 @@ func TestNamespaceStorageAccessible(t *testing.T) {
 				if err != nil || shown != 1 {
 					t.Errorf("%s: the page has %d storage sections (%v)", ns, shown, err)
 				}
-				vs, err := browsertest.Axe(ctx)
-				if err != nil {
-					cancel()
-					t.Fatalf("%s: %v", ns, err)
-				}
-				for _, v := range vs {
-					if v.Serious() {
-						t.Errorf("%s: %s", ns, v)
-					} else {
-						t.Logf("%s: %s", ns, v)
-					}
-				}
-				if view.opts.Phone {
-					w, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth - window.innerWidth`))
-					if err != nil || w > 0 {
-						t.Errorf("%s: the page is %d px wider than the phone's screen (%v)", ns, w, err)
-					}
-				}
+				checkAccessible(ctx, t, ns, view.opts.Phone)
 				cancel()
 			}
 		})
+	}
+}
+
+// checkAccessible runs axe-core on the page open in ctx, named name, and
+// fails on a serious or critical violation, or, on a phone, on a page wider
+// than its screen.
+func checkAccessible(ctx context.Context, t *testing.T, name string, phone bool) {
+	t.Helper()
+	vs, err := browsertest.Axe(ctx)
+	if err != nil {
+		t.Errorf("%s: %v", name, err)
+		return
+	}
+	for _, v := range vs {
+		if v.Serious() {
+			t.Errorf("%s: %s", name, v)
+		} else {
+			t.Logf("%s: %s", name, v)
+		}
+	}
+	if phone {
+		w, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth - window.innerWidth`))
+		if err != nil || w > 0 {
+			t.Errorf("%s: the page is %d px wider than the phone's screen (%v)", name, w, err)
+		}
 	}
 }

@@ -59,22 +59,7 @@ func TestNamespacePageStorage(t *testing.T) {
 		// The search page is of no namespace.
 		{"/?q=x", nil, []string{"storage-h"}},
 	} {
-		resp, body := get(t, h, tc.path)
-		if resp.StatusCode != http.StatusOK {
-			t.Errorf("%s: status %d", tc.path, resp.StatusCode)
-			continue
-		}
-		checkPage(t, tc.path, resp, body)
-		for _, w := range tc.want {
-			if !strings.Contains(body, w) {
-				t.Errorf("%s: no %q in\n%s", tc.path, w, body)
-			}
-		}
-		for _, w := range tc.notWant {
-			if strings.Contains(body, w) {
-				t.Errorf("%s: shows %q", tc.path, w)
-			}
-		}
+		checkShows(t, h, tc.path, tc.want, tc.notWant)
 	}
 
 	// A viewer who may pull package by package sees the storage of a
@@ -95,6 +80,28 @@ func TestNamespacePageStorage(t *testing.T) {
 	// Without a ledger (berth serve catalog) the page shows no storage.
 	if _, body := get(t, newUI(e, ui.Options{}), "/ui/namespaces/near"); strings.Contains(body, "storage-h") {
 		t.Error("a UI without a ledger shows storage")
+	}
+}
+
+// checkShows gets the page at path from h and fails unless it is a page
+// answered 200 that shows every string of want and none of notWant.
+func checkShows(t *testing.T, h http.Handler, path string, want, notWant []string) {
+	t.Helper()
+	resp, body := get(t, h, path)
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("%s: status %d", path, resp.StatusCode)
+		return
+	}
+	checkPage(t, path, resp, body)
+	for _, w := range want {
+		if !strings.Contains(body, w) {
+			t.Errorf("%s: no %q in\n%s", path, w, body)
+		}
+	}
+	for _, w := range notWant {
+		if strings.Contains(body, w) {
+			t.Errorf("%s: shows %q", path, w)
+		}
 	}
 }
 

@@ -575,6 +575,15 @@ type SourceError struct {
 	Message string `json:"message"`
 }
 
+// SourceCheck is the answer of POST
+// /api/v1/namespaces/{namespace}/sources/{package}/check: a check of the
+// source was asked, and runs on the leader; GET /api/v1/sources shows its
+// outcome.
+type SourceCheck struct {
+	Namespace string `json:"namespace"`
+	Package   string `json:"package"`
+}
+
 // Why a source failed (SourceError.Reason, and Change.Reason of a failed
 // ActionSource event).
 const (

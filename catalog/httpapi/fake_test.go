@@ -307,11 +307,14 @@ type fakeAuth struct {
 	pullErr    error
 	deleteErr  error
 	approveErr error
+	pushErr    error
 }
 
 func (a fakeAuth) Pullable(context.Context) (catalog.Access, error) { return a.access, a.pullErr }
 
 func (a fakeAuth) MayDelete(context.Context, string, string) error { return a.deleteErr }
+
+func (a fakeAuth) MayPush(context.Context, string, string) error { return a.pushErr }
 
 func (a fakeAuth) MayApprove(context.Context, string, string) (string, error) {
 	return "alice", a.approveErr

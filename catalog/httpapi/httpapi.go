@@ -105,6 +105,15 @@ type Options struct {
 	// serve catalog, which has no registry storage) answers them 501
 	// NOT_IMPLEMENTED.
 	Quota quota.Reader
+	// Sources answers /api/v1/sources and asks for checks of tracked
+	// package sources (sources.Tracker). Nil (a server that tracks none)
+	// lists none and answers the other sources endpoints 404.
+	Sources Sources
+	// SourcesWebhook serves POST /api/v1/sources/webhook, the push and tag
+	// webhooks of the sources' repositories (sources/webhook.New), which
+	// authenticate by their signature rather than a berth login. Nil
+	// answers it 404.
+	SourcesWebhook http.Handler
 }
 
 //go:embed openapi.yaml
@@ -125,7 +134,9 @@ type handler struct {
 	inv         Inventory
 	olm         OLM
 	quota       quota.Reader
-	mux         *chi.Mux
+	// sourcesTracker is Options.Sources.
+	sourcesTracker Sources
+	mux            *chi.Mux
 }
 
 // New returns the handler of the catalog API. It routes on the whole request
@@ -141,6 +152,8 @@ func New(opts Options) http.Handler {
 		inv:         opts.Inventory,
 		olm:         opts.OLM,
 		quota:       opts.Quota,
+
+		sourcesTracker: opts.Sources,
 	}
 	if h.auth == nil {
 		h.auth = catalog.AllowAll{}
@@ -173,6 +186,14 @@ func New(opts Options) http.Handler {
 	r.Get("/api/v1/namespaces/{namespace}/usage", h.handle(h.namespaceUsage))
 	r.Get("/api/v1/olm/{namespace}/all", h.handle(h.olmAll))
 	r.Get("/api/v1/olm/{namespace}/metas", h.handle(h.olmMetas))
+	r.Get("/api/v1/sources", h.handle(h.sources))
+	r.Get("/api/v1/sources/key", h.handle(h.sourcesKey))
+	r.Post("/api/v1/namespaces/{namespace}/sources/{name}/check", h.handle(h.checkSource))
+	if opts.SourcesWebhook != nil {
+		r.Method(http.MethodPost, "/api/v1/sources/webhook", opts.SourcesWebhook)
+	} else {
+		r.Post("/api/v1/sources/webhook", h.handle(func(http.ResponseWriter, *http.Request) error { return errNoSources }))
+	}
 	r.Get("/api/v1/image-mirrors", h.handle(h.getImageMirrors))
 	if opts.Admin != nil {
 		r.Method(http.MethodPut, "/api/v1/image-mirrors", opts.Admin(h.handle(h.putImageMirrors)))

@@ -12,6 +12,7 @@ import (
 	"github.com/berth-registry/berth/catalog/httpapi"
 	"github.com/berth-registry/berth/catalog/httpapi/openapitest"
 	"github.com/berth-registry/berth/pkgformat"
+	"github.com/berth-registry/berth/sources/webhook"
 )
 
 func TestOpenAPIDocumentIsValid(t *testing.T) {
@@ -64,11 +65,15 @@ func TestOpenAPIOperations(t *testing.T) {
 		"GET /api/v1/packages/{namespace}/{name}/versions/{version}/images",
 		"GET /api/v1/packages/{namespace}/{name}/versions/{version}/installable",
 		"GET /api/v1/packages/{namespace}/{name}/versions/{version}/permissions",
+		"GET /api/v1/sources",
+		"GET /api/v1/sources/key",
 		"GET /api/v1/status",
 		"GET /api/v1/usage",
 		"GET /index.yaml",
 		"GET /{namespace}/index.yaml",
+		"POST /api/v1/namespaces/{namespace}/sources/{name}/check",
 		"POST /api/v1/packages/{namespace}/{name}/versions/{version}/approval",
+		"POST /api/v1/sources/webhook",
 		"POST /events",
 		"PUT /api/v1/image-mirrors",
 	}
@@ -130,6 +135,13 @@ func TestOpenAPISchemasMirrorAPIv1(t *testing.T) {
 		"ImageCheck":         apiv1.ImageCheck{},
 		"Usages":             apiv1.Usages{},
 		"NamespaceUsage":     apiv1.NamespaceUsage{},
+		"Sources":            apiv1.Sources{},
+		"Source":             apiv1.Source{},
+		"SourceRef":          apiv1.SourceRef{},
+		"SourceVersion":      apiv1.SourceVersion{},
+		"SourceError":        apiv1.SourceError{},
+		"SourceCheck":        apiv1.SourceCheck{},
+		"WebhookResult":      webhook.Result{},
 	} {
 		ref := doc.Components.Schemas[name]
 		if ref == nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/berth-registry/berth/catalog"
+	"github.com/berth-registry/berth/catalog/storetest"
 	"github.com/berth-registry/berth/internal/pgtest"
 	"github.com/berth-registry/berth/pkgformat"
 )
@@ -58,4 +59,29 @@ func TestMigrateToImages(t *testing.T) {
 	if got["old"] != "" || got["derived"] != "sha256:derived" {
 		t.Errorf("digests after the migration %v; want old's empty, derived's kept", got)
 	}
+}
+
+// TestMigrateToSourceEvents opens a database of schema version 2, from
+// before source events, whose feed holds a change: it reads back without a
+// reason, and a source event is numbered after it.
+func TestMigrateToSourceEvents(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.Database(t)
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range []string{`CREATE TABLE schema_version (version integer NOT NULL)`, `INSERT INTO schema_version VALUES (2)`,
+		migrations[0], migrations[1],
+		`INSERT INTO changes (seq, action, namespace, name, tag, digest, status, time) VALUES (1, 'put', 'a', 'p', '1.0.0', 'sha256:a', 'indexed', 1000)`,
+		`UPDATE counters SET seq = 1`} {
+		if _, err := conn.Exec(ctx, stmt); err != nil {
+			t.Fatalf("%.60s: %v", stmt, err)
+		}
+	}
+	conn.Close(ctx)
+
+	s := openAt(t, dsn, Options{})
+	defer s.Close()
+	storetest.CheckMigratedFeed(t, s)
 }

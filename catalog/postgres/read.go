@@ -78,11 +78,11 @@ func (s *Store) Tags(ctx context.Context) ([]catalog.TagDigest, error) {
 // from the last number it read misses none.
 func (s *Store) Changes(ctx context.Context, since int64, limit int) ([]apiv1.Change, error) {
 	out := []apiv1.Change{}
-	err := s.query(ctx, `SELECT seq, action, namespace, name, tag, digest, status, time
+	err := s.query(ctx, `SELECT seq, action, namespace, name, tag, digest, status, time, reason
 	FROM changes WHERE seq > $1 ORDER BY seq LIMIT $2`, []any{since, catalog.PageSize(limit)}, func(rows pgx.Rows) error {
 		var c apiv1.Change
 		var t int64
-		if err := rows.Scan(&c.Seq, &c.Action, &c.Namespace, &c.Name, &c.Version, &c.Digest, &c.Status, &t); err != nil {
+		if err := rows.Scan(&c.Seq, &c.Action, &c.Namespace, &c.Name, &c.Version, &c.Digest, &c.Status, &t, &c.Reason); err != nil {
 			return err
 		}
 		c.Time = sqlitedb.DecodeTime(t)

@@ -131,6 +131,10 @@ CREATE TABLE image_mirrors (
 );
 UPDATE entries SET digest = '' WHERE status = 'indexed' AND (metadata::jsonb -> 'images') IS NULL;
 `,
+	// 3: events of tracked sources in the change feed, as SQLite's step 6.
+	`
+ALTER TABLE changes ADD COLUMN reason text NOT NULL DEFAULT '';
+`,
 }
 
 // migrate brings the database's schema up to date in one transaction, under

@@ -101,6 +101,27 @@ func stamp(ctx context.Context, tx pgx.Tx, namespace, name string, doc *searchin
 	return rev, err
 }
 
+// AppendSourceEvent appends ch, an event of a tracked source, to the
+// change feed. It takes the next sequence number from the counters row, as
+// stamp does, so that the feed stays numbered in commit order without
+// holes; it writes no package row and so no revision.
+func (s *Store) AppendSourceEvent(ctx context.Context, ch apiv1.Change) error {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var seq int64
+		if err := tx.QueryRow(ctx, `UPDATE counters SET seq = seq + 1 RETURNING seq`).Scan(&seq); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO changes (seq, action, namespace, name, tag, digest, status, reason, time)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, seq, apiv1.ActionSource, ch.Namespace, ch.Name, ch.Version, ch.Digest,
+			ch.Status, ch.Reason, sqlitedb.EncodeTime(time.Now()))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("catalog: record the source event of %s/%s: %w", ch.Namespace, ch.Name, err)
+	}
+	return nil
+}
+
 // Put records e, replacing what its tag held, and appends a "put" change, in
 // one transaction. When the tag already holds e's digest and status it changes
 // nothing. It returns an error wrapping catalog.ErrInvalid when e lacks its

@@ -78,7 +78,7 @@ func (s *Store) Tags(ctx context.Context) ([]catalog.TagDigest, error) {
 // Changes returns up to limit changes with seq > since, oldest first. A limit
 // <= 0 means catalog.DefaultLimit, and it is capped at catalog.MaxLimit.
 func (s *Store) Changes(ctx context.Context, since int64, limit int) ([]apiv1.Change, error) {
-	rows, err := s.reader.QueryContext(ctx, `SELECT seq, action, namespace, name, tag, digest, status, time
+	rows, err := s.reader.QueryContext(ctx, `SELECT seq, action, namespace, name, tag, digest, status, time, reason
 	FROM changes WHERE seq > ? ORDER BY seq LIMIT ?`, since, catalog.PageSize(limit))
 	if err != nil {
 		return nil, fmt.Errorf("catalog: changes since %d: %w", since, err)
@@ -88,7 +88,7 @@ func (s *Store) Changes(ctx context.Context, since int64, limit int) ([]apiv1.Ch
 	for rows.Next() {
 		var c apiv1.Change
 		var t int64
-		if err := rows.Scan(&c.Seq, &c.Action, &c.Namespace, &c.Name, &c.Version, &c.Digest, &c.Status, &t); err != nil {
+		if err := rows.Scan(&c.Seq, &c.Action, &c.Namespace, &c.Name, &c.Version, &c.Digest, &c.Status, &t, &c.Reason); err != nil {
 			return nil, fmt.Errorf("catalog: changes since %d: %w", since, err)
 		}
 		c.Time = sqlitedb.DecodeTime(t)

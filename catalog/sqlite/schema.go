@@ -195,4 +195,9 @@ CREATE TABLE image_mirrors (
 ) WITHOUT ROWID;
 UPDATE entries SET digest = '' WHERE status = 'indexed' AND json_extract(metadata, '$.images') IS NULL;
 `,
+	// 6: events of tracked sources in the change feed (action "source"):
+	// reason says why a source failed.
+	`
+ALTER TABLE changes ADD COLUMN reason TEXT NOT NULL DEFAULT '';
+`,
 }

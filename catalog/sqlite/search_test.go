@@ -13,6 +13,7 @@ import (
 
 	"github.com/berth-registry/berth/catalog"
 	"github.com/berth-registry/berth/catalog/apiv1"
+	"github.com/berth-registry/berth/catalog/storetest"
 	"github.com/berth-registry/berth/internal/sqlitedb"
 	"github.com/berth-registry/berth/olm"
 	"github.com/berth-registry/berth/pkgformat"
@@ -347,4 +348,28 @@ func TestMigrateToOLMBundles(t *testing.T) {
 	if !reflect.DeepEqual(back.OLM, e.OLM) {
 		t.Errorf("bundle record read back %+v, want %+v", back.OLM, e.OLM)
 	}
+}
+
+// TestMigrateToSourceEvents opens a file of schema version 5, from before
+// source events, whose feed holds a change: it reads back without a
+// reason, and a source event is numbered after it.
+func TestMigrateToSourceEvents(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "catalog.db")
+	db, err := sql.Open("sqlite", sqlitedb.DSN(path, false, options))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stmts := append(slices.Clone(migrations[:5]),
+		`INSERT INTO changes (action, namespace, name, tag, digest, status, time) VALUES ('put', 'a', 'p', '1.0.0', 'sha256:a', 'indexed', 1000)`,
+		`PRAGMA user_version = 5`)
+	for _, stmt := range stmts {
+		if _, err := db.ExecContext(ctx, stmt); err != nil {
+			t.Fatalf("%.60s: %v", stmt, err)
+		}
+	}
+	db.Close()
+	s := openAt(t, path)
+	defer s.Close()
+	storetest.CheckMigratedFeed(t, s)
 }

@@ -219,6 +219,21 @@ const setPackageSets = `UPDATE packages SET
 		WHERE e.namespace = packages.namespace AND e.name = packages.name AND e.status = 'indexed' ORDER BY 1, 2, 3))
 	WHERE namespace = ? AND name = ?`
 
+// AppendSourceEvent appends ch, an event of a tracked source, to the
+// change feed, in a transaction of its own.
+func (s *Store) AppendSourceEvent(ctx context.Context, ch apiv1.Change) error {
+	err := s.write(ctx, func(tx *sql.Tx) (*indexUpdate, error) {
+		_, err := tx.ExecContext(ctx, `INSERT INTO changes (action, namespace, name, tag, digest, status, reason, time)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, apiv1.ActionSource, ch.Namespace, ch.Name, ch.Version, ch.Digest, ch.Status, ch.Reason,
+			sqlitedb.EncodeTime(time.Now()))
+		return nil, err
+	})
+	if err != nil {
+		return fmt.Errorf("catalog: record the source event of %s/%s: %w", ch.Namespace, ch.Name, err)
+	}
+	return nil
+}
+
 func appendChange(ctx context.Context, tx *sql.Tx, action, namespace, name, tag, digest, status string) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO changes (action, namespace, name, tag, digest, status, time) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 		action, namespace, name, tag, digest, status, sqlitedb.EncodeTime(time.Now()))

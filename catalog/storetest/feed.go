@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/berth-registry/berth/catalog"
@@ -70,6 +71,68 @@ func testChanges(t *testing.T, h *harness) {
 	after := h.changes(cs[len(cs)-1].Seq, 100)
 	if len(after) != 1 || after[0].Seq != cs[len(cs)-1].Seq+1 || after[0].Name != "q" {
 		t.Errorf("change after restart = %+v, want a/q with seq %d", after, cs[len(cs)-1].Seq+1)
+	}
+}
+
+// testSourceEvents interleaves events of tracked sources with version
+// changes: they are numbered in the one feed, keep their status and reason,
+// change no version, and survive a restart.
+func testSourceEvents(t *testing.T, h *harness) {
+	h.put(pkg("a", "p", "1.0.0"))
+	events := []apiv1.Change{
+		{Namespace: "a", Name: "p", Version: "1.0.0", Digest: digestOf("a", "p", "1.0.0"), Status: apiv1.SourcePublished},
+		{Namespace: "a", Name: "p", Status: apiv1.SourceFailed, Reason: apiv1.SourceReasonRefused},
+	}
+	for _, ev := range events {
+		if err := h.store.AppendSourceEvent(h.ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.put(pkg("a", "p", "2.0.0"))
+	want := []string{
+		"put a/p:1.0.0 " + digestOf("a", "p", "1.0.0") + " indexed ",
+		"source a/p:1.0.0 " + digestOf("a", "p", "1.0.0") + " published ",
+		"source a/p: " + " failed refused",
+		"put a/p:2.0.0 " + digestOf("a", "p", "2.0.0") + " indexed ",
+	}
+	check := func(when string) {
+		t.Helper()
+		cs := h.changes(0, 100)
+		var got []string
+		for i, c := range cs {
+			got = append(got, fmt.Sprintf("%s %s/%s:%s %s %s %s", c.Action, c.Namespace, c.Name, c.Version, c.Digest, c.Status, c.Reason))
+			if c.Seq != int64(i+1) || c.Time.IsZero() {
+				t.Errorf("%s: change %d has seq %d and time %v, want seq %d and a time", when, i, c.Seq, c.Time, i+1)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: changes =\n%v\nwant\n%v", when, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+		if st := h.stats(); st.Seq != 4 || st.Versions != 2 {
+			t.Errorf("%s: Stats = %+v, want seq 4 and 2 versions", when, st)
+		}
+	}
+	check("after the events")
+	h.restart()
+	check("after a restart")
+}
+
+// CheckMigratedFeed checks a store whose schema was brought up to date from
+// before source events, with one put change in its feed: that change reads
+// back without a reason, and a source event appended is numbered after it.
+func CheckMigratedFeed(t *testing.T, s catalog.Store) {
+	t.Helper()
+	ctx := context.Background()
+	if err := s.AppendSourceEvent(ctx, apiv1.Change{Namespace: "a", Name: "p", Status: apiv1.SourceFailed, Reason: apiv1.SourceReasonFetch}); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := s.Changes(ctx, 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 2 || cs[0].Action != apiv1.ActionPut || cs[0].Reason != "" ||
+		cs[1].Seq != 2 || cs[1].Action != apiv1.ActionSource || cs[1].Reason != apiv1.SourceReasonFetch {
+		t.Errorf("changes after the migration: %+v", cs)
 	}
 }
 

@@ -54,6 +54,7 @@ func Run(t *testing.T, open Opener) {
 		{"Access", testAccess},
 		{"HostileText", testHostileText},
 		{"Changes", testChanges},
+		{"SourceEvents", testSourceEvents},
 		{"Reopen", testReopen},
 		{"Canceled", testCanceled},
 		{"ConcurrentPuts", testConcurrentPuts},

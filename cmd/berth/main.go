@@ -1,7 +1,7 @@
 // Command berth is the berth registry server and its client.
 //
 // berth serve runs the registry, and the client commands (package, push, import, pull,
-// inspect, search, show, usage, upgrades, sign, verify, promote) package, move, find
+// inspect, search, show, usage, sources, upgrades, sign, verify, promote) package, move, find
 // and sign operator packages; login and logout keep registry credentials,
 // robot manages robot accounts and auth check explains access decisions. This file only wires commands together; each
 // subcommand lives in a file of its own.
@@ -79,6 +79,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newSearchCmd(),
 		newShowCmd(),
 		newUsageCmd(),
+		newSourcesCmd(),
 		newUpgradesCmd(),
 		newPermissionsCmd(),
 		newApproveCmd(),

@@ -29,6 +29,8 @@ const filesSegment = "/files/"
 
 var load = sync.OnceValues(func() (*document, error) {
 	openapi3filter.RegisterBodyDecoder("application/jsonl", decodeJSONLines)
+	// The provenance public key (GET /api/v1/sources/key) is text.
+	openapi3filter.RegisterBodyDecoder("application/x-pem-file", openapi3filter.RegisteredBodyDecoder("text/plain"))
 	loader := openapi3.NewLoader()
 	doc, err := loader.LoadFromData(httpapi.OpenAPI())
 	if err != nil {

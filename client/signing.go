@@ -174,12 +174,14 @@ type SignOptions struct {
 	// signing.ProvenanceStatement's) to DSSE-sign with the same key and
 	// store before PushSigned tags the version, as cosign attest does:
 	// in one manifest that is an OCI referrer of the version and is also
-	// under cosign's sha256-<hex>.att tag.
+	// under cosign's sha256-<hex>.att tag (signing.Attest). They are not
+	// recorded in the transparency log TLog names.
 	Attestations [][]byte
 }
 
 // Sign signs the version ref names with s, as cosign sign --key does
-// offline (no transparency log): by digest, resolving ref's tag first. It
+// offline (no transparency log), and attests opts.Attestations as cosign
+// attest --key does: by digest, resolving ref's tag first. It
 // uses the client's credentials, and plain HTTP where the client would. It
 // returns the digest signed.
 //
@@ -219,6 +221,13 @@ func (c *Client) sign(ctx context.Context, ref Reference, d digest.Digest, s *si
 	})
 	if err != nil {
 		return fmt.Errorf("sign %s: %w", pinned, err)
+	}
+	err = signing.Attest(ctx, s, pinned.String(), opts.Attestations, signing.AttestOptions{
+		Remote:   c.ggcrOptions(),
+		Insecure: c.PlainHTTP(ref.Registry),
+	})
+	if err != nil {
+		return fmt.Errorf("attest %s: %w", pinned, err)
 	}
 	return nil
 }
@@ -295,7 +304,7 @@ func (c *Client) VerifyKeys(ctx context.Context, ref Reference, keys []signing.K
 // repository repo, reading the signatures from the repository of from. It
 // returns a nil report when no policy covers repo, and an error wrapping
 // ErrUnverified when the policy requires a verified signature and none
-// verifies. Errors start with prefix, the operation.
+// verifies, or the provenance its requireSource asks for. Errors start with prefix, the operation.
 func (c *Client) verifyRequired(ctx context.Context, prefix string, from Reference, repo string, d digest.Digest) (*signing.Report, error) {
 	rule, covered := c.opts.TrustPolicy.For(repo)
 	if !covered {
@@ -307,9 +316,13 @@ func (c *Client) verifyRequired(ctx context.Context, prefix string, from Referen
 		return nil, fmt.Errorf("%s: check the signatures of %s: %w", prefix, d, err)
 	}
 	if rule.Require && !rep.Verified() {
+		what := "no signature verified"
+		if _, signed := rep.VerifiedBy(); signed {
+			what = "provenance not verified"
+		}
 		return rep, &opError{
-			msg: fmt.Sprintf("%s: refused: no signature verified by the trust policy for %s: %s",
-				prefix, strings.Join(rule.Repositories, ", "), rep.Reason()),
+			msg: fmt.Sprintf("%s: refused: %s by the trust policy for %s: %s",
+				prefix, what, strings.Join(rule.Repositories, ", "), rep.Reason()),
 			kind: ErrUnverified,
 		}
 	}

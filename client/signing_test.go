@@ -3,7 +3,9 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/berth-registry/berth/client/registrytest"
+	"github.com/berth-registry/berth/pkgformat"
 	"github.com/berth-registry/berth/registry"
 	"github.com/berth-registry/berth/signing"
 	"github.com/berth-registry/berth/signing/signingtest"
@@ -318,5 +321,73 @@ func TestPushSigned(t *testing.T) {
 	// Elsewhere PushSigned is Push and a signature.
 	if _, err := c.PushSigned(ctx, mustParse(t, host+"/incubator/demo:1.0.0"), art, other.signer, SignOptions{}); err != nil {
 		t.Errorf("PushSigned outside the policy: %v", err)
+	}
+}
+
+// TestPushSignedAttestations: PushSigned attests before it tags, so that a
+// registry whose policy requires provenance from allowed sources tags the
+// version only when its attestation names them.
+func TestPushSignedAttestations(t *testing.T) {
+	ctx := context.Background()
+	key := newTestKey(t)
+	policy := signing.NewPolicyOf(signing.Rule{Repositories: []string{"stable/*"}, Keys: []signing.Key{key.public}, Require: true,
+		RequireSource: []string{"https://github.com/org/*"}})
+	host := newSigningRegistry(t, policy, nil)
+	c := newTestClient(t, Options{})
+	provenance := func(art *pkgformat.Artifact, uris ...string) [][]byte {
+		p := signing.Provenance{BuilderID: "https://berth.example"}
+		for _, u := range uris {
+			p.Sources = append(p.Sources, signing.ProvenanceSource{Kind: "git", URI: u, Revision: strings.Repeat("b", 40)})
+		}
+		st, err := signing.ProvenanceStatement("stable/demo", art.ManifestDesc.Digest, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return [][]byte{st}
+	}
+
+	for _, tt := range []struct {
+		version string
+		sources []string
+		want    string
+	}{
+		{"1.0.0", nil, "no verified SLSA provenance attestation; the trust policy for stable/* requires one naming a source in https://github.com/org/*"},
+		{"1.0.1", []string{"https://github.com/org/demo", "https://evil.example/demo"},
+			"provenance names source https://evil.example/demo, not allowed by the trust policy for stable/* (requireSource: https://github.com/org/*)"},
+	} {
+		art := testArtifact(t, "demo", tt.version)
+		var atts [][]byte
+		if tt.sources != nil {
+			atts = provenance(art, tt.sources...)
+		}
+		_, err := c.PushSigned(ctx, mustParse(t, host+"/stable/demo"), art, key.signer, SignOptions{Attestations: atts})
+		if !errors.Is(err, ErrDenied) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("PushSigned %s from %q: %v, want ErrDenied naming %q", tt.version, tt.sources, err, tt.want)
+		}
+	}
+
+	art := testArtifact(t, "demo", "2.0.0")
+	for range 2 { // pushing again attests nothing new
+		if _, err := c.PushSigned(ctx, mustParse(t, host+"/stable/demo"), art, key.signer, SignOptions{Attestations: provenance(art, "git+https://github.com/org/demo@refs/tags/v2.0.0")}); err != nil {
+			t.Fatalf("PushSigned from an allowed source: %v", err)
+		}
+	}
+	rep, err := c.Verify(ctx, mustParse(t, host+"/stable/demo:2.0.0"), policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, ok := rep.Provenance()
+	if !rep.Verified() || !ok || len(rep.Attestations) != 1 || a.Kind != signing.KindTag || fmt.Sprint(a.Sources) != "[https://github.com/org/demo]" {
+		t.Errorf("Verify: verified %v (%s), attestations %+v; want one verified provenance from https://github.com/org/demo", rep.Verified(), rep.Reason(), rep.Attestations)
+	}
+	refs, err := c.Fetcher(host).Referrers(ctx, "stable/demo", art.ManifestDesc.Digest.String())
+	if err != nil || !slices.ContainsFunc(refs, func(d ocispec.Descriptor) bool { return d.Digest.String() == a.Digest }) {
+		t.Errorf("referrers %+v, %v; want the attestation manifest %s", refs, err, a.Digest)
+	}
+
+	// Sign attests a version already tagged.
+	if _, err := c.Sign(ctx, mustParse(t, host+"/stable/demo:2.0.0"), key.signer, SignOptions{Attestations: [][]byte{[]byte(`{"subject":[]}`)}}); err == nil ||
+		!strings.Contains(err.Error(), "attest "+host+"/stable/demo@"+art.ManifestDesc.Digest.String()+": attestation 1: not an in-toto statement") {
+		t.Errorf("Sign with a bad statement: %v", err)
 	}
 }

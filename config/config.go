@@ -529,8 +529,49 @@ func (t *Trust) Validate(prefix string) error {
 				return fmt.Errorf("%s.tlogKeys[%d]: empty file name", key, j)
 			}
 		}
+		for j, glob := range p.RequireSource {
+			if err := CheckSourceGlob(glob); err != nil {
+				return fmt.Errorf("%s.requireSource[%d]: %w", key, j, err)
+			}
+		}
 	}
 	return nil
+}
+
+// CheckSourceGlob checks a glob over source URLs: path.Match syntax, an
+// absolute URL with a scheme and a host, as "https://github.com/org/*",
+// without SLSA's "git+" scheme prefix, which provenance sources are
+// matched without.
+func CheckSourceGlob(glob string) error {
+	if _, err := path.Match(glob, ""); err != nil {
+		return fmt.Errorf("bad glob %q: %w", glob, err)
+	}
+	const want = "want a glob over source URLs with their scheme and host, like \"https://github.com/org/*\""
+	scheme, rest, ok := strings.Cut(glob, "://")
+	if !ok || !validScheme(scheme) {
+		return fmt.Errorf("%s (got %q)", want, glob)
+	}
+	if strings.HasPrefix(scheme, "git+") {
+		return fmt.Errorf("%s: sources are matched without the \"git+\" prefix (got %q)", want, glob)
+	}
+	if host, _, _ := strings.Cut(rest, "/"); host == "" {
+		return fmt.Errorf("%s: no host (got %q)", want, glob)
+	}
+	return nil
+}
+
+// validScheme reports whether s is a URL scheme (RFC 3986: a letter, then
+// letters, digits, "+", "-" or ".").
+func validScheme(s string) bool {
+	for i, r := range s {
+		switch {
+		case 'a' <= r && r <= 'z', 'A' <= r && r <= 'Z':
+		case i > 0 && ('0' <= r && r <= '9' || r == '+' || r == '-' || r == '.'):
+		default:
+			return false
+		}
+	}
+	return s != ""
 }
 
 // CheckImageGlob checks a glob over image repositories: path.Match syntax,

@@ -55,6 +55,7 @@ trust:
     - repositories: ["stable/*"]
       keys: ["/etc/berth/keys/release.pub"]
       require: true
+      requireSource: ["https://github.com/org/*", "http://127.0.0.1:*/allowed/*"]
 `)
 	c, err := Load(file, []string{
 		"BERTH_LOG_LEVEL=warn",
@@ -79,7 +80,8 @@ trust:
 	if c.ShutdownTimeout != time.Minute {
 		t.Errorf("shutdownTimeout %s, want 1m from env", c.ShutdownTimeout)
 	}
-	want := []TrustPolicy{{Repositories: []string{"stable/*"}, Keys: []string{"/etc/berth/keys/release.pub"}, Require: true}}
+	want := []TrustPolicy{{Repositories: []string{"stable/*"}, Keys: []string{"/etc/berth/keys/release.pub"}, Require: true,
+		RequireSource: []string{"https://github.com/org/*", "http://127.0.0.1:*/allowed/*"}}}
 	if !reflect.DeepEqual(c.Trust.Policies, want) {
 		t.Errorf("trust.policies = %+v, want %+v", c.Trust.Policies, want)
 	}
@@ -243,6 +245,21 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"trust policy empty log key", func(c *Config) {
 			c.Trust.Policies = []TrustPolicy{{Repositories: []string{"a/*"}, Keys: []string{"k.pub"}, TLogKeys: []string{""}}}
 		}, "trust.policies[0].tlogKeys[0]: empty file name"},
+		{"trust policy source glob without scheme", func(c *Config) {
+			c.Trust.Policies = []TrustPolicy{{Repositories: []string{"a/*"}, Keys: []string{"k.pub"}, RequireSource: []string{"https://github.com/org/*", "github.com/org/*"}}}
+		}, `trust.policies[0].requireSource[1]: want a glob over source URLs with their scheme and host, like "https://github.com/org/*" (got "github.com/org/*")`},
+		{"trust policy source glob bad scheme", func(c *Config) {
+			c.Trust.Policies = []TrustPolicy{{Repositories: []string{"a/*"}, Keys: []string{"k.pub"}, RequireSource: []string{"*://github.com/org/*"}}}
+		}, `trust.policies[0].requireSource[0]: want a glob over source URLs`},
+		{"trust policy source glob git+", func(c *Config) {
+			c.Trust.Policies = []TrustPolicy{{Repositories: []string{"a/*"}, Keys: []string{"k.pub"}, RequireSource: []string{"git+https://github.com/org/*"}}}
+		}, `trust.policies[0].requireSource[0]: want a glob over source URLs with their scheme and host, like "https://github.com/org/*": sources are matched without the "git+" prefix`},
+		{"trust policy source glob without host", func(c *Config) {
+			c.Trust.Policies = []TrustPolicy{{Repositories: []string{"a/*"}, Keys: []string{"k.pub"}, RequireSource: []string{"file:///srv/*"}}}
+		}, `trust.policies[0].requireSource[0]: want a glob over source URLs with their scheme and host, like "https://github.com/org/*": no host`},
+		{"trust policy source bad glob", func(c *Config) {
+			c.Trust.Policies = []TrustPolicy{{Repositories: []string{"a/*"}, Keys: []string{"k.pub"}, RequireSource: []string{"https://github.com/[x"}}}
+		}, `trust.policies[0].requireSource[0]: bad glob "https://github.com/[x"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Default()

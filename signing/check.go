@@ -93,6 +93,9 @@ type Signature struct {
 	Verified bool
 	// Reason says why it is not verified.
 	Reason string
+	// Sources are the source URLs a verified SLSA provenance attestation
+	// names (NormalizeSource), in order.
+	Sources []string
 }
 
 // Attestation reports whether s is an attestation rather than a signature.
@@ -105,16 +108,21 @@ type Report struct {
 	// Signatures and Attestations found, in a stable order.
 	Signatures   []Signature
 	Attestations []Signature
+	// RequireSource are the requireSource globs of the trust policy that
+	// applied: when set, the version is verified only with a verified SLSA
+	// provenance attestation every source of which one of them matches.
+	RequireSource []string
+	// Policy names the trust policy that applied, for messages ("trust
+	// policy for prod/*").
+	Policy string
 }
 
-// Verified reports whether a signature of the version is verified.
+// Verified reports whether a signature of the version is verified and,
+// when the policy requires sources, whether a verified SLSA provenance
+// attestation names only allowed sources.
 func (r *Report) Verified() bool {
-	for _, s := range r.Signatures {
-		if s.Verified {
-			return true
-		}
-	}
-	return false
+	_, signed := r.VerifiedBy()
+	return signed && r.provenanceReason() == ""
 }
 
 // VerifiedBy returns the first verified signature.
@@ -127,18 +135,72 @@ func (r *Report) VerifiedBy() (Signature, bool) {
 	return Signature{}, false
 }
 
-// Reason explains why the version is not verified: no signature, or each
-// signature's reason.
+// Provenance returns the first verified SLSA provenance attestation whose
+// sources the policy allows (any, without RequireSource).
+func (r *Report) Provenance() (Signature, bool) {
+	for _, a := range r.Attestations {
+		if !a.Verified || !IsProvenance(a.PredicateType) {
+			continue
+		}
+		if len(r.RequireSource) == 0 {
+			return a, true
+		}
+		if _, ok := MatchSource(r.RequireSource, a.Sources); ok && len(a.Sources) > 0 {
+			return a, true
+		}
+	}
+	return Signature{}, false
+}
+
+// Reason explains why the version is not verified: no signature, each
+// signature's reason, or what its provenance lacks.
 func (r *Report) Reason() string {
-	if r.Verified() {
-		return ""
+	if _, signed := r.VerifiedBy(); signed {
+		return r.provenanceReason()
 	}
 	if len(r.Signatures) == 0 {
 		return "no signature"
 	}
+	return joinReasons(r.Signatures)
+}
+
+// provenanceReason says why the provenance does not satisfy the policy's
+// RequireSource, or "" when it does or the policy has none.
+func (r *Report) provenanceReason() string {
+	if len(r.RequireSource) == 0 {
+		return ""
+	}
+	if _, ok := r.Provenance(); ok {
+		return ""
+	}
+	globs := strings.Join(r.RequireSource, ", ")
+	for _, a := range r.Attestations {
+		if a.Verified && IsProvenance(a.PredicateType) {
+			src, _ := MatchSource(r.RequireSource, a.Sources)
+			if src == "" {
+				return fmt.Sprintf("provenance names no source; the %s requires one naming a source in %s", r.Policy, globs)
+			}
+			return fmt.Sprintf("provenance names source %s, not allowed by the %s (requireSource: %s)", src, r.Policy, globs)
+		}
+	}
+	reason := fmt.Sprintf("no verified SLSA provenance attestation; the %s requires one naming a source in %s", r.Policy, globs)
+	var bad []Signature
+	for _, a := range r.Attestations {
+		if IsProvenance(a.PredicateType) || a.PredicateType == "unknown" {
+			bad = append(bad, a)
+		}
+	}
+	if len(bad) > 0 {
+		reason += " (" + joinReasons(bad) + ")"
+	}
+	return reason
+}
+
+// joinReasons joins the distinct reasons of sigs.
+func joinReasons(sigs []Signature) string {
 	seen := map[string]bool{}
 	var reasons []string
-	for _, s := range r.Signatures {
+	for _, s := range sigs {
 		if !seen[s.Reason] {
 			seen[s.Reason] = true
 			reasons = append(reasons, s.Reason)
@@ -176,7 +238,11 @@ func check(ctx context.Context, f Fetcher, repo, subject string, rule Rule, cove
 		return nil, err
 	}
 	rep := &Report{Subject: subject}
+	if covered {
+		rep.RequireSource, rep.Policy = rule.RequireSource, rule.describe()
+	}
 	v := verifier{f: f, repo: repo, subject: d, rule: rule, covered: covered}
+	seen := map[string]bool{}
 	for i, m := range found {
 		var sigs []Signature
 		if i >= MaxManifests {
@@ -188,6 +254,12 @@ func check(ctx context.Context, f Fetcher, repo, subject string, rule Rule, cove
 			}
 		}
 		for _, s := range sigs {
+			if s.Attestation() && s.Layer != "" {
+				if seen[s.Layer] {
+					continue // the same envelope in an earlier manifest: Attest rewrites the .att manifest, a referrer, with one more layer
+				}
+				seen[s.Layer] = true
+			}
 			if s.Attestation() {
 				rep.Attestations = append(rep.Attestations, s)
 			} else {
@@ -240,7 +312,7 @@ func CosignSubject(tag string) (subject digest.Digest, ok bool) {
 }
 
 // discover lists the candidate manifests: the tag-scheme ones first, then
-// referrers ordered by digest.
+// referrers ordered by digest, each manifest once.
 func discover(ctx context.Context, f Fetcher, repo string, d digest.Digest) ([]candidate, error) {
 	var found []candidate
 	for _, t := range []struct {
@@ -262,6 +334,9 @@ func discover(ctx context.Context, f Fetcher, repo string, d digest.Digest) ([]c
 	}
 	sort.Slice(refs, func(i, j int) bool { return refs[i].Digest < refs[j].Digest })
 	for _, r := range refs {
+		if slices.ContainsFunc(found, func(c candidate) bool { return c.digest == r.Digest.String() }) {
+			continue // found by tag already: cosign's .att manifest is also a referrer
+		}
 		switch r.ArtifactType {
 		case SignatureArtifactType:
 			found = append(found, candidate{digest: r.Digest.String(), kind: KindReferrer})

@@ -28,6 +28,10 @@ type Rule struct {
 	Keys []Key
 	// Require makes a verified signature a condition for tagging and pulling.
 	Require bool
+	// RequireSource, when set, makes a verified SLSA provenance
+	// attestation, every source of which one of these globs matches, a
+	// condition of the version being verified (Report.Verified).
+	RequireSource []string
 	// Log, when set, trusts a signature only with an entry of one of these
 	// transparency logs (checked offline, from the entry cosign attaches).
 	Log *LogKeys
@@ -42,7 +46,7 @@ func NewPolicy(prefix string, t config.Trust) (*Policy, error) {
 	}
 	p := &Policy{}
 	for i, tp := range t.Policies {
-		r := Rule{Repositories: tp.Repositories, Images: tp.Images, Require: tp.Require}
+		r := Rule{Repositories: tp.Repositories, Images: tp.Images, Require: tp.Require, RequireSource: tp.RequireSource}
 		for j, file := range tp.Keys {
 			k, err := LoadPublicKey(file)
 			if err != nil {
@@ -102,8 +106,9 @@ func (p *Policy) Requires(repo string) bool {
 // Empty reports whether the policy has no rules.
 func (p *Policy) Empty() bool { return p == nil || len(p.rules) == 0 }
 
-// Fingerprint identifies the policy's content (globs, key IDs, require), so
-// that a change since a verdict was recorded can be noticed.
+// Fingerprint identifies the policy's content (globs, key IDs, require,
+// requireSource), so that a change since a verdict was recorded can be
+// noticed.
 func (p *Policy) Fingerprint() string {
 	h := sha256.New()
 	if p != nil {
@@ -117,6 +122,9 @@ func (p *Policy) Fingerprint() string {
 			}
 			if r.Log != nil {
 				fmt.Fprintf(h, " log %s", strings.Join(r.Log.ids, " "))
+			}
+			if len(r.RequireSource) > 0 {
+				fmt.Fprintf(h, " sources %q", r.RequireSource)
 			}
 			h.Write([]byte{'\n'})
 		}

@@ -79,7 +79,8 @@ func TestPolicy(t *testing.T) {
 		t.Errorf("For(quay.io/org) = %v %+v, want the package rule", ok, r)
 	}
 
-	// The fingerprint changes with a key, a glob or require, and only then.
+	// The fingerprint changes with a key, a glob, require or requireSource,
+	// and only then.
 	same, err := NewPolicy("trust", trust)
 	if err != nil {
 		t.Fatal(err)
@@ -95,6 +96,10 @@ func TestPolicy(t *testing.T) {
 		"require off": func(c *config.Trust) { c.Policies[0].Require = false },
 		"log added":   func(c *config.Trust) { c.Policies[0].TLogKeys = []string{filepath.Join(dir, "b.pub")} },
 		"image glob":  func(c *config.Trust) { c.Policies[0].Images = []string{"quay.io/org/*"} },
+		"sources":     func(c *config.Trust) { c.Policies[0].RequireSource = []string{"https://github.com/org/*"} },
+		"other sources": func(c *config.Trust) {
+			c.Policies[0].RequireSource = []string{"https://github.com/org/*", "https://gitlab.com/org/*"}
+		},
 	} {
 		c := config.Trust{Policies: []config.TrustPolicy{trust.Policies[0], trust.Policies[1]}}
 		c.Policies[0].Repositories = append([]string(nil), c.Policies[0].Repositories...)

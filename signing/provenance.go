@@ -3,6 +3,7 @@ package signing
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/in-toto/in-toto-golang/in_toto"
@@ -36,7 +37,8 @@ type Provenance struct {
 type ProvenanceSource struct {
 	// Kind is git, http or image.
 	Kind string `json:"kind"`
-	// URI is the source's URL (without credentials) or image reference.
+	// URI is the source's URL (without credentials) or image reference
+	// (quay.io/org/bundle:1.0, a material oci://quay.io/org/bundle:1.0).
 	URI string `json:"uri"`
 	// Ref is the git ref it resolved (refs/tags/v1.2.0).
 	Ref string `json:"ref,omitempty"`
@@ -47,6 +49,16 @@ type ProvenanceSource struct {
 	Dir string `json:"dir,omitempty"`
 	// Destination is where in the package its files went.
 	Destination string `json:"destination,omitempty"`
+}
+
+// materialURI is the URI of the source as a material: its URL, or for an
+// image reference, which has no scheme, oci://<reference>, so that a trust
+// policy's requireSource globs ("oci://quay.io/org/*") can match it.
+func (s ProvenanceSource) materialURI() string {
+	if s.Kind == "image" && !strings.Contains(s.URI, "://") {
+		return "oci://" + s.URI
+	}
+	return s.URI
 }
 
 // digestSet is the material digest of a source: the commit of git
@@ -80,14 +92,14 @@ func ProvenanceStatement(name string, subject digest.Digest, p Provenance) ([]by
 	}
 	materials := make([]common.ProvenanceMaterial, len(p.Sources))
 	for i, s := range p.Sources {
-		materials[i] = common.ProvenanceMaterial{URI: s.URI, Digest: s.digestSet()}
+		materials[i] = common.ProvenanceMaterial{URI: s.materialURI(), Digest: s.digestSet()}
 	}
 	first := p.Sources[0]
 	pred := slsa02.ProvenancePredicate{
 		Builder:   common.ProvenanceBuilder{ID: p.BuilderID},
 		BuildType: BuildTypeSources,
 		Invocation: slsa02.ProvenanceInvocation{
-			ConfigSource: slsa02.ConfigSource{URI: first.URI, Digest: first.digestSet(), EntryPoint: first.Dir},
+			ConfigSource: slsa02.ConfigSource{URI: first.materialURI(), Digest: first.digestSet(), EntryPoint: first.Dir},
 			Parameters:   map[string]any{"sources": p.Sources},
 		},
 		Metadata: &slsa02.ProvenanceMetadata{

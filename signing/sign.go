@@ -43,14 +43,11 @@ type SignOptions struct {
 // in a transparency log only when opts.TLog names one. Signing the same
 // digest with the same key again under the tag scheme stores nothing new.
 func Sign(ctx context.Context, s *Signer, ref string, opts SignOptions) error {
-	var nameOpts []name.Option
-	if opts.Insecure {
-		nameOpts = append(nameOpts, name.Insecure)
-	}
-	d, err := name.NewDigest(ref, nameOpts...)
+	t, err := newTarget(ctx, "sign", ref, opts.Insecure, opts.Remote)
 	if err != nil {
-		return fmt.Errorf("%s: sign by digest (host/namespace/name@sha256:...): %w", ref, err)
+		return err
 	}
+	d := t.digest
 	body, err := (&payload.Cosign{Image: d, Annotations: opts.Annotations}).MarshalJSON()
 	if err != nil {
 		return fmt.Errorf("payload: %w", err)
@@ -71,15 +68,9 @@ func Sign(ctx context.Context, s *Signer, ref string, opts SignOptions) error {
 	if err != nil {
 		return err
 	}
-	ro := append([]remote.Option{remote.WithContext(ctx)}, opts.Remote...)
-	regOpts := []ociremote.Option{ociremote.WithRemoteOptions(ro...), ociremote.WithNameOptions(nameOpts...)}
-	se, err := ociremote.SignedEntity(d, regOpts...)
-	var notFound *ociremote.EntityNotFoundError
-	if errors.As(err, &notFound) {
-		return fmt.Errorf("%s: no such manifest", ref)
-	}
+	se, err := t.entity()
 	if err != nil {
-		return fmt.Errorf("%s: %w", ref, err)
+		return err
 	}
 	// Under the .sig tag a signature joins the others, once per key unless
 	// it brings a log entry; a referrer carries this signature alone.
@@ -87,10 +78,10 @@ func Sign(ctx context.Context, s *Signer, ref string, opts SignOptions) error {
 	if opts.TLog == "" {
 		attach = append(attach, mutate.WithDupeDetector(cremote.NewDupeDetector(s)))
 	}
-	write := func(se oci.SignedEntity) error { return ociremote.WriteSignatures(d.Repository, se, regOpts...) }
+	write := func(se oci.SignedEntity) error { return ociremote.WriteSignatures(d.Repository, se, t.regOpts...) }
 	if opts.Referrer {
 		attach = []mutate.SignOption{mutate.WithReplaceOp(alone{})}
-		write = func(se oci.SignedEntity) error { return ociremote.WriteSignaturesExperimentalOCI(d, se, regOpts...) }
+		write = func(se oci.SignedEntity) error { return ociremote.WriteSignaturesExperimentalOCI(d, se, t.regOpts...) }
 	}
 	signed, err := mutate.AttachSignatureToEntity(se, ociSig, attach...)
 	if err == nil {
@@ -107,4 +98,43 @@ type alone struct{}
 
 func (alone) Replace(_ oci.Signatures, sig oci.Signature) (oci.Signatures, error) {
 	return mutate.AppendSignatures(empty.Signatures(), false, sig)
+}
+
+// target is the version, by digest, that a signature or an attestation is
+// stored for, and the options that reach its registry.
+type target struct {
+	ref     string
+	digest  name.Digest
+	remote  []remote.Option
+	regOpts []ociremote.Option
+}
+
+// newTarget parses ref, which must be by digest; verb names the operation
+// in its error.
+func newTarget(ctx context.Context, verb, ref string, insecure bool, opts []remote.Option) (target, error) {
+	var nameOpts []name.Option
+	if insecure {
+		nameOpts = append(nameOpts, name.Insecure)
+	}
+	d, err := name.NewDigest(ref, nameOpts...)
+	if err != nil {
+		return target{}, fmt.Errorf("%s: %s by digest (host/namespace/name@sha256:...): %w", ref, verb, err)
+	}
+	ro := append([]remote.Option{remote.WithContext(ctx)}, opts...)
+	return target{ref: ref, digest: d, remote: ro,
+		regOpts: []ociremote.Option{ociremote.WithRemoteOptions(ro...), ociremote.WithNameOptions(nameOpts...)}}, nil
+}
+
+// entity reads the version, with the signatures and attestations cosign's
+// tags hold.
+func (t target) entity() (oci.SignedEntity, error) {
+	se, err := ociremote.SignedEntity(t.digest, t.regOpts...)
+	var notFound *ociremote.EntityNotFoundError
+	if errors.As(err, &notFound) {
+		return nil, fmt.Errorf("%s: no such manifest", t.ref)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", t.ref, err)
+	}
+	return se, nil
 }

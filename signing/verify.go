@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/sigstore/sigstore/pkg/signature/payload"
@@ -66,27 +67,15 @@ func (v *verifier) attestation(ctx context.Context, s *Signature, l ocispec.Desc
 		s.Reason = reason
 		return err
 	}
-	var env struct {
-		PayloadType string `json:"payloadType"`
-		Payload     string `json:"payload"`
-		Signatures  []struct {
-			Sig string `json:"sig"`
-		} `json:"signatures"`
-	}
-	if err := json.Unmarshal(body, &env); err != nil {
-		s.Reason = fmt.Sprintf("not a DSSE envelope: %v", err)
-		return nil
-	}
-	statement, err := base64.StdEncoding.DecodeString(env.Payload)
-	if err != nil {
-		s.Reason = "bad attestation: the envelope payload is not base64"
+	statement, env, ok := openEnvelope(body)
+	if !ok {
+		s.Reason = "not a DSSE envelope with a base64 payload"
 		return nil
 	}
 	var st struct {
-		PredicateType string `json:"predicateType"`
-		Subject       []struct {
-			Digest map[string]string `json:"digest"`
-		} `json:"subject"`
+		PredicateType string             `json:"predicateType"`
+		Subject       []statementSubject `json:"subject"`
+		Predicate     json.RawMessage    `json:"predicate"`
 	}
 	if err := json.Unmarshal(statement, &st); err != nil {
 		s.Reason = fmt.Sprintf("bad attestation: the payload is not an in-toto statement: %v", err)
@@ -114,15 +103,27 @@ func (v *verifier) attestation(ctx context.Context, s *Signature, l ocispec.Desc
 		s.Reason = v.untrusted()
 		return nil
 	}
-	for _, sub := range st.Subject {
-		if sub.Digest[v.subject.Algorithm().String()] == v.subject.Encoded() {
-			s.Verified = true
+	if !slices.ContainsFunc(st.Subject, func(sub statementSubject) bool {
+		return sub.Digest[v.subject.Algorithm().String()] == v.subject.Encoded()
+	}) {
+		s.KeyID = ""
+		s.Reason = fmt.Sprintf("payload digest mismatch: the attestation's subjects do not include %s", v.subject)
+		return nil
+	}
+	if IsProvenance(st.PredicateType) {
+		if s.Sources, err = provenanceSources(st.PredicateType, st.Predicate); err != nil {
+			s.KeyID = ""
+			s.Reason = "bad provenance: " + err.Error()
 			return nil
 		}
 	}
-	s.KeyID = ""
-	s.Reason = fmt.Sprintf("payload digest mismatch: the attestation's subjects do not include %s", v.subject)
+	s.Verified = true
 	return nil
+}
+
+// statementSubject is a subject of an in-toto statement.
+type statementSubject struct {
+	Digest map[string]string `json:"digest"`
 }
 
 // verify returns the first trusted key that verifies sig over msg.

@@ -19,6 +19,7 @@ import (
 	"github.com/berth-registry/berth/config"
 	"github.com/berth-registry/berth/pkgformat"
 	"github.com/berth-registry/berth/pkgsource"
+	"github.com/berth-registry/berth/signing"
 )
 
 // fetcher fetches package sources: each spec into dir/<its Destination>,
@@ -63,7 +64,7 @@ type importFlags struct {
 // add registers the flags on cmd.
 func (f *importFlags) add(cmd *cobra.Command) {
 	f.remote.add(cmd)
-	f.sign.add(cmd, "sign the version with this cosign private key `FILE`, between its push by digest and its tag", false)
+	f.sign.add(cmd, "sign the version with this cosign private key `FILE`, and attest its SLSA provenance, between its push by digest and its tag", false)
 	fl := cmd.Flags()
 	fl.StringVar(&f.name, "name", "", "package name, for formats that do not carry one (default: from REF)")
 	fl.StringVar(&f.version, "version", "", "package version, for formats that do not carry one (default: from REF)")
@@ -299,9 +300,17 @@ func runImport(cmd *cobra.Command, f *importFlags, specs []pkgsource.Spec, what,
 		return err
 	}
 
+	started := time.Now()
 	built, ref, art, err := buildImport(cmd.Context(), f, specs, limits, what, ref, refArg)
 	if err != nil {
 		return err
+	}
+	if signer.signer != nil {
+		st, err := importProvenance(ref, art, built, started, time.Now())
+		if err != nil {
+			return err
+		}
+		signer.opts.Attestations = append(signer.opts.Attestations, st)
 	}
 	desc, err := pushArtifact(cmd.Context(), c, signer, ref, art)
 	if err != nil {
@@ -344,6 +353,26 @@ func buildImport(ctx context.Context, f *importFlags, specs []pkgsource.Spec, li
 		return nil, ref, nil, fmt.Errorf("import %s: %w", what, err)
 	}
 	return b.Sources, ref, b.Artifact, nil
+}
+
+// ImportBuilderID is the builder.id of the SLSA provenance berth import
+// --key attests (docs/sources.md#provenance).
+const ImportBuilderID = "https://github.com/berth-registry/berth/cmd/berth#import"
+
+// importProvenance is the in-toto SLSA provenance statement of the version
+// art, built for ref from the sources built between started and finished.
+func importProvenance(ref client.Reference, art *pkgformat.Artifact, built []pkgsource.Built, started, finished time.Time) ([]byte, error) {
+	p := signing.Provenance{BuilderID: ImportBuilderID, Started: started, Finished: finished}
+	for _, b := range built {
+		p.Sources = append(p.Sources, signing.ProvenanceSource{
+			Kind: string(b.Kind), URI: b.URL, Ref: b.Ref, Revision: b.Revision, Dir: b.Dir, Destination: b.Destination,
+		})
+	}
+	st, err := signing.ProvenanceStatement(ref.Registry+"/"+ref.Repository(), art.ManifestDesc.Digest, p)
+	if err != nil {
+		return nil, fmt.Errorf("attest the provenance of %s: %w", ref, err)
+	}
+	return st, nil
 }
 
 // writeBuilt writes the line of berth import's text output that says what

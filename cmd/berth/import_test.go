@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -359,4 +360,20 @@ func TestImportSigned(t *testing.T) {
 		t.Errorf("import --key json: %+v", res)
 	}
 	mustBerth(t, "verify", host+"/stable/demo:1.0.0", "--key", key.PublicFile)
+
+	// It attests the provenance: the source, and berth import as the builder.
+	var ver verifyResult
+	decode(t, mustBerth(t, "verify", host+"/stable/demo:1.0.0", "--key", key.PublicFile, "--require-source", "https://git.example.com/*", "--format", "json"), &ver)
+	if len(ver.Attestations) != 1 || !ver.Attestations[0].Verified || ver.Attestations[0].PredicateType != signing.PredicateSLSAProvenance ||
+		fmt.Sprint(ver.Attestations[0].Sources) != "["+chartURL+"]" {
+		t.Errorf("verify of an import --key: %+v", ver.Attestations)
+	}
+	text := mustBerth(t, "verify", host+"/stable/demo:1.0.0", "--key", key.PublicFile)
+	if !strings.Contains(text, "built from:\n  "+chartURL+"\n") {
+		t.Errorf("verify text does not list the source:\n%s", text)
+	}
+	wantFail(t, "Error: verify "+host+"/stable/demo:1.0.0: "+res.Digest+" is not verified: provenance names source "+chartURL+
+		", not allowed by the trust policy for stable/demo (requireSource: https://github.com/org/*)",
+		"verify", host+"/stable/demo:1.0.0", "--key", key.PublicFile, "--require-source", "https://github.com/org/*")
+	wantFail(t, "Error: --require-source[0]: want a glob over source URLs", "verify", host+"/stable/demo:1.0.0", "--key", key.PublicFile, "--require-source", "github.com/*")
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/berth-registry/berth/client"
+	"github.com/berth-registry/berth/config"
 	"github.com/berth-registry/berth/signing"
 )
 
@@ -35,6 +36,8 @@ type signatureResult struct {
 	KeyID         string `json:"keyId,omitempty"`
 	Verified      bool   `json:"verified"`
 	Reason        string `json:"reason,omitempty"`
+	// Sources are the sources a verified SLSA provenance attestation names.
+	Sources []string `json:"sources,omitempty"`
 }
 
 // newVerifyResult turns a report into the output of berth verify.
@@ -53,7 +56,7 @@ func signatureResults(sigs []signing.Signature) []signatureResult {
 	out := make([]signatureResult, len(sigs))
 	for i, s := range sigs {
 		out[i] = signatureResult{Digest: s.Digest, Layer: s.Layer, Kind: string(s.Kind), PredicateType: s.PredicateType,
-			KeyID: s.KeyID, Verified: s.Verified, Reason: s.Reason}
+			KeyID: s.KeyID, Verified: s.Verified, Reason: s.Reason, Sources: s.Sources}
 	}
 	return out
 }
@@ -61,9 +64,10 @@ func signatureResults(sigs []signing.Signature) []signatureResult {
 // newVerifyCmd returns `berth verify REF`.
 func newVerifyCmd() *cobra.Command {
 	var (
-		remote remoteFlags
-		trust  trustFlags
-		format outputFormat
+		remote        remoteFlags
+		trust         trustFlags
+		format        outputFormat
+		requireSource []string
 	)
 	cmd := &cobra.Command{
 		Use:   "verify REF (--key FILE ... | --trust-policy FILE)",
@@ -77,7 +81,9 @@ how it was found, the key that verified it, or why it did not verify.
 The command fails unless a signature verifies, and the error says why: no
 signature; not signed by a trusted key (another key signed it, or the payload or
 signature was altered); payload digest mismatch (a signature of another
-version); bad signature.
+version); bad signature. With --require-source (or requireSource in a trust
+policy) it also fails unless a verified SLSA provenance attestation names only
+sources the globs match; the sources of each verified provenance are listed.
 
 Without --key or --trust-policy, the trust policy of $` + trustPolicyEnv + ` or
 <config dir>/berth/trust.yaml is used.
@@ -98,11 +104,19 @@ an entry signed by that log's key, checked offline.`,
 			switch {
 			case len(trust.keys) > 0 && cmd.Flags().Changed("trust-policy"):
 				return errors.New("give --key or --trust-policy, not both")
+			case len(requireSource) > 0 && len(trust.keys) == 0:
+				return errors.New("--require-source needs --key (a trust policy names its sources in requireSource)")
 			case len(trust.keys) > 0:
 				rule, err := trust.rule(ref.Repository(), false)
 				if err != nil {
 					return err
 				}
+				for i, glob := range requireSource {
+					if err := config.CheckSourceGlob(glob); err != nil {
+						return fmt.Errorf("--require-source[%d]: %w", i, err)
+					}
+				}
+				rule.RequireSource = requireSource
 				if rep, err = c.Verify(cmd.Context(), ref, signing.NewPolicyOf(rule)); err != nil {
 					return err
 				}
@@ -137,6 +151,8 @@ an entry signed by that log's key, checked offline.`,
 	remote.add(cmd)
 	trust.addKeys(cmd, "cosign public key `FILE` (cosign.pub) to verify with (repeatable: any of them)")
 	trust.addPolicy(cmd)
+	cmd.Flags().StringArrayVar(&requireSource, "require-source", nil,
+		"with --key: also require a verified SLSA provenance attestation whose every source this `GLOB` (https://github.com/org/*) or another matches (repeatable)")
 	addFormatFlag(cmd, &format)
 	return cmd
 }
@@ -170,7 +186,18 @@ func writeVerifyText(w io.Writer, res verifyResult) error {
 	for _, s := range res.Attestations {
 		line("attestation "+s.PredicateType, s)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, s := range res.Attestations {
+		if len(s.Sources) > 0 {
+			fmt.Fprintf(w, "\nProvenance %s built from:\n", shortDigest(s.Digest))
+			for _, src := range s.Sources {
+				fmt.Fprintf(w, "  %s\n", clean(src))
+			}
+		}
+	}
+	return nil
 }
 
 // shortKeyID shortens a key fingerprint to "sha256:" and 16 hex digits, as

@@ -14,6 +14,7 @@ import (
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 
 	"github.com/berth-registry/berth/catalog/apiv1"
+	"github.com/berth-registry/berth/internal/gittest"
 	"github.com/berth-registry/berth/pkgformat"
 	"github.com/berth-registry/berth/signing/signingtest"
 )
@@ -285,4 +286,112 @@ func TestTransparencyLog(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, "no transparency log entry") {
 		t.Errorf("verify of an offline signature with --tlog-key: exit %d, stderr %s", r.code, r.stderr)
 	}
+}
+
+// TestRequireSource: in a namespace whose trust policy requires signatures
+// and provenance from http://127.0.0.1:*/allowed/*, berth import git --key
+// from a repository under /allowed/ is tagged, verified, and its
+// attestation verifies with cosign verify-attestation; from one under
+// /other/ it is refused naming the source; a version oras pushed and cosign
+// signed, without provenance, is refused its tag; berth pull with a client
+// policy requiring other sources refuses the version, naming its source.
+func TestRequireSource(t *testing.T) {
+	gittest.Require(t)
+	kp := cosignKeyPair(t)
+	const allowed = "http://127.0.0.1:*/allowed/*"
+	s := startServer(t, "", "--config", trustConfig(t,
+		policy("prod*/*", kp.pub, true)+fmt.Sprintf("      requireSource: [%q]\n", allowed)))
+	src := kudoFixture(t, "kafka", "2.5.1-1.3.2")
+	root := t.TempDir()
+	for _, dir := range []string{"allowed", "other"} {
+		repo := filepath.Join(root, dir, "kafka.git")
+		if err := os.MkdirAll(repo, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		gittest.Run(t, repo, "init", "-q")
+		copyTree(t, src, filepath.Join(repo, "operator"))
+		gittest.CommitAll(t, repo, "kafka")
+		gittest.Run(t, repo, "tag", "v1")
+	}
+	base := gittest.Server(t, root, "")
+	work := t.TempDir()
+	importGit := func(url, ns string) result {
+		return run(t, work, berthBin, "import", "git", url, "--ref", "v1", "--dir", "operator", "--allow-private",
+			"--key", kp.key, s.addr+"/"+ns+"/kafka", "--format", "json")
+	}
+
+	// From an allowed source: tagged, verified, and cosign verifies the provenance.
+	allowedURL := base + "/allowed/kafka.git"
+	r := importGit(allowedURL, "prod")
+	if r.code != 0 {
+		t.Fatalf("berth import git --key from %s: exit %d\n%s", allowedURL, r.code, r.stderr)
+	}
+	var res importResult
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+		t.Fatal(err)
+	}
+	v := waitVerified(t, s, "prod/kafka", "2.5.1_1.3.2", true, func(v apiv1.Version) bool { return len(v.Attestations) == 1 })
+	if a := v.Attestations[0]; v.Digest != res.Digest || !a.Verified || a.PredicateType != "https://slsa.dev/provenance/v0.2" || a.KeyID != kp.id {
+		t.Errorf("prod/kafka:2.5.1_1.3.2 is %s with attestation %+v; want %s with a verified SLSA provenance by %s", v.Digest, a, res.Digest, kp.id)
+	}
+	verified := berth(t, work, "verify", res.Reference, "--key", kp.pub, "--require-source", allowed).stdout
+	if !strings.Contains(verified, "built from:\n  "+allowedURL+"\n") {
+		t.Errorf("berth verify does not list the source %s:\n%s", allowedURL, verified)
+	}
+	att := cosign(t, kp.dir, "verify-attestation", "--type", "slsaprovenance", "--key", kp.pub, "--insecure-ignore-tlog", s.addr+"/prod/kafka@"+res.Digest)
+	if !strings.Contains(att.stdout, `"payloadType":"application/vnd.in-toto+json"`) {
+		t.Errorf("cosign verify-attestation printed no in-toto envelope:\n%s", att.stdout)
+	}
+
+	// From a source outside the policy: refused, naming the source and the globs.
+	otherURL := base + "/other/kafka.git"
+	r = importGit(otherURL, "prod-other")
+	want := "provenance names source " + otherURL + ", not allowed by the trust policy for prod*/* (requireSource: " + allowed + ")"
+	if r.code != 1 || !strings.Contains(r.stderr, want) {
+		t.Errorf("berth import git --key from %s: exit %d, stderr %s; want %q", otherURL, r.code, r.stderr, want)
+	}
+	if _, body := s.get(t, "/v2/prod-other/kafka/tags/list"); strings.Contains(body, "2.5.1_1.3.2") {
+		t.Errorf("prod-other/kafka was tagged: %s", body)
+	}
+
+	// oras push by digest and cosign sign, without provenance: the tag is refused.
+	berth(t, work, "package", src, "-o", "kafka.tgz")
+	if err := os.WriteFile(filepath.Join(work, "config.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	content := readFile(t, filepath.Join(work, "kafka.tgz"))
+	manifest := fmt.Sprintf(`{"schemaVersion":2,"mediaType":%q,"config":{"mediaType":"application/vnd.oci.empty.v1+json","digest":"sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a","size":2},"layers":[{"mediaType":%q,"digest":%q,"size":%d,"annotations":{"org.opencontainers.image.title":"kafka.tgz"}}]}`,
+		"application/vnd.oci.image.manifest.v1+json", pkgformat.ContentMediaType, sha256Digest(content), len(content))
+	if err := os.WriteFile(filepath.Join(work, "manifest.json"), []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	repo := s.addr + "/prod-oras/kafka"
+	oras(t, work, "blob", "push", "--plain-http", repo, "kafka.tgz")
+	oras(t, work, "blob", "push", "--plain-http", repo, "config.json")
+	oras(t, work, "manifest", "push", "--plain-http", repo, "manifest.json")
+	d := sha256Digest([]byte(manifest))
+	cosign(t, kp.dir, "sign", "--key", kp.key, "--tlog-upload=false", "--yes", repo+"@"+d)
+	r = run(t, work, orasBin, "tag", "--plain-http", repo+"@"+d, "2.5.1_1.3.2")
+	want = "no verified SLSA provenance attestation; the trust policy for prod*/* requires one naming a source in " + allowed
+	if r.code == 0 || !strings.Contains(r.stderr, want) {
+		t.Errorf("oras tag of a signed version without provenance: exit %d, stderr %s; want %q", r.code, r.stderr, want)
+	}
+
+	// berth pull with a client policy that requires other sources.
+	policyFile := filepath.Join(t.TempDir(), "trust.yaml")
+	doc := fmt.Sprintf("policies:\n  - repositories: [\"prod/*\"]\n    keys: [%q]\n    require: true\n    requireSource: [\"https://github.com/org/*\"]\n", kp.pub)
+	if err := os.WriteFile(policyFile, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = run(t, t.TempDir(), berthBin, "pull", res.Reference, "--trust-policy", policyFile)
+	want = "refused: provenance not verified by the trust policy for prod/*: provenance names source " + allowedURL
+	if r.code != 1 || !strings.Contains(r.stderr, want) {
+		t.Errorf("pull with a policy requiring other sources: exit %d, stderr %s; want %q", r.code, r.stderr, want)
+	}
+}
+
+// sha256Digest is the OCI digest of b.
+func sha256Digest(b []byte) string {
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
 }

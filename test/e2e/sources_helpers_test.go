@@ -476,24 +476,30 @@ func waitVersions(t *testing.T, read reader, repo string, want ...string) map[st
 	}
 }
 
-// sourceChanges are the change feed's events of tracked sources.
+// sourceChanges are the change feed's events of tracked sources, read
+// page by page from the start.
 func sourceChanges(t *testing.T, read reader) []apiv1.Change {
 	t.Helper()
-	code, body := read(t, "/api/v1/changes?since=0")
-	if code != http.StatusOK {
-		t.Fatalf("GET /api/v1/changes: %d %s", code, body)
-	}
-	var feed apiv1.Changes
-	if err := json.Unmarshal(body, &feed); err != nil {
-		t.Fatal(err)
-	}
 	var out []apiv1.Change
-	for _, c := range feed.Changes {
-		if c.Action == apiv1.ActionSource {
-			out = append(out, c)
+	for since := int64(0); ; {
+		code, body := read(t, "/api/v1/changes?since="+strconv.FormatInt(since, 10))
+		if code != http.StatusOK {
+			t.Fatalf("GET /api/v1/changes?since=%d: %d %s", since, code, body)
 		}
+		var feed apiv1.Changes
+		if err := json.Unmarshal(body, &feed); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range feed.Changes {
+			if c.Action == apiv1.ActionSource {
+				out = append(out, c)
+			}
+		}
+		if len(feed.Changes) == 0 || feed.Next <= since {
+			return out
+		}
+		since = feed.Next
 	}
-	return out
 }
 
 // hasChange reports whether changes hold a source event of ns/name with

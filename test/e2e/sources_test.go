@@ -116,7 +116,7 @@ namespaces:
 // Webhooks trigger every check: GitHub's, signed (X-Hub-Signature-256),
 // GitLab's, with its token, and ?source= for the sources that are not
 // git; a bad signature or token gets 401. The change feed holds the
-// sources' events.
+// sources' events, and berth sources shows their status.
 func TestTrackedSources(t *testing.T) {
 	gittest.Require(t)
 	requireCosign(t)
@@ -380,6 +380,24 @@ func TestTrackedSources(t *testing.T) {
 					t.Errorf("%s: %d, want %d", tc.name, code, tc.want)
 				}
 			})
+		}
+	})
+
+	t.Run("berth sources", func(t *testing.T) {
+		var listed apiv1.Sources
+		out := berth(t, "", "sources", "src", "--server", s.addr, "--format", "json").stdout
+		if err := json.Unmarshal([]byte(out), &listed); err != nil || len(listed.Sources) != 4 {
+			t.Errorf("berth sources src --format json: %v, want the 4 sources of src:\n%s", err, out)
+		}
+		table := berth(t, "", "sources", "--server", s.addr).stdout
+		for _, want := range []string{"src/app", "stable/app", ops.url, apiv1.SourceReasonRefused} {
+			if !strings.Contains(table, want) {
+				t.Errorf("berth sources does not show %q:\n%s", want, table)
+			}
+		}
+		berth(t, "", "sources", "check", "src/kafka", "--server", s.addr)
+		if key := berth(t, "", "sources", "key", "--server", s.addr).stdout; strings.TrimSpace(key) != strings.TrimSpace(string(readFile(t, pub))) {
+			t.Errorf("berth sources key printed %q, want %s", key, pub)
 		}
 	})
 

@@ -272,6 +272,17 @@ func TestFollowerCheckReachesLeader(t *testing.T) {
 		t.Errorf("after the follower's check: %+v", st)
 	}
 	t.Logf("the leader checked %s after the follower asked", st.LastCheck.Sub(asked))
+
+	// Asked in the leader's own process, the check starts at once.
+	if err := e.tr.Check(context.Background(), "team", "demo"); err != nil {
+		t.Fatal(err)
+	}
+	asked = time.Now()
+	again := waitFor(t, follower, func(s apiv1.Source) bool { return s.LastCheck.After(*st.LastCheck) })
+	t.Logf("the leader checked %s after it was asked itself", again.LastCheck.Sub(asked))
+	if again.LastPublished.Version != "1.0.1" || again.LastError != nil {
+		t.Errorf("after an unchanged check: %+v", again)
+	}
 	if err := follower.Check(context.Background(), "team", "nope"); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("Check(unknown) = %v, want fs.ErrNotExist", err)
 	}

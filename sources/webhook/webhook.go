@@ -12,7 +12,8 @@
 // body, in hex) or GitLab's X-Gitlab-Token (the secret itself), against the
 // secret in each such source's webhookSecretFile, read at each delivery.
 // Only the sources a delivery is for are tried, so that a delivery costs at
-// most one HMAC per matching source.
+// most one HMAC per matching source. Only events that move refs (push, tag)
+// ask for checks.
 package webhook
 
 import (
@@ -55,6 +56,16 @@ const (
 	headerGitLabToken     = "X-Gitlab-Token"
 )
 
+// checkEvents are the events that move refs and so ask for checks:
+// GitHub's push (of a branch or a tag) and create (of a tag or a branch),
+// GitLab's push and tag push. A delivery without an event header (a sender
+// of its own, with ?source=) asks for them too; any other event, a ping
+// among them, is answered 200 without a check.
+var checkEvents = map[string]bool{
+	"push": true, "create": true, // GitHub
+	"Push Hook": true, "Tag Push Hook": true, // GitLab
+}
+
 // Result is the answer to a delivery that verified: how many sources it
 // asked a check of.
 type Result struct {
@@ -69,7 +80,8 @@ type handler struct {
 	log   *slog.Logger
 }
 
-// New returns the webhook's handler: it answers a ping 200, a delivery that
+// New returns the webhook's handler: it answers a ping, or another event
+// that moves no ref, 200 without a check, a delivery that
 // some source it is for verifies 202 with a Result, and otherwise 400 (a
 // malformed delivery, saying what is wrong), 401 (no source verifies it,
 // without saying which sources exist), 405 (not a POST) or 413 (a body over
@@ -122,7 +134,8 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, status, res)
 }
 
-// serve handles one delivery; a nil Result with a nil error is a ping.
+// serve handles one delivery; a nil Result with a nil error is an event
+// that asks for no check.
 func (h *handler) serve(r *http.Request) (*Result, error) {
 	if r.Method != http.MethodPost {
 		return nil, refuse(http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "%s %s: the webhook takes POST only", r.Method, r.URL.Path)
@@ -138,8 +151,8 @@ func (h *handler) serve(r *http.Request) (*Result, error) {
 	if event == "" {
 		event = r.Header.Get(headerGitLabEvent)
 	}
-	if event == "ping" {
-		return nil, nil
+	if event != "" && !checkEvents[event] {
+		return nil, nil // a ping, or an event that moves no ref
 	}
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {

@@ -130,6 +130,11 @@ func TestDeliveries(t *testing.T) {
 		{"source of any kind", "/?source=a/tar", map[string]string{"X-Hub-Signature-256": sign(secretA, []byte("{}"))}, []byte("{}"),
 			http.StatusAccepted, []string{"a/tar"}},
 		{"ping", "/", map[string]string{"X-GitHub-Event": "ping"}, []byte(`{"zen":"x"}`), http.StatusOK, nil},
+		{"github tag created", "/", map[string]string{"X-GitHub-Event": "create", "X-Hub-Signature-256": sign(secretA, push)}, push,
+			http.StatusAccepted, []string{"a/op"}},
+		{"an event that moves no ref", "/", map[string]string{"X-GitHub-Event": "issues", "X-Hub-Signature-256": sign(secretA, push)}, push,
+			http.StatusOK, nil},
+		{"gitlab ping-like event", "/", map[string]string{"X-Gitlab-Event": "Note Hook", "X-Gitlab-Token": secretA}, []byte("not json"), http.StatusOK, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)

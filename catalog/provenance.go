@@ -137,6 +137,7 @@ func (c *Catalog) checkSignatures(ctx context.Context, repo, subject string) res
 		return resultUnchanged
 	}
 	sc := &SignatureCheck{Namespace: ns, Name: name, Digest: subject, Checked: time.Now().UTC(), Policy: c.policyID}
+	c.applyPolicy(sc)
 	rep, err := signing.Check(ctx, fetcher{c.source}, c.policy, repo, subject)
 	switch {
 	case err == nil:
@@ -167,6 +168,14 @@ func (c *Catalog) checkSignatures(ctx context.Context, repo, subject string) res
 	return resultIndexed
 }
 
+// applyPolicy gives sc the requireSource of the rule of the catalog's
+// trust policy for its package, which its verdict depends on.
+func (c *Catalog) applyPolicy(sc *SignatureCheck) {
+	if rule, ok := c.policy.For(sc.Namespace + "/" + sc.Name); ok {
+		sc.RequireSource, sc.PolicyName = rule.RequireSource, rule.Describe()
+	}
+}
+
 // signatureRecords are the signatures and attestations of a report, as the store keeps them.
 func signatureRecords(rep *signing.Report) []SignatureRecord {
 	out := make([]SignatureRecord, 0, len(rep.Signatures)+len(rep.Attestations))
@@ -186,7 +195,7 @@ func signatureRecords(rep *signing.Report) []SignatureRecord {
 func signatureRecord(s signing.Signature) SignatureRecord {
 	return SignatureRecord{
 		Digest: s.Digest, Layer: s.Layer, Kind: string(s.Kind), PredicateType: s.PredicateType,
-		KeyID: s.KeyID, Verified: s.Verified, Reason: s.Reason,
+		KeyID: s.KeyID, Verified: s.Verified, Reason: s.Reason, Sources: s.Sources,
 	}
 }
 
@@ -200,13 +209,7 @@ func verifiedReason(sc *SignatureCheck) string {
 	case sc.Error != "":
 		return "signatures could not be read: " + sc.Error
 	}
-	rep := &signing.Report{Subject: sc.Digest}
-	for _, r := range sc.Signatures {
-		if !r.Attestation() {
-			rep.Signatures = append(rep.Signatures, signing.Signature{Digest: r.Digest, Verified: r.Verified, Reason: r.Reason})
-		}
-	}
-	return rep.Reason()
+	return sc.Report().Reason()
 }
 
 // subjectOf reads the manifest repo@dgst, pushed by digest, and asks for a

@@ -177,7 +177,7 @@ func (c *Catalog) Version(ctx context.Context, access Access, ns, name, version 
 			if r.Attestation() {
 				v.Attestations = append(v.Attestations, apiv1.Attestation{
 					Digest: r.Digest, Layer: r.Layer, PredicateType: r.PredicateType, KeyID: r.KeyID,
-					Verified: r.Verified, Reason: r.Reason, Kind: r.Kind, Checked: sc.Checked,
+					Verified: r.Verified, Reason: r.Reason, Kind: r.Kind, Checked: sc.Checked, Sources: r.Sources,
 				})
 				continue
 			}
@@ -197,7 +197,11 @@ func (c *Catalog) signaturesOf(ctx context.Context, e *Entry) (*SignatureCheck, 
 	if errors.Is(err, ErrNotFound) {
 		return nil, nil
 	}
-	return sc, err
+	if err != nil {
+		return nil, err
+	}
+	c.applyPolicy(sc)
+	return sc, nil
 }
 
 // version returns a readable version; a tag that is not one is ErrNotFound

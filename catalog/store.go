@@ -11,6 +11,7 @@ import (
 	"github.com/berth-registry/berth/catalog/apiv1"
 	"github.com/berth-registry/berth/olm"
 	"github.com/berth-registry/berth/pkgformat"
+	"github.com/berth-registry/berth/signing"
 )
 
 // Sentinel errors of the catalog; errors wrap one of them with the package,
@@ -95,6 +96,8 @@ type SignatureRecord struct {
 	Verified bool
 	// Reason says why it is not verified.
 	Reason string
+	// Sources are the sources a verified SLSA provenance attestation names.
+	Sources []string
 }
 
 // Attestation reports whether r is an attestation rather than a signature.
@@ -117,20 +120,35 @@ type SignatureCheck struct {
 	// Signatures are the signatures and attestations found, in the order
 	// the check reported them.
 	Signatures []SignatureRecord
+	// RequireSource and PolicyName are the requireSource globs of the rule
+	// of the trust policy for the package and the name of that rule
+	// (signing.Report's); the catalog sets them from its policy, and
+	// stores do not keep them.
+	RequireSource []string
+	PolicyName    string
 }
 
-// Verified reports whether a signature (not an attestation) is verified:
-// the verdict of every version with the digest.
+// Verified reports whether a signature (not an attestation) is verified
+// and, when RequireSource is set, a verified SLSA provenance attestation
+// names only allowed sources: the verdict of every version with the digest.
 func (c *SignatureCheck) Verified() bool {
-	if c.Error != "" {
-		return false
-	}
-	for _, s := range c.Signatures {
-		if !s.Attestation() && s.Verified {
-			return true
+	return c.Error == "" && c.Report().Verified()
+}
+
+// Report is the check as a signing.Report, whose Verified and Reason give
+// its verdict.
+func (c *SignatureCheck) Report() *signing.Report {
+	rep := &signing.Report{Subject: c.Digest, RequireSource: c.RequireSource, Policy: c.PolicyName}
+	for _, r := range c.Signatures {
+		s := signing.Signature{Digest: r.Digest, Layer: r.Layer, Kind: signing.Kind(r.Kind), PredicateType: r.PredicateType,
+			KeyID: r.KeyID, Verified: r.Verified, Reason: r.Reason, Sources: r.Sources}
+		if r.Attestation() {
+			rep.Attestations = append(rep.Attestations, s)
+		} else {
+			rep.Signatures = append(rep.Signatures, s)
 		}
 	}
-	return false
+	return rep
 }
 
 // TagDigest is one tag of the catalog and the digest it was indexed from.

@@ -281,7 +281,8 @@ func (k keychain) ResolveContext(ctx context.Context, r authn.Resource) (authn.A
 // Verify finds the signatures and attestations of the version ref names (by
 // tag scheme and by referrer) and verifies them with the keys policy trusts
 // for its repository. The report says, for each, whether it verified and
-// why not; Report.Verified tells whether the version is signed. Errors
+// why not; Report.Verified tells whether the version is signed (and, under
+// a requireSource, has an allowed provenance). Errors
 // are those of Resolve, or of reading the registry.
 func (c *Client) Verify(ctx context.Context, ref Reference, policy *signing.Policy) (*signing.Report, error) {
 	desc, err := c.resolve(ctx, "verify", ref)

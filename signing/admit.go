@@ -27,7 +27,7 @@ func Admit(ctx context.Context, f Fetcher, p *Policy, repo, tag, digest string) 
 			repo, tag, digest, rep.Reason())
 	}
 	return fmt.Errorf("%s:%s: %s has no signature verified by the %s (%s); push the version by digest, sign it, then tag it",
-		repo, tag, digest, rule.describe(), rep.Reason())
+		repo, tag, digest, rule.Describe(), rep.Reason())
 }
 
 // keyIDs abbreviates the fingerprints of keys for messages.

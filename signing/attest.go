@@ -45,6 +45,16 @@ func Attest(ctx context.Context, s *Signer, ref string, statements [][]byte, opt
 	if len(statements) == 0 {
 		return nil
 	}
+	predicateTypes := make([]string, len(statements))
+	for i, st := range statements {
+		var header struct {
+			PredicateType string `json:"predicateType"`
+		}
+		if err := json.Unmarshal(st, &header); err != nil || header.PredicateType == "" {
+			return fmt.Errorf("attestation %d: not an in-toto statement with a predicateType", i+1)
+		}
+		predicateTypes[i] = header.PredicateType
+	}
 	t, err := newTarget(ctx, "attest", ref, opts.Insecure, opts.Remote)
 	if err != nil {
 		return err
@@ -68,12 +78,6 @@ func Attest(ctx context.Context, s *Signer, ref string, statements [][]byte, opt
 	wrapped := dsse.WrapSigner(s, InTotoPayloadType)
 	added := false
 	for i, st := range statements {
-		var header struct {
-			PredicateType string `json:"predicateType"`
-		}
-		if err := json.Unmarshal(st, &header); err != nil || header.PredicateType == "" {
-			return fmt.Errorf("attestation %d: not an in-toto statement with a predicateType", i+1)
-		}
 		if slices.ContainsFunc(have, func(old oci.Signature) bool { return attests(old, st, s) }) {
 			continue
 		}
@@ -82,7 +86,7 @@ func Attest(ctx context.Context, s *Signer, ref string, statements [][]byte, opt
 			return fmt.Errorf("attestation %d: sign: %w", i+1, err)
 		}
 		att, err := static.NewAttestation(env, static.WithLayerMediaType(DSSEMediaType),
-			static.WithAnnotations(map[string]string{PredicateTypeAnnotation: header.PredicateType}))
+			static.WithAnnotations(map[string]string{PredicateTypeAnnotation: predicateTypes[i]}))
 		if err != nil {
 			return err
 		}

@@ -239,10 +239,9 @@ func check(ctx context.Context, f Fetcher, repo, subject string, rule Rule, cove
 	}
 	rep := &Report{Subject: subject}
 	if covered {
-		rep.RequireSource, rep.Policy = rule.RequireSource, rule.describe()
+		rep.RequireSource, rep.Policy = rule.RequireSource, rule.Describe()
 	}
-	v := verifier{f: f, repo: repo, subject: d, rule: rule, covered: covered}
-	seen := map[string]bool{}
+	v := verifier{f: f, repo: repo, subject: d, rule: rule, covered: covered, seen: map[digest.Digest]bool{}}
 	for i, m := range found {
 		var sigs []Signature
 		if i >= MaxManifests {
@@ -254,12 +253,6 @@ func check(ctx context.Context, f Fetcher, repo, subject string, rule Rule, cove
 			}
 		}
 		for _, s := range sigs {
-			if s.Attestation() && s.Layer != "" {
-				if seen[s.Layer] {
-					continue // the same envelope in an earlier manifest: Attest rewrites the .att manifest, a referrer, with one more layer
-				}
-				seen[s.Layer] = true
-			}
 			if s.Attestation() {
 				rep.Attestations = append(rep.Attestations, s)
 			} else {
@@ -354,6 +347,10 @@ type verifier struct {
 	subject digest.Digest
 	rule    Rule
 	covered bool
+	// seen are the attestation layers checked already: Attest rewrites
+	// the .att manifest, a referrer, with one more layer, so that earlier
+	// manifests hold the same envelopes.
+	seen map[digest.Digest]bool
 }
 
 // manifest reads a candidate and checks each of its layers. A manifest that
@@ -395,7 +392,10 @@ func (v *verifier) manifest(ctx context.Context, c candidate) ([]Signature, erro
 		switch {
 		case l.MediaType == SimpleSigningMediaType && !c.attestation:
 			err = v.signature(ctx, &s, l)
+		case l.MediaType == DSSEMediaType && c.attestation && v.seen[l.Digest]:
+			continue
 		case l.MediaType == DSSEMediaType && c.attestation:
+			v.seen[l.Digest] = true
 			s.PredicateType = l.Annotations[PredicateTypeAnnotation]
 			if s.PredicateType == "" {
 				s.PredicateType = "unknown"

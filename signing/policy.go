@@ -132,7 +132,7 @@ func (p *Policy) Fingerprint() string {
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
-// describe names the rule for messages: its globs.
-func (r Rule) describe() string {
+// Describe names the rule for messages, "trust policy for stable/*": its globs.
+func (r Rule) Describe() string {
 	return "trust policy for " + strings.Join(slices.Concat(r.Repositories, r.Images), ", ")
 }

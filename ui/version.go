@@ -191,7 +191,11 @@ func (h *handler) verdicts(v *apiv1.Version) []verdict {
 		out = append(out, verdict{What: "signature", Kind: s.Kind, Digest: s.Digest, Verified: s.Verified, Verdict: state(s.Verified, s.KeyID, s.Reason)})
 	}
 	for _, a := range v.Attestations {
-		out = append(out, verdict{What: "attestation " + a.PredicateType, Kind: a.Kind, Digest: a.Digest, Verified: a.Verified, Verdict: state(a.Verified, a.KeyID, a.Reason)})
+		d := verdict{What: "attestation " + a.PredicateType, Kind: a.Kind, Digest: a.Digest, Verified: a.Verified, Verdict: state(a.Verified, a.KeyID, a.Reason)}
+		if a.Verified && len(a.Sources) > 0 {
+			d.Verdict += "; built from " + strings.Join(a.Sources, ", ")
+		}
+		out = append(out, d)
 	}
 	return out
 }

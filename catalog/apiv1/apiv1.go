@@ -192,6 +192,10 @@ type Attestation struct {
 	// Kind is "tag" (cosign's sha256-<hex>.att tag) or "referrer".
 	Kind    string    `json:"kind"`
 	Checked time.Time `json:"checked"`
+	// Sources are the source URLs a verified SLSA provenance attestation
+	// names (without "git+" and "@ref"), which a trust policy's
+	// requireSource checks.
+	Sources []string `json:"sources,omitempty"`
 }
 
 // Graph is the answer of GET /api/v1/packages/{ns}/{name}/channels/{channel}/graph.

@@ -161,14 +161,19 @@ func (s *Store) Signatures(ctx context.Context, namespace, name, digest string) 
 			return err
 		}
 		c.Checked = sqlitedb.DecodeTime(checked)
-		rows, err := tx.Query(ctx, `SELECT digest, layer, kind, predicate_type, key_id, verified, reason FROM signatures
+		rows, err := tx.Query(ctx, `SELECT digest, layer, kind, predicate_type, key_id, verified, reason, sources FROM signatures
 		WHERE namespace = $1 AND name = $2 AND subject = $3 ORDER BY position`, namespace, name, digest)
 		if err != nil {
 			return err
 		}
 		c.Signatures, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (catalog.SignatureRecord, error) {
 			var r catalog.SignatureRecord
-			err := row.Scan(&r.Digest, &r.Layer, &r.Kind, &r.PredicateType, &r.KeyID, &r.Verified, &r.Reason)
+			var sources string
+			if err := row.Scan(&r.Digest, &r.Layer, &r.Kind, &r.PredicateType, &r.KeyID, &r.Verified, &r.Reason, &sources); err != nil {
+				return r, err
+			}
+			var err error
+			r.Sources, err = sqlrow.DecodeSources(sources)
 			return r, err
 		})
 		if len(c.Signatures) == 0 {

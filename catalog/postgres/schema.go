@@ -135,6 +135,13 @@ UPDATE entries SET digest = '' WHERE status = 'indexed' AND (metadata::jsonb -> 
 	`
 ALTER TABLE changes ADD COLUMN reason text NOT NULL DEFAULT '';
 `,
+	// 4: provenance sources, as SQLite's step 7: the sources a verified
+	// SLSA provenance attestation names, for requireSource; the checks
+	// made before it are made again.
+	`
+ALTER TABLE signatures ADD COLUMN sources text NOT NULL DEFAULT '';
+UPDATE signature_checks SET policy = '';
+`,
 }
 
 // migrate brings the database's schema up to date in one transaction, under

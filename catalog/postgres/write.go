@@ -330,9 +330,13 @@ func (s *Store) PutSignatures(ctx context.Context, c *catalog.SignatureCheck) (b
 			return false, nil, err
 		}
 		for i, r := range c.Signatures {
+			sources, err := sqlrow.EncodeSources(r.Sources)
+			if err != nil {
+				return false, nil, err
+			}
 			if _, err := tx.Exec(ctx, `INSERT INTO signatures (namespace, name, subject, position, digest, layer, kind,
-			predicate_type, key_id, verified, reason) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-				c.Namespace, c.Name, c.Digest, i, r.Digest, r.Layer, r.Kind, r.PredicateType, r.KeyID, r.Verified, r.Reason); err != nil {
+			predicate_type, key_id, verified, reason, sources) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+				c.Namespace, c.Name, c.Digest, i, r.Digest, r.Layer, r.Kind, r.PredicateType, r.KeyID, r.Verified, r.Reason, sources); err != nil {
 				return false, nil, err
 			}
 		}

@@ -200,4 +200,12 @@ UPDATE entries SET digest = '' WHERE status = 'indexed' AND json_extract(metadat
 	`
 ALTER TABLE changes ADD COLUMN reason TEXT NOT NULL DEFAULT '';
 `,
+	// 7: provenance sources. signatures.sources holds the sources a
+	// verified SLSA provenance attestation names (a JSON array; '' for
+	// none), which a trust policy's requireSource checks. The checks made
+	// before it are made again: their policy is emptied.
+	`
+ALTER TABLE signatures ADD COLUMN sources TEXT NOT NULL DEFAULT '';
+UPDATE signature_checks SET policy = '';
+`,
 }

@@ -46,9 +46,13 @@ func (s *Store) PutSignatures(ctx context.Context, c *catalog.SignatureCheck) (b
 			return nil, err
 		}
 		for i, r := range c.Signatures {
+			sources, err := sqlrow.EncodeSources(r.Sources)
+			if err != nil {
+				return nil, err
+			}
 			if _, err := tx.ExecContext(ctx, `INSERT INTO signatures (namespace, name, subject, position, digest, layer, kind,
-			predicate_type, key_id, verified, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-				c.Namespace, c.Name, c.Digest, i, r.Digest, r.Layer, r.Kind, r.PredicateType, r.KeyID, r.Verified, r.Reason); err != nil {
+			predicate_type, key_id, verified, reason, sources) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				c.Namespace, c.Name, c.Digest, i, r.Digest, r.Layer, r.Kind, r.PredicateType, r.KeyID, r.Verified, r.Reason, sources); err != nil {
 				return nil, err
 			}
 		}
@@ -107,10 +111,15 @@ func (s *Store) signatures(ctx context.Context, namespace, name, digest string) 
 		return nil, err
 	}
 	c.Checked = sqlitedb.DecodeTime(checked)
-	err = query(ctx, tx, `SELECT digest, layer, kind, predicate_type, key_id, verified, reason FROM signatures
+	err = query(ctx, tx, `SELECT digest, layer, kind, predicate_type, key_id, verified, reason, sources FROM signatures
 	WHERE namespace = ? AND name = ? AND subject = ? ORDER BY position`, []any{namespace, name, digest}, func(rows *sql.Rows) error {
 		var r catalog.SignatureRecord
-		if err := rows.Scan(&r.Digest, &r.Layer, &r.Kind, &r.PredicateType, &r.KeyID, &r.Verified, &r.Reason); err != nil {
+		var sources string
+		if err := rows.Scan(&r.Digest, &r.Layer, &r.Kind, &r.PredicateType, &r.KeyID, &r.Verified, &r.Reason, &sources); err != nil {
+			return err
+		}
+		var err error
+		if r.Sources, err = sqlrow.DecodeSources(sources); err != nil {
 			return err
 		}
 		c.Signatures = append(c.Signatures, r)

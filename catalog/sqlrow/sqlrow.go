@@ -204,6 +204,28 @@ func CheckSignatures(c *catalog.SignatureCheck) error {
 	return nil
 }
 
+// EncodeSources is the sources column of a signature record: a JSON array,
+// or "" for none.
+func EncodeSources(sources []string) (string, error) {
+	if len(sources) == 0 {
+		return "", nil
+	}
+	b, err := json.Marshal(sources)
+	return string(b), err
+}
+
+// DecodeSources reads what EncodeSources wrote.
+func DecodeSources(col string) ([]string, error) {
+	if col == "" {
+		return nil, nil
+	}
+	var sources []string
+	if err := json.Unmarshal([]byte(col), &sources); err != nil {
+		return nil, fmt.Errorf("signature sources: %w", err)
+	}
+	return sources, nil
+}
+
 // Allower returns access.Allows for rows read in namespace and name order:
 // it asks the access once per namespace, and Pull once per package of a
 // namespace the access covers only in part.

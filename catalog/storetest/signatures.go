@@ -35,11 +35,17 @@ func badSignature(subject string) catalog.SignatureRecord {
 func attestation(subject string, verified bool) catalog.SignatureRecord {
 	r := catalog.SignatureRecord{Digest: digestOf("att", subject), Layer: digestOf("attlayer", subject), Kind: catalog.KindTag, PredicateType: "https://slsa.dev/provenance/v0.2"}
 	if verified {
-		r.KeyID, r.Verified = "sha256:key-a", true
+		r.KeyID, r.Verified, r.Sources = "sha256:key-a", true, []string{"https://github.com/org/p"}
 	} else {
 		r.Reason = "payload digest mismatch"
 	}
 	return r
+}
+
+// requireSource gives c a trust policy rule that requires sources.
+func requireSource(c *catalog.SignatureCheck, globs ...string) *catalog.SignatureCheck {
+	c.RequireSource, c.PolicyName = globs, "trust policy for a/*"
+	return c
 }
 
 func (h *harness) putSignatures(c *catalog.SignatureCheck) bool {
@@ -207,6 +213,9 @@ func testSignaturesVerdict(t *testing.T, h *harness) {
 		{"only an untrusted signature", signatureCheck(e, "x", badSignature(e.Digest)), false},
 		{"a verified attestation alone", signatureCheck(e, "x", attestation(e.Digest, true)), false},
 		{"one verified among others", signatureCheck(e, "x", badSignature(e.Digest), attestation(e.Digest, false), goodSignature(e.Digest)), true},
+		{"allowed provenance", requireSource(signatureCheck(e, "x", goodSignature(e.Digest), attestation(e.Digest, true)), "https://github.com/org/*"), true},
+		{"provenance from another source", requireSource(signatureCheck(e, "x", goodSignature(e.Digest), attestation(e.Digest, true)), "https://gitlab.com/*"), false},
+		{"no verified provenance", requireSource(signatureCheck(e, "x", goodSignature(e.Digest), attestation(e.Digest, false)), "https://github.com/org/*"), false},
 		{"signatures that could not be read", func() *catalog.SignatureCheck {
 			c := signatureCheck(e, "x", goodSignature(e.Digest))
 			c.Error = "manifest unreadable"

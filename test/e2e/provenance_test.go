@@ -300,7 +300,8 @@ func TestRequireSource(t *testing.T) {
 	kp := cosignKeyPair(t)
 	const allowed = "http://127.0.0.1:*/allowed/*"
 	s := startServer(t, "", "--config", trustConfig(t,
-		policy("prod*/*", kp.pub, true)+fmt.Sprintf("      requireSource: [%q]\n", allowed)))
+		policy("prod*/*", kp.pub, true)+fmt.Sprintf("      requireSource: [%q]\n", allowed),
+		policy("audit/*", kp.pub, false)+fmt.Sprintf("      requireSource: [%q]\n", allowed)))
 	src := kudoFixture(t, "kafka", "2.5.1-1.3.2")
 	root := t.TempDir()
 	for _, dir := range []string{"allowed", "other"} {
@@ -331,8 +332,12 @@ func TestRequireSource(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := waitVerified(t, s, "prod/kafka", "2.5.1_1.3.2", true, func(v apiv1.Version) bool { return len(v.Attestations) == 1 })
-	if a := v.Attestations[0]; v.Digest != res.Digest || !a.Verified || a.PredicateType != "https://slsa.dev/provenance/v0.2" || a.KeyID != kp.id {
-		t.Errorf("prod/kafka:2.5.1_1.3.2 is %s with attestation %+v; want %s with a verified SLSA provenance by %s", v.Digest, a, res.Digest, kp.id)
+	if a := v.Attestations[0]; v.Digest != res.Digest || !a.Verified || a.PredicateType != "https://slsa.dev/provenance/v0.2" || a.KeyID != kp.id ||
+		fmt.Sprint(a.Sources) != "["+allowedURL+"]" {
+		t.Errorf("prod/kafka:2.5.1_1.3.2 is %s with attestation %+v; want %s with a verified SLSA provenance by %s from %s", v.Digest, a, res.Digest, kp.id, allowedURL)
+	}
+	if code, page := s.get(t, "/ui/packages/prod/kafka/versions/2.5.1_1.3.2"); code != http.StatusOK || !strings.Contains(page, "built from "+allowedURL) {
+		t.Errorf("the version page (%d) does not say the version was built from %s", code, allowedURL)
 	}
 	verified := berth(t, work, "verify", res.Reference, "--key", kp.pub, "--require-source", allowed).stdout
 	if !strings.Contains(verified, "built from:\n  "+allowedURL+"\n") {
@@ -375,6 +380,15 @@ func TestRequireSource(t *testing.T) {
 	want = "no verified SLSA provenance attestation; the trust policy for prod*/* requires one naming a source in " + allowed
 	if r.code == 0 || !strings.Contains(r.stderr, want) {
 		t.Errorf("oras tag of a signed version without provenance: exit %d, stderr %s; want %q", r.code, r.stderr, want)
+	}
+
+	// Where signatures are not required, a version signed without
+	// provenance is listed but not verified, and the catalog says why.
+	signed := pushVersion(t, s, "2.5.1-1.3.2", "audit/kafka", "--key", kp.key)
+	v = waitVerified(t, s, "audit/kafka", "2.5.1_1.3.2", false, func(v apiv1.Version) bool { return len(v.Signatures) == 1 })
+	want = "no verified SLSA provenance attestation; the trust policy for audit/* requires one naming a source in " + allowed
+	if v.Digest != signed || !v.Signatures[0].Verified || v.VerifiedReason != want {
+		t.Errorf("audit/kafka signed without provenance: %s verified %v (%q), signatures %+v; want %s not verified: %q", v.Digest, v.Verified, v.VerifiedReason, v.Signatures, signed, want)
 	}
 
 	// berth pull with a client policy that requires other sources.

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"sync"
@@ -38,6 +39,7 @@ import (
 	"github.com/berth-registry/berth/server"
 	"github.com/berth-registry/berth/signing"
 	"github.com/berth-registry/berth/sources"
+	"github.com/berth-registry/berth/sources/webhook"
 	"github.com/berth-registry/berth/ui"
 )
 
@@ -508,8 +510,13 @@ func (n *Node) newServer(context.Context) error {
 	a := n.access
 	opts.Registry = a.registry(n.reg)
 	opts.Admin = a.admin(n.mt.Handler())
-	opts.Catalog = httpapi.New(httpapi.Options{Catalog: n.cat, Authorizer: a.authorizer, Logger: n.log, RegistryURL: n.cfg.Catalog.PublicURL, Inventory: n.reg, OLM: n.publisher.Load(), Admin: a.admin, Quota: n.quota})
-	opts.UI = ui.New(ui.Options{Catalog: n.cat, Authorizer: a.authorizer, Sessions: a.sessions, Trust: n.trust, RegistryURL: n.cfg.Catalog.PublicURL, Logger: n.log, Quota: n.quota})
+	var tracked httpapi.Sources
+	var hook http.Handler
+	if n.sources != nil {
+		tracked, hook = n.sources, webhook.New(n.cfg, n.sources.Check, n.log)
+	}
+	opts.Catalog = httpapi.New(httpapi.Options{Catalog: n.cat, Authorizer: a.authorizer, Logger: n.log, RegistryURL: n.cfg.Catalog.PublicURL, Inventory: n.reg, OLM: n.publisher.Load(), Admin: a.admin, Quota: n.quota, Sources: tracked, SourcesWebhook: hook})
+	opts.UI = ui.New(ui.Options{Catalog: n.cat, Authorizer: a.authorizer, Sessions: a.sessions, Trust: n.trust, RegistryURL: n.cfg.Catalog.PublicURL, Logger: n.log, Quota: n.quota, Sources: tracked})
 	opts.Ready = n.cluster.readyChecks(map[string]server.ReadyChecker{"storage": n.reg, "catalog": n.cat})
 	n.srv = server.New(opts)
 	return nil

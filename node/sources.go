@@ -7,6 +7,7 @@ import (
 	"path"
 	"path/filepath"
 
+	"github.com/berth-registry/berth/catalog/apiv1"
 	"github.com/berth-registry/berth/signing"
 	"github.com/berth-registry/berth/sources"
 )
@@ -70,6 +71,11 @@ func (n *Node) openSources(ctx context.Context) error {
 		BuilderID:    builder,
 		Logger:       n.log,
 		Metrics:      n.metrics,
+		OnEvent: func(ctx context.Context, c apiv1.Change) {
+			if err := n.cat.RecordSourceEvent(ctx, c); err != nil {
+				n.log.Error("sources: record the event in the change feed", "namespace", c.Namespace, "package", c.Name, "err", err)
+			}
+		},
 	})
 	if err != nil {
 		return err

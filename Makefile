@@ -9,7 +9,7 @@ GOFLAGS ?=
 TEST_TIMEOUT ?= 30m
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build run test tools axe postgres chromium git bench bench-tls bench-catalog bench-scale bench-provenance bench-mirror bench-olm bench-yaml lint conformance conformance-auth conformance-replicas clean
+.PHONY: all build run test tools axe postgres chromium git bench bench-tls bench-catalog bench-scale bench-provenance bench-mirror bench-olm bench-sources bench-yaml lint conformance conformance-auth conformance-replicas clean
 
 all: build
 
@@ -130,6 +130,12 @@ bench-mirror:
 ## minutes on a 2-core machine)
 bench-olm:
 	$(GO) run ./test/bench -olm
+
+## bench-sources: tracked sources on loopback (git http-backend, an ETag tarball server): p50/p99 from a
+## pushed tag and its webhook to the version in the search, over 50 tags; berth's CPU per polling cycle of
+## 1,000 unchanged sources, and that none is built again (not part of `make test`)
+bench-sources:
+	$(GO) run ./test/bench -sources
 
 ## bench-yaml: peak RSS, allocation and CPU time of reading hostile YAML shapes (not part of `make test`)
 bench-yaml:

@@ -101,6 +101,12 @@
 // catalog and opm's render of it (olm.go; docs/benchmarks.md describes the
 // rows).
 //
+// With -sources (make bench-sources) it runs the tracked-sources
+// benchmarks: berth serve following git repositories (git http-backend)
+// and tarballs on loopback, timed from a pushed tag and its webhook to the
+// version in the search, and the CPU cost of polling unchanged sources
+// (sources.go; docs/benchmarks.md describes the rows).
+//
 // The harness talks only to the servers it starts on 127.0.0.1, and points
 // cosign only at berth. It is Unix-only: it stops the servers with SIGTERM
 // and calls sync(2). The servers and the temporary directories are removed
@@ -160,6 +166,7 @@ type options struct {
 	mirror     mirrorOptions
 	olm        olmOptions
 	scale      scaleOptions
+	sources    sourcesOptions
 }
 
 func parseFlags() (options, error) {
@@ -180,18 +187,19 @@ func parseFlags() (options, error) {
 	registerMirrorFlags(&o.mirror)
 	registerOLMFlags(&o.olm)
 	registerScaleFlags(&o.scale)
+	registerSourcesFlags(&o.sources)
 	flag.Parse()
 	if flag.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments %q", flag.Args())
 	}
 	modes := 0
-	for _, on := range []bool{o.catalog.enabled, o.provenance.enabled, o.mirror.enabled, o.olm.enabled, o.scale.enabled, o.quotaOnly, o.tlsOnly} {
+	for _, on := range []bool{o.catalog.enabled, o.provenance.enabled, o.mirror.enabled, o.olm.enabled, o.scale.enabled, o.sources.enabled, o.quotaOnly, o.tlsOnly} {
 		if on {
 			modes++
 		}
 	}
 	if modes > 1 {
-		return o, errors.New("-catalog, -provenance, -mirror, -olm, -scale, -quota and -tls are separate runs; choose one")
+		return o, errors.New("-catalog, -provenance, -mirror, -olm, -scale, -sources, -quota and -tls are separate runs; choose one")
 	}
 	for _, f := range []struct {
 		name  string
@@ -239,6 +247,9 @@ func run() error {
 	}
 	if o.scale.enabled {
 		return runScale(ctx, o.scale)
+	}
+	if o.sources.enabled {
+		return runSources(ctx, o.sources)
 	}
 	if o.quotaOnly {
 		return runQuotaOnly(ctx, o)

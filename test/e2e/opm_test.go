@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"cmp"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -215,6 +216,13 @@ func csvFile(t *testing.T, dir string) (string, map[string]any) {
 // metadata/), the way operator-sdk's bundle.Dockerfile builds one.
 func pushBundleImage(t *testing.T, dir, host, repo, tag string) string {
 	t.Helper()
+	return pushBundleImageLayer(t, dir, host, repo, tag, false)
+}
+
+// pushBundleImageLayer is pushBundleImage with its layer gzipped, as
+// docker and podman push one, when gzipped is set.
+func pushBundleImageLayer(t *testing.T, dir, host, repo, tag string, gzipped bool) string {
+	t.Helper()
 	var annotations struct{ Annotations map[string]string }
 	if err := yaml.Unmarshal(readFile(t, filepath.Join(dir, "metadata", "annotations.yaml")), &annotations); err != nil {
 		t.Fatal(err)
@@ -264,7 +272,19 @@ func pushBundleImage(t *testing.T, dir, host, repo, tag string) string {
 		return desc
 	}
 	configDesc := push(ocispec.MediaTypeImageConfig, config)
-	layerDesc := push(ocispec.MediaTypeImageLayer, layer.Bytes())
+	layerType, layerBytes := ocispec.MediaTypeImageLayer, layer.Bytes()
+	if gzipped {
+		var zipped bytes.Buffer
+		zw := gzip.NewWriter(&zipped)
+		if _, err := zw.Write(layerBytes); err != nil {
+			t.Fatal(err)
+		}
+		if err := zw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		layerType, layerBytes = ocispec.MediaTypeImageLayerGzip, zipped.Bytes()
+	}
+	layerDesc := push(layerType, layerBytes)
 	manifest, err := orasgo.PackManifest(ctx, store, orasgo.PackManifestVersion1_1, "", orasgo.PackManifestOptions{
 		ConfigDescriptor: &configDesc,
 		Layers:           []ocispec.Descriptor{layerDesc},

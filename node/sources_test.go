@@ -45,6 +45,9 @@ func TestNodeSources(t *testing.T) {
 	n := start(t, testConfig(t, data, func(c *config.Config) {
 		c.Sources.AllowPrivate = true
 		c.Namespaces = []config.Namespace{{Name: "team", Sources: []config.Source{{Package: "hello", Kind: "http", URL: srv.URL + "/hello.tgz", Dir: "hello"}}}}
+		// The policy names the public key berth creates on this first start.
+		c.Trust.Policies = []config.TrustPolicy{{Repositories: []string{"team/*"}, Keys: []string{filepath.Join(data, "provenance.pub")},
+			Require: true, RequireSource: []string{"http://127.0.0.1:*/*"}}}
 	}))
 	body := n.waitFor(t, "/api/v1/packages/team/hello")
 	if !strings.Contains(body, `"0.3.0"`) {

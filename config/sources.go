@@ -15,8 +15,8 @@ import (
 // the key berth signs what it builds with, and the bounds of every fetch.
 // The sources themselves are listed per namespace (Namespace.Sources).
 type Sources struct {
-	// SigningKey is a file holding the PEM private key (an unencrypted
-	// PKCS#8 or EC key, or a cosign key whose password is in
+	// SigningKey is a file holding the cosign private key (as cosign
+	// generate-key-pair writes it, encrypted with the password in
 	// $BERTH_SOURCES_KEY_PASSWORD) berth signs the versions it builds and
 	// their provenance with. Default: <data>/provenance.key, created on
 	// first start with its public key beside it (provenance.pub). Several

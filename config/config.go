@@ -669,6 +669,11 @@ func (c *Config) AllowOverwrite(namespace string) bool {
 	return c.NamespacePolicy(namespace).AllowOverwrite
 }
 
+// IsGlob reports whether s has a character that path.Match reads as a
+// pattern (*, ?, [ or \): whether a namespaces[].name, say, matches many
+// namespaces rather than naming one.
+func IsGlob(s string) bool { return strings.ContainsAny(s, `*?[\`) }
+
 // NamespacePolicy is the first entry of namespaces whose name matches
 // namespace, or the zero policy when none does.
 func (c *Config) NamespacePolicy(namespace string) Namespace {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"strings"
 	"time"
 
 	"github.com/berth-registry/berth/pkgformat"
@@ -156,7 +155,7 @@ func (c *Config) validateSources() error {
 	for i, ns := range c.Namespaces {
 		for j, src := range ns.Sources {
 			key := fmt.Sprintf("namespaces[%d].sources[%d]", i, j)
-			if strings.ContainsAny(ns.Name, `*?[\`) {
+			if IsGlob(ns.Name) {
 				return fmt.Errorf("%s: sources belong to one namespace: namespaces[%d].name %q is a glob; list them under a namespace of their own", key, i, ns.Name)
 			}
 			if err := src.validate(); err != nil {

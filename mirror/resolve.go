@@ -14,6 +14,7 @@ import (
 
 	"github.com/berth-registry/berth/catalog/apiv1"
 	"github.com/berth-registry/berth/client"
+	"github.com/berth-registry/berth/config"
 	"github.com/berth-registry/berth/pkgformat"
 )
 
@@ -128,7 +129,7 @@ func (r *resolver) warn(i int, rule Rule, format string, args ...any) {
 func (r *resolver) rule(ctx context.Context, i int, rule Rule) error {
 	formats := resolveFormats(rule.Formats, r.sel.Formats)
 	opts := client.SearchOptions{Namespace: rule.Namespace, Sort: apiv1.SortName, Limit: apiv1.MaxLimit}
-	if ns, _, _ := strings.Cut(rule.Repository, "/"); opts.Namespace == "" && !selHasGlob(ns) {
+	if ns, _, _ := strings.Cut(rule.Repository, "/"); opts.Namespace == "" && !config.IsGlob(ns) {
 		opts.Namespace = ns
 	}
 	if len(formats) == 1 {

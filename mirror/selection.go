@@ -13,6 +13,7 @@ import (
 	yamlnode "go.yaml.in/yaml/v3"
 	"sigs.k8s.io/yaml"
 
+	"github.com/berth-registry/berth/config"
 	"github.com/berth-registry/berth/pkgformat"
 )
 
@@ -186,12 +187,12 @@ func selCheckGlob(glob, namespace string) error {
 	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
 		return fmt.Errorf("%q is not a glob over namespace/name, like \"olm/*\" or \"kudo/kafka\"", glob)
 	}
-	if !selHasGlob(ns) {
+	if !config.IsGlob(ns) {
 		if err := pkgformat.ValidNamespace(ns); err != nil {
 			return fmt.Errorf("%q never matches: %s", glob, selReason(err))
 		}
 	}
-	if !selHasGlob(name) {
+	if !config.IsGlob(name) {
 		if err := pkgformat.ValidName(name); err != nil {
 			return fmt.Errorf("%q never matches: %s", glob, selReason(err))
 		}
@@ -203,10 +204,6 @@ func selCheckGlob(glob, namespace string) error {
 	}
 	return nil
 }
-
-// selHasGlob reports whether s has a character that path.Match reads as
-// other than itself.
-func selHasGlob(s string) bool { return strings.ContainsAny(s, `*?[\`) }
 
 // selCheckFormats checks that every format is one berth reads.
 func selCheckFormats(formats []string) error {

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
-	"strings"
 
+	"github.com/berth-registry/berth/config"
 	"github.com/berth-registry/berth/quota"
 	"github.com/berth-registry/berth/registry"
 )
@@ -20,7 +20,7 @@ func (n *Node) openQuota(ctx context.Context) error {
 	cfg := n.cfg
 	opts := quota.Options{Limit: func(ns string) int64 { return int64(cfg.NamespacePolicy(ns).Quota) }}
 	for _, ns := range cfg.Namespaces {
-		if !strings.ContainsAny(ns.Name, `*?[\`) {
+		if !config.IsGlob(ns.Name) {
 			opts.Named = append(opts.Named, ns.Name)
 		}
 	}

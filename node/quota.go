@@ -12,10 +12,8 @@ import (
 )
 
 // openQuota opens the ledger of the namespaces' quotas and the open
-// uploads: in the catalog's PostgreSQL when replicas share one, so that
-// they share one count, else in <data>/quota.db, a file of its own beside
-// the catalog's, whose schema the catalog versions alone. It registers the
-// quota metrics.
+// uploads, <data>/quota.db or the catalog's PostgreSQL (openShared), so
+// that replicas share one count. It registers the quota metrics.
 func (n *Node) openQuota(ctx context.Context) error {
 	cfg := n.cfg
 	opts := quota.Options{Limit: func(ns string) int64 { return int64(cfg.NamespacePolicy(ns).Quota) }}
@@ -24,27 +22,12 @@ func (n *Node) openQuota(ctx context.Context) error {
 			opts.Named = append(opts.Named, ns.Name)
 		}
 	}
-	var l quota.Ledger
-	var err error
-	if cfg.Catalog.Postgres() {
-		l, err = quota.OpenPostgres(ctx, cfg.Catalog.Database, opts)
-		if err != nil {
-			err = fmt.Errorf("catalog.database: %w", err)
-		}
-	} else {
-		l, err = quota.OpenSQLite(ctx, filepath.Join(cfg.Data, "quota.db"), opts)
-		if err != nil {
-			err = fmt.Errorf("data: %s: %w", path.Join(cfg.Data, "quota.db"), err)
-		}
-	}
+	l, err := openShared(ctx, n, "quota", "quota.db",
+		func(ctx context.Context, dsn string) (quota.Ledger, error) { return quota.OpenPostgres(ctx, dsn, opts) },
+		func(ctx context.Context, file string) (quota.Ledger, error) { return quota.OpenSQLite(ctx, file, opts) })
 	if err != nil {
 		return err
 	}
-	n.onClose(func() {
-		if err := l.Close(); err != nil {
-			n.log.Error("quota: close", "err", err)
-		}
-	})
 	metrics, err := quota.NewMetrics(n.metrics, l)
 	if err != nil {
 		return err
@@ -62,4 +45,29 @@ func (n *Node) openQuota(ctx context.Context) error {
 		Metrics:              metrics,
 	}
 	return nil
+}
+
+// openShared opens a store of berth's own that replicas must share: in
+// the catalog's PostgreSQL when they share one, else in <data>/<file>, a
+// SQLite file beside the catalog's, whose schema the catalog versions
+// alone. Errors name the setting (catalog.database or data). The node
+// closes the store when it closes, logging a failure under name.
+func openShared[S interface{ Close() error }](ctx context.Context, n *Node, name, file string,
+	postgres func(ctx context.Context, dsn string) (S, error), sqlite func(ctx context.Context, file string) (S, error)) (S, error) {
+	cfg := n.cfg
+	var s S
+	var err error
+	if cfg.Catalog.Postgres() {
+		if s, err = postgres(ctx, cfg.Catalog.Database); err != nil {
+			return s, fmt.Errorf("catalog.database: %w", err)
+		}
+	} else if s, err = sqlite(ctx, filepath.Join(cfg.Data, file)); err != nil {
+		return s, fmt.Errorf("data: %s: %w", path.Join(cfg.Data, file), err)
+	}
+	n.onClose(func() {
+		if err := s.Close(); err != nil {
+			n.log.Error(name+": close", "err", err)
+		}
+	})
+	return s, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path"
 	"path/filepath"
 
 	"github.com/berth-registry/berth/catalog/apiv1"
@@ -38,8 +37,8 @@ func (n *Node) loadProvenanceKey(context.Context) error {
 }
 
 // openSources opens the tracker of the namespaces' package sources
-// (docs/sources.md), when they list any: its store, in the catalog's
-// PostgreSQL when replicas share one, else in <data>/sources.db. It signs
+// (docs/sources.md), when they list any: its store, <data>/sources.db or
+// the catalog's PostgreSQL (openShared). It signs
 // with the key loadProvenanceKey loaded. The leader runs it
 // (startLeading). It publishes through the registry's own handler, not
 // the server's, so it needs no credentials and every rule of the registry
@@ -49,27 +48,10 @@ func (n *Node) openSources(ctx context.Context) error {
 	if n.provenanceKey == nil {
 		return nil
 	}
-	var err error
-	var store sources.Store
-	if cfg.Catalog.Postgres() {
-		store, err = sources.OpenPostgres(ctx, cfg.Catalog.Database)
-		if err != nil {
-			err = fmt.Errorf("catalog.database: %w", err)
-		}
-	} else {
-		store, err = sources.OpenSQLite(ctx, filepath.Join(cfg.Data, "sources.db"))
-		if err != nil {
-			err = fmt.Errorf("data: %s: %w", path.Join(cfg.Data, "sources.db"), err)
-		}
-	}
+	store, err := openShared(ctx, n, "sources", "sources.db", sources.OpenPostgres, sources.OpenSQLite)
 	if err != nil {
 		return err
 	}
-	n.onClose(func() {
-		if err := store.Close(); err != nil {
-			n.log.Error("sources: close", "err", err)
-		}
-	})
 	host := publicHost(cfg.Catalog.PublicURL, n.ln.Addr())
 	builder := cfg.Catalog.PublicURL
 	if builder == "" {

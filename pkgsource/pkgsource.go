@@ -6,7 +6,10 @@
 // what it writes stays inside the directory it was given.
 package pkgsource
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // Kind is where a source's content comes from.
 type Kind string
@@ -79,4 +82,19 @@ type Limits struct {
 	// AllowPrivate lets a fetch reach loopback, link-local and private
 	// addresses, which are refused by default.
 	AllowPrivate bool
+}
+
+// ShortRevision shortens a Revision for display: a commit, an ETag or a
+// Last-Modified date to 12 characters, a digest to its algorithm and 12
+// hex digits.
+func ShortRevision(rev string) string {
+	const n = 12
+	prefix := ""
+	if algo, hex, ok := strings.Cut(rev, ":"); ok && !strings.ContainsAny(algo, `"/`) {
+		prefix, rev = algo+":", hex
+	}
+	if len(rev) > n {
+		rev = rev[:n]
+	}
+	return prefix + rev
 }

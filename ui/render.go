@@ -13,6 +13,7 @@ import (
 
 	"github.com/berth-registry/berth/auth"
 	"github.com/berth-registry/berth/config"
+	"github.com/berth-registry/berth/pkgsource"
 )
 
 //go:embed templates
@@ -43,7 +44,7 @@ var funcs = template.FuncMap{
 	"size":          formatSize,
 	"join":          strings.Join,
 	"add":           func(a, b int) int { return a + b },
-	"shortRevision": shortRevision,
+	"shortRevision": pkgsource.ShortRevision,
 }
 
 // layout is what every page shows around its own content.

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
 
 	"github.com/berth-registry/berth/catalog"
 	"github.com/berth-registry/berth/catalog/apiv1"
@@ -57,18 +56,4 @@ func (h *handler) sourcesList(w http.ResponseWriter, r *http.Request) error {
 	}
 	h.render(w, r, http.StatusOK, "sources", sourcesPage{Namespace: ns, Tracked: h.sources != nil, Sources: list})
 	return nil
-}
-
-// shortRevision shortens a commit, an ETag or a digest for the page; the
-// whole revision is its title.
-func shortRevision(rev string) string {
-	const n = 12
-	prefix := ""
-	if hex, ok := strings.CutPrefix(rev, "sha256:"); ok {
-		prefix, rev = "sha256:", hex
-	}
-	if len(rev) > n {
-		rev = rev[:n]
-	}
-	return prefix + rev
 }

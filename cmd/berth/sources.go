@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/berth-registry/berth/catalog/apiv1"
+	"github.com/berth-registry/berth/pkgsource"
 )
 
 // newSourcesCmd returns `berth sources [NAMESPACE]`, with its subcommands
@@ -150,21 +151,7 @@ func writeSources(w io.Writer, sources []apiv1.Source) error {
 		if s.LastError != nil {
 			lastError = s.LastError.Reason + ": " + s.LastError.Message
 		}
-		t.add(s.Namespace+"/"+s.Package, s.Kind, s.URL, s.Ref, lastCheck, shortRevision(s.Revision), lastVersion, lastError)
+		t.add(s.Namespace+"/"+s.Package, s.Kind, s.URL, s.Ref, lastCheck, pkgsource.ShortRevision(s.Revision), lastVersion, lastError)
 	}
 	return t.flush()
-}
-
-// shortRevision shortens a commit, an ETag or a digest to 12 characters
-// (after the algorithm of a digest).
-func shortRevision(rev string) string {
-	const n = 12
-	prefix := ""
-	if algo, hex, ok := strings.Cut(rev, ":"); ok && !strings.ContainsAny(algo, `"/`) {
-		prefix, rev = algo+":", hex
-	}
-	if len(rev) > n {
-		rev = rev[:n]
-	}
-	return prefix + rev
 }

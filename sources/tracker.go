@@ -11,12 +11,11 @@ package sources
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"strings"
@@ -347,13 +346,10 @@ func (t *Tracker) flush(ctx context.Context) {
 
 // jitter is a random duration of up to a tenth of d.
 func jitter(d time.Duration) time.Duration {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	n := int64(d / 10)
-	if n <= 0 {
+	if d < 10 {
 		return 0
 	}
-	return time.Duration(binary.LittleEndian.Uint64(b[:]) % uint64(n))
+	return rand.N(d / 10)
 }
 
 // credentials reads the source's credential files, at each fetch.

@@ -74,7 +74,8 @@ type Result struct {
 
 // handler serves the webhook.
 type handler struct {
-	cfg *config.Config
+	// targets are the sources of the configuration, in its order.
+	targets []target
 	// check asks for a check of a source now (sources.Tracker.Check).
 	check func(ctx context.Context, namespace, pkg string) error
 	log   *slog.Logger
@@ -85,13 +86,17 @@ type handler struct {
 // some source it is for verifies 202 with a Result, and otherwise 400 (a
 // malformed delivery, saying what is wrong), 401 (no source verifies it,
 // without saying which sources exist), 405 (not a POST) or 413 (a body over
-// MaxBody), each with an apiv1.Errors document. cfg lists the sources and
-// is read at each delivery; a nil log means slog.Default().
+// MaxBody), each with an apiv1.Errors document. cfg lists the sources,
+// whose URLs are normalized once, here; a nil log means slog.Default().
 func New(cfg *config.Config, check func(ctx context.Context, namespace, pkg string) error, log *slog.Logger) http.Handler {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &handler{cfg: cfg, check: check, log: log}
+	h := &handler{check: check, log: log}
+	for _, ts := range cfg.TrackedSources() {
+		h.targets = append(h.targets, target{namespace: ts.Namespace, source: ts.Source, url: NormalizeURL(ts.URL)})
+	}
+	return h
 }
 
 // deliveryError is a delivery refused with status; its message is the
@@ -196,7 +201,9 @@ func (h *handler) serve(r *http.Request) (*Result, error) {
 // target is a source a delivery may be for.
 type target struct {
 	namespace string
-	source    *config.Source
+	source    config.Source
+	// url is the source's URL, normalized (NormalizeURL).
+	url string
 }
 
 // named returns the source ?source=NAMESPACE/PACKAGE names, of any kind;
@@ -207,11 +214,11 @@ func (h *handler) named(name string) ([]target, error) {
 		return nil, refuse(http.StatusBadRequest, "INVALID", "query parameter source=%q: want NAMESPACE/PACKAGE", name)
 	}
 	var out []target
-	h.each(func(t target) {
+	for _, t := range h.targets {
 		if t.namespace == ns && t.source.Package == pkg {
 			out = append(out, t)
 		}
-	})
+	}
 	return out, nil
 }
 
@@ -223,21 +230,12 @@ func (h *handler) forPayload(contentType string, body []byte) ([]target, error) 
 		return nil, err
 	}
 	var out []target
-	h.each(func(t target) {
-		if t.source.Kind == "git" && urls[NormalizeURL(t.source.URL)] {
+	for _, t := range h.targets {
+		if t.source.Kind == "git" && urls[t.url] {
 			out = append(out, t)
 		}
-	})
-	return out, nil
-}
-
-// each calls fn with every source of the configuration.
-func (h *handler) each(fn func(target)) {
-	for _, ns := range h.cfg.Namespaces {
-		for i := range ns.Sources {
-			fn(target{namespace: ns.Name, source: &ns.Sources[i]})
-		}
 	}
+	return out, nil
 }
 
 // payload holds the repository URLs of GitHub's and GitLab's push and tag

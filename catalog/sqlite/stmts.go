@@ -85,13 +85,16 @@ func (c *stmtCache) prepare(ctx context.Context, db *sql.DB) {
 }
 
 // close closes the prepared statements.
-func (c *stmtCache) close() error {
+func (c *stmtCache) close() error { return closeStmts(c.prepared) }
+
+// closeStmts closes and forgets the statements of prepared.
+func closeStmts(prepared map[string]*sql.Stmt) error {
 	var first error
-	for q, st := range c.prepared {
+	for q, st := range prepared {
 		if err := st.Close(); err != nil && first == nil {
 			first = err
 		}
-		delete(c.prepared, q)
+		delete(prepared, q)
 	}
 	return first
 }
@@ -147,12 +150,5 @@ func (r *readStmts) QueryRowContext(ctx context.Context, query string, args ...a
 func (r *readStmts) close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var first error
-	for q, st := range r.prepared {
-		if err := st.Close(); err != nil && first == nil {
-			first = err
-		}
-		delete(r.prepared, q)
-	}
-	return first
+	return closeStmts(r.prepared)
 }

@@ -527,7 +527,7 @@ func (c *Catalog) syncTagLocked(ctx context.Context, repo, tag string) (result, 
 	if e.Status == apiv1.StatusIndexed {
 		// Checked here, on the tag's worker, so that a version is indexed
 		// and verified in one step, and a rebuild leaves no checks behind.
-		c.checkSignatures(ctx, repo, dgst)
+		c.checkIndexed(ctx, repo, dgst)
 		c.log.Debug("catalog: indexed", "repo", repo, "tag", tag, "digest", dgst)
 	} else {
 		c.log.Info("catalog: not a package version", "repo", repo, "tag", tag, "digest", dgst, "status", e.Status, "reason", e.Reason)

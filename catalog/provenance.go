@@ -136,6 +136,21 @@ func (c *Catalog) checkSignatures(ctx context.Context, repo, subject string) res
 	if len(held) == 0 {
 		return resultUnchanged
 	}
+	return c.verify(ctx, repo, subject)
+}
+
+// checkIndexed checks the signatures of subject in repo, the digest of a
+// version its caller has just indexed: no store read asks whether a version
+// holds it (PutSignatures records nothing if none does any more).
+func (c *Catalog) checkIndexed(ctx context.Context, repo, subject string) result {
+	defer c.checkLocks.Lock(repo + "@" + subject)()
+	return c.verify(ctx, repo, subject)
+}
+
+// verify checks the signatures of subject in repo and records the verdict;
+// the caller holds the digest's lock.
+func (c *Catalog) verify(ctx context.Context, repo, subject string) result {
+	ns, name, _ := strings.Cut(repo, "/")
 	sc := &SignatureCheck{Namespace: ns, Name: name, Digest: subject, Checked: time.Now().UTC(), Policy: c.policyID}
 	c.applyPolicy(sc)
 	rep, err := signing.Check(ctx, fetcher{c.source}, c.policy, repo, subject)

@@ -17,7 +17,7 @@ func (s *Store) PutImageMirrors(ctx context.Context, mirrors []apiv1.ImageMirror
 	if err := catalog.CheckImageMirrors(mirrors); err != nil {
 		return fmt.Errorf("catalog: image mirrors: %w", err)
 	}
-	err := s.write(ctx, func(tx *sql.Tx) (*indexUpdate, error) {
+	err := s.write(ctx, func(tx *writeTx) (*indexUpdate, error) {
 		for _, m := range mirrors {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO image_mirrors (source, mirror) VALUES (?, ?)
 			ON CONFLICT (source) DO UPDATE SET mirror = excluded.mirror`, m.Source, m.Mirror); err != nil {

@@ -15,7 +15,7 @@ import (
 // Entry returns the entry of one tag, Files included, or an error wrapping
 // catalog.ErrNotFound.
 func (s *Store) Entry(ctx context.Context, namespace, name, tag string) (*catalog.Entry, error) {
-	row := s.reader.QueryRowContext(ctx, `SELECT `+sqlrow.EntryColumns+sqlrow.FilesColumn+` FROM entries
+	row := s.reads.QueryRowContext(ctx, `SELECT `+sqlrow.EntryColumns+sqlrow.FilesColumn+` FROM entries
 	WHERE namespace = ? AND name = ? AND tag = ?`, namespace, name, tag)
 	e, err := sqlrow.ScanEntry(row, true)
 	if errors.Is(err, sql.ErrNoRows) {

@@ -27,7 +27,7 @@ func (s *Store) PutSignatures(ctx context.Context, c *catalog.SignatureCheck) (b
 	verified := c.Verified()
 	checked := sqlitedb.EncodeTime(c.Checked)
 	changed := false
-	err := s.write(ctx, func(tx *sql.Tx) (*indexUpdate, error) {
+	err := s.write(ctx, func(tx *writeTx) (*indexUpdate, error) {
 		var held bool
 		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM entries
 		WHERE namespace = ? AND name = ? AND digest = ? AND status = 'indexed')`, c.Namespace, c.Name, c.Digest).Scan(&held); err != nil {
@@ -75,7 +75,7 @@ func (s *Store) PutSignatures(ctx context.Context, c *catalog.SignatureCheck) (b
 
 // pruneSignatures removes the check of digest, and its signatures, when no
 // indexed entry of the package holds the digest any more.
-func pruneSignatures(ctx context.Context, tx *sql.Tx, namespace, name, digest string) error {
+func pruneSignatures(ctx context.Context, tx *writeTx, namespace, name, digest string) error {
 	_, err := tx.ExecContext(ctx, `DELETE FROM signature_checks WHERE namespace = ? AND name = ? AND digest = ?
 	AND NOT EXISTS (SELECT 1 FROM entries WHERE namespace = ? AND name = ? AND digest = ? AND status = 'indexed')`,
 		namespace, name, digest, namespace, name, digest)
@@ -161,7 +161,7 @@ func (s *Store) SignatureCheckPage(ctx context.Context, after catalog.SignatureC
 // Checked, empty Policy); tail filters, orders and limits them.
 func (s *Store) listChecks(ctx context.Context, where []string, args []any, tail string, tailArgs []any) ([]catalog.SignatureCheck, error) {
 	var out []catalog.SignatureCheck
-	err := query(ctx, s.reader, `SELECT `+sqlrow.CheckColumns+`
+	err := query(ctx, s.reads, `SELECT `+sqlrow.CheckColumns+`
 	FROM (SELECT DISTINCT namespace, name, digest FROM entries WHERE `+strings.Join(where, ` AND `)+`) e
 	LEFT JOIN signature_checks c ON c.namespace = e.namespace AND c.name = e.name AND c.digest = e.digest
 	`+tail, append(args, tailArgs...), func(rows *sql.Rows) error {

@@ -30,12 +30,16 @@ type Store struct {
 	// writer has a single connection, so that writes are serialised in this
 	// process instead of failing with SQLITE_BUSY.
 	writer *sql.DB
-	// reader is a pool of query-only connections.
+	// reader is a pool of query-only connections; reads holds the
+	// statements of the queries a write or a rebuild makes for each version.
 	reader *sql.DB
+	reads  *readStmts
 	// index answers searches. writeMu makes each write's commit and index
 	// update one step, so that the index applies commits in their order.
 	index   *searchindex.Index
 	writeMu sync.Mutex
+	// stmts are the writer's prepared statements, used under writeMu.
+	stmts *stmtCache
 }
 
 var _ catalog.Store = (*Store)(nil)
@@ -60,7 +64,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("catalog: open %s: %w", path, err)
 	}
-	s := &Store{path: path, writer: writer, reader: reader}
+	s := &Store{path: path, writer: writer, reader: reader, stmts: newStmtCache(), reads: newReadStmts(reader)}
 	readers := max(4, 2*runtime.GOMAXPROCS(0))
 	s.reader.SetMaxOpenConns(readers)
 	s.reader.SetMaxIdleConns(readers)
@@ -73,9 +77,11 @@ func Open(ctx context.Context, path string) (*Store, error) {
 
 // Close closes the store's connections. Calls in flight may fail.
 func (s *Store) Close() error {
-	var errs []error
+	s.writeMu.Lock()
+	errs := []error{s.stmts.close()}
+	s.writeMu.Unlock()
 	if s.reader != nil {
-		errs = append(errs, s.reader.Close())
+		errs = append(errs, s.reads.close(), s.reader.Close())
 	}
 	errs = append(errs, s.writer.Close())
 	if err := errors.Join(errs...); err != nil {
@@ -87,15 +93,17 @@ func (s *Store) Close() error {
 // write runs fn in a write transaction, commits it when fn succeeds, and then
 // applies to the search index the update fn returned, if any. A transaction
 // that fails leaves the index as it was. Concurrent writes wait their turn.
-func (s *Store) write(ctx context.Context, fn func(*sql.Tx) (*indexUpdate, error)) error {
+// The queries fn runs are prepared once and kept (writeTx).
+func (s *Store) write(ctx context.Context, fn func(*writeTx) (*indexUpdate, error)) error {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
+	defer s.stmts.prepare(ctx, s.writer)
 	tx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback() // sql.ErrTxDone after Commit
-	upd, err := fn(tx)
+	upd, err := fn(&writeTx{Tx: tx, stmts: s.stmts})
 	if err != nil {
 		return err
 	}

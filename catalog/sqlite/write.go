@@ -25,7 +25,7 @@ func (s *Store) Put(ctx context.Context, e *catalog.Entry) (bool, error) {
 		return false, fmt.Errorf("catalog: put %s/%s:%s: %w", e.Namespace, e.Name, e.Tag, err)
 	}
 	changed := false
-	err = s.write(ctx, func(tx *sql.Tx) (*indexUpdate, error) {
+	err = s.write(ctx, func(tx *writeTx) (*indexUpdate, error) {
 		var id int64
 		var digest, status string
 		err := tx.QueryRowContext(ctx, `SELECT id, digest, status FROM entries WHERE namespace = ? AND name = ? AND tag = ?`,
@@ -77,7 +77,7 @@ func (s *Store) Put(ctx context.Context, e *catalog.Entry) (bool, error) {
 // transaction. Deleting an absent tag changes nothing and is not an error.
 func (s *Store) Delete(ctx context.Context, namespace, name, tag string) (bool, error) {
 	changed := false
-	err := s.write(ctx, func(tx *sql.Tx) (*indexUpdate, error) {
+	err := s.write(ctx, func(tx *writeTx) (*indexUpdate, error) {
 		var digest, status string
 		err := tx.QueryRowContext(ctx, `DELETE FROM entries WHERE namespace = ? AND name = ? AND tag = ? RETURNING digest, status`,
 			namespace, name, tag).Scan(&digest, &status)
@@ -103,7 +103,7 @@ func (s *Store) Delete(ctx context.Context, namespace, name, tag string) (bool, 
 	return changed, nil
 }
 
-func insertEntry(ctx context.Context, tx *sql.Tx, e *catalog.Entry, row *sqlrow.Row, verified bool) error {
+func insertEntry(ctx context.Context, tx *writeTx, e *catalog.Entry, row *sqlrow.Row, verified bool) error {
 	var id int64
 	err := tx.QueryRowContext(ctx, `INSERT INTO entries (namespace, name, tag, version_key, digest, status, reason,
 	indexed, verified, kube_min, kube_max, content_digest, content_size, content_media_type, metadata, files, olm)
@@ -140,7 +140,7 @@ func insertEntry(ctx context.Context, tx *sql.Tx, e *catalog.Entry, row *sqlrow.
 // when none is left, and returns the search document the package now has,
 // read back from that row in the same transaction. Every write calls it, so
 // that neither the row nor the document ever disagrees with the entries.
-func refreshPackage(ctx context.Context, tx *sql.Tx, namespace, name string) (*indexUpdate, error) {
+func refreshPackage(ctx context.Context, tx *writeTx, namespace, name string) (*indexUpdate, error) {
 	upd := &indexUpdate{namespace: namespace, name: name}
 	var tag, digest string
 	var indexed int64
@@ -222,7 +222,7 @@ const setPackageSets = `UPDATE packages SET
 // AppendSourceEvent appends ch, an event of a tracked source, to the
 // change feed, in a transaction of its own.
 func (s *Store) AppendSourceEvent(ctx context.Context, ch apiv1.Change) error {
-	err := s.write(ctx, func(tx *sql.Tx) (*indexUpdate, error) {
+	err := s.write(ctx, func(tx *writeTx) (*indexUpdate, error) {
 		_, err := tx.ExecContext(ctx, `INSERT INTO changes (action, namespace, name, tag, digest, status, reason, time)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, apiv1.ActionSource, ch.Namespace, ch.Name, ch.Version, ch.Digest, ch.Status, ch.Reason,
 			sqlitedb.EncodeTime(time.Now()))
@@ -234,7 +234,7 @@ func (s *Store) AppendSourceEvent(ctx context.Context, ch apiv1.Change) error {
 	return nil
 }
 
-func appendChange(ctx context.Context, tx *sql.Tx, action, namespace, name, tag, digest, status string) error {
+func appendChange(ctx context.Context, tx *writeTx, action, namespace, name, tag, digest, status string) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO changes (action, namespace, name, tag, digest, status, time) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 		action, namespace, name, tag, digest, status, sqlitedb.EncodeTime(time.Now()))
 	return err

@@ -181,9 +181,10 @@ func runCatalog(ctx context.Context, o catalogOptions) error {
 	rebuildRow := catRow{
 		name:  "full rebuild: start with no catalog.db until the first reconciliation is done",
 		value: formatDuration(rebuild),
-		detail: fmt.Sprintf("%s versions/s; reconciliation %s: %s indexed, %d failed; catalog holds %s versions in %s packages, %d unindexed",
+		detail: fmt.Sprintf("%s versions/s; reconciliation %s: %s indexed, %d failed; catalog holds %s versions in %s packages, %d unindexed; %s",
 			thousands(int(float64(st.Reconcile.Indexed)/rebuild.Seconds())), formatDuration(reconcileTook(st.Reconcile)),
-			thousands(st.Reconcile.Indexed), st.Reconcile.Failed, thousands(st.Versions), thousands(st.Packages), st.Unindexed),
+			thousands(st.Reconcile.Indexed), st.Reconcile.Failed, thousands(st.Versions), thousands(st.Packages), st.Unindexed,
+			cpuDetail(srv.cmd.Process.Pid, st.Reconcile.Indexed)),
 	}
 	if st.Versions != loaded.versions || st.Unindexed != 0 || st.Reconcile.Failed != 0 {
 		rebuildRow.result = "INCOMPLETE"
@@ -540,6 +541,20 @@ func parseProcStatus(b []byte) (procMemory, error) {
 		return procMemory{}, errors.New("no VmRSS or VmHWM")
 	}
 	return m, nil
+}
+
+// cpuDetail says how much CPU time process pid has used, and per version
+// when versions > 0: unlike the wall time, a machine busy with other work
+// does not inflate it.
+func cpuDetail(pid, versions int) string {
+	cpu, err := processCPU(pid)
+	if err != nil {
+		return fmt.Sprintf("CPU time unknown: %v", err)
+	}
+	if versions == 0 {
+		return fmt.Sprintf("berth's CPU time %s", formatDuration(cpu))
+	}
+	return fmt.Sprintf("berth's CPU time %s, %.2f ms per version", formatDuration(cpu), float64(cpu.Microseconds())/1000/float64(versions))
 }
 
 // rssRow reports the server's resident memory now and at its peak; the

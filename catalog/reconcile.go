@@ -85,29 +85,28 @@ func (c *Catalog) reconcile(ctx context.Context, st *apiv1.ReconcileStatus, mu *
 		}
 	)
 	var listErr error
-	for _, repo := range repos {
-		if _, ok := olm.CatalogNamespace(repo); ok {
-			continue // berth's own OLM catalog images: no packages there
-		}
-		refs, err := c.repoTags(ctx, repo)
-		if err != nil {
-			listErr = err
+	for l := range c.listTags(ctx, repos) {
+		if l.err != nil {
+			listErr = l.err
 			// Keep what the store has for this repository: it could not be checked.
 			for k := range stored {
-				if k[0] == repo {
+				if k[0] == l.repo {
 					delete(stored, k)
 				}
 			}
 			continue
 		}
-		for _, ref := range refs {
-			k := [2]string{repo, ref.Tag}
+		for _, ref := range l.refs {
+			k := [2]string{l.repo, ref.Tag}
 			d, ok := stored[k]
 			delete(stored, k)
 			if !ok || d != ref.Digest {
-				run(task{repo: repo, tag: ref.Tag})
+				run(task{repo: l.repo, tag: ref.Tag})
 			}
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err // some repositories were not listed: what they hold is unknown
 	}
 	for k := range stored {
 		run(task{repo: k[0], tag: k[1]}) // gone from the registry: the worker confirms and removes
@@ -119,6 +118,55 @@ func (c *Catalog) reconcile(ctx context.Context, st *apiv1.ReconcileStatus, mu *
 		return listErr
 	}
 	return ctx.Err()
+}
+
+// listConcurrency bounds the repositories whose tags a reconciliation
+// lists at once. Listing a repository costs a few storage reads per tag
+// (DistributionSource checks that each tag's manifest is there): round trips
+// on object storage, which one listing at a time pays one after the other.
+const listConcurrency = 16
+
+// tagListing is the tags of a repository, or the error listing them.
+type tagListing struct {
+	repo string
+	refs []TagRef
+	err  error
+}
+
+// listTags lists the tags of repos, but berth's OLM catalog images,
+// listConcurrency repositories at a time, in no particular order. The
+// channel is closed after the last listing: read it to the end. When ctx
+// ends, the listings not started are left out.
+func (c *Catalog) listTags(ctx context.Context, repos []string) <-chan tagListing {
+	out := make(chan tagListing, listConcurrency)
+	next := make(chan string)
+	var wg sync.WaitGroup
+	for range listConcurrency {
+		wg.Go(func() {
+			for repo := range next {
+				refs, err := c.repoTags(ctx, repo)
+				out <- tagListing{repo: repo, refs: refs, err: err}
+			}
+		})
+	}
+	go func() {
+		defer close(next)
+		for _, repo := range repos {
+			if _, ok := olm.CatalogNamespace(repo); ok {
+				continue // berth's own OLM catalog images: no packages there
+			}
+			select {
+			case next <- repo:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	go func() {
+		wg.Wait()
+		close(out)
+	}()
+	return out
 }
 
 // repoTags lists the tags of repo for a reconciliation, removing the

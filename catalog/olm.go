@@ -9,7 +9,15 @@ import (
 	"github.com/berth-registry/berth/pkgformat"
 )
 
-var _ olm.Source = (*Catalog)(nil)
+var (
+	_ olm.Source     = (*Catalog)(nil)
+	_ olm.Reconciler = (*Catalog)(nil)
+)
+
+// Reconciling reports whether a reconciliation with the registry is
+// running, for the OLM catalog publisher, which then publishes a
+// namespace's changes once they settle.
+func (c *Catalog) Reconciling() bool { return c.reconciling.Load() > 0 }
 
 // OLMPackages lists, per namespace, the packages that have indexed OLM
 // versions, for the OLM catalog publisher.

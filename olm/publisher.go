@@ -62,6 +62,17 @@ type Resolver interface {
 	Resolve(ctx context.Context, repo, tag string) (string, error)
 }
 
+// Reconciler is an optional capability of a Source (the catalog has it):
+// whether it is reconciling with the registry, when a whole namespace may
+// be indexed package after package for minutes. While it is, a burst of
+// changes is published once it settles, maxBurst×Debounce after its last
+// change, rather than at the latest maxBurst×Debounce after its first: a
+// namespace being indexed gets one catalog image, not one every
+// maxBurst×Debounce with a few more packages each time.
+type Reconciler interface {
+	Reconciling() bool
+}
+
 // PublisherOptions configure a Publisher.
 type PublisherOptions struct {
 	Source   Source
@@ -71,7 +82,9 @@ type PublisherOptions struct {
 	// Debounce is the quiet time after a change before its namespace is
 	// published, so that a burst of changes is published once; 0 means
 	// 100ms. A burst is published at most 5×Debounce after its first
-	// change even if changes keep coming.
+	// change even if changes keep coming, unless the Source is a
+	// Reconciler that is reconciling: then it is published once no change
+	// came for 5×Debounce.
 	Debounce time.Duration
 	// Leader, when set, says whether this replica writes the catalog
 	// images. Every replica of several that share a catalog and a registry
@@ -150,7 +163,8 @@ type catalog struct {
 const (
 	defaultDebounce = 100 * time.Millisecond
 	// maxBurst is how many Debounces after its first change a burst is
-	// published at the latest.
+	// published at the latest; while the Source reconciles, how many
+	// Debounces without a change settle a burst.
 	maxBurst = 5
 	// parallelism bounds the namespaces published at once.
 	parallelism = 4
@@ -281,6 +295,10 @@ func (p *Publisher) Run(ctx context.Context) {
 // parallelism at once, and returns when the next one is due (zero: none
 // pending).
 func (p *Publisher) startDue(ctx context.Context, wg *sync.WaitGroup) time.Time {
+	reconciling := false
+	if r, ok := p.src.(Reconciler); ok {
+		reconciling = r.Reconciling()
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := time.Now()
@@ -296,11 +314,7 @@ func (p *Publisher) startDue(ctx context.Context, wg *sync.WaitGroup) time.Time 
 		if s.busy || len(s.dirty) == 0 {
 			continue
 		}
-		due := s.last.Add(p.debounce)
-		if end := s.first.Add(maxBurst * p.debounce); end.Before(due) {
-			due = end
-		}
-		due = later(due, s.retryAt)
+		due := p.due(s, reconciling)
 		if due.After(now) {
 			if next.IsZero() || due.Before(next) {
 				next = due
@@ -327,6 +341,21 @@ func (p *Publisher) startDue(ctx context.Context, wg *sync.WaitGroup) time.Time 
 		})
 	}
 	return next
+}
+
+// due is when the pending burst of s is to be published: Debounce after
+// its last change, or maxBurst×Debounce after its first if that is sooner;
+// while the Source is reconciling, maxBurst×Debounce after its last change.
+// Never before a retry is due. p.mu must be held.
+func (p *Publisher) due(s *space, reconciling bool) time.Time {
+	if reconciling {
+		return later(s.last.Add(maxBurst*p.debounce), s.retryAt)
+	}
+	due := s.last.Add(p.debounce)
+	if end := s.first.Add(maxBurst * p.debounce); end.Before(due) {
+		due = end
+	}
+	return later(due, s.retryAt)
 }
 
 // markAll marks every package of every namespace as changed: those the

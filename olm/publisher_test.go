@@ -708,6 +708,103 @@ func TestPublisherRun(t *testing.T) {
 	<-done
 }
 
+// reconcilingSource is a fakeSource that is a Reconciler.
+type reconcilingSource struct {
+	*fakeSource
+	reconciling atomic.Bool
+}
+
+func (s *reconcilingSource) Reconciling() bool { return s.reconciling.Load() }
+
+func TestPublisherDue(t *testing.T) {
+	const d = 100 * time.Millisecond
+	p := &Publisher{debounce: d}
+	at := time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
+	ms := func(n int) time.Time { return at.Add(time.Duration(n) * time.Millisecond) }
+	tests := []struct {
+		name                 string
+		first, last, retryAt time.Time
+		reconciling          bool
+		want                 time.Time
+	}{
+		{"one change", ms(0), ms(0), time.Time{}, false, ms(100)},
+		{"a burst", ms(0), ms(300), time.Time{}, false, ms(400)},
+		{"a burst past its cap", ms(0), ms(450), time.Time{}, false, ms(500)},
+		{"a retry later", ms(0), ms(0), ms(2000), false, ms(2000)},
+		{"one change while reconciling", ms(0), ms(0), time.Time{}, true, ms(500)},
+		{"a long burst while reconciling: no cap", ms(0), ms(9000), time.Time{}, true, ms(9500)},
+		{"a retry later while reconciling", ms(0), ms(0), ms(2000), true, ms(2000)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &space{first: tt.first, last: tt.last, retryAt: tt.retryAt}
+			if got := p.due(s, tt.reconciling); !got.Equal(tt.want) {
+				t.Errorf("due = +%s, want +%s", got.Sub(at), tt.want.Sub(at))
+			}
+		})
+	}
+}
+
+// TestPublisherSettlesWhileReconciling: a burst of changes that lasts past
+// the cap is published once while the Source reconciles, several times
+// otherwise.
+func TestPublisherSettlesWhileReconciling(t *testing.T) {
+	for _, tt := range []struct {
+		name        string
+		reconciling bool
+		publishes   func(n float64) bool
+	}{
+		{"reconciling", true, func(n float64) bool { return n == 1 }},
+		{"not reconciling", false, func(n float64) bool { return n > 1 }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			src := &reconcilingSource{fakeSource: newFakeSource()}
+			src.set("ns", "etcd", olmVersion("etcd", "1.0.0", ch("stable", "")))
+			src.reconciling.Store(tt.reconciling)
+			reg := prometheus.NewRegistry()
+			p, err := NewPublisher(PublisherOptions{Source: src, Registry: newFakeRegistry(), Host: testHost, Debounce: 40 * time.Millisecond, Metrics: reg})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() {
+				p.Run(ctx)
+				close(done)
+			}()
+			defer func() {
+				cancel()
+				<-done
+			}()
+			waitPublished := func(packages int) {
+				t.Helper()
+				for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+					if stats, ok := p.LastPublish("ns"); ok && stats.Packages == packages {
+						return
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("no catalog of %d packages", packages)
+					}
+				}
+			}
+			waitPublished(1) // Run's first publish
+			before := testutil.ToFloat64(p.metrics.publishes.WithLabelValues(resultPublished))
+			// 40 packages, one every 10ms: 400ms, twice the cap of 200ms.
+			for i := range 40 {
+				name := fmt.Sprintf("op%02d", i)
+				src.set("ns", name, olmVersion(name, "1.0.0", ch("stable", "")))
+				p.Changed("ns", name)
+				time.Sleep(10 * time.Millisecond)
+			}
+			waitPublished(41)
+			published := testutil.ToFloat64(p.metrics.publishes.WithLabelValues(resultPublished)) - before
+			if !tt.publishes(published) {
+				t.Errorf("%v catalog manifests published for a burst of 40 changes", published)
+			}
+		})
+	}
+}
+
 // TestPublisherFollowerTakesOver: two replicas' Publishers on one registry.
 // The follower renders what the leader pushes and pushes nothing; when the
 // leader died before pushing a change, the follower that takes over pushes

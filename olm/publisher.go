@@ -63,8 +63,9 @@ type Resolver interface {
 }
 
 // Reconciler is an optional capability of a Source (the catalog has it):
-// whether it is reconciling with the registry, when a whole namespace may
-// be indexed package after package for minutes. While it is, a burst of
+// whether it is reconciling with the registry in bulk (the catalog: its
+// first reconciliation), when a whole namespace may be indexed package
+// after package for minutes. While it is, a burst of
 // changes is published once it settles, maxBurst×Debounce after its last
 // change, rather than at the latest maxBurst×Debounce after its first: a
 // namespace being indexed gets one catalog image, not one every

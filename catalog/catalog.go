@@ -154,6 +154,8 @@ type Catalog struct {
 
 	mu     sync.Mutex
 	status apiv1.ReconcileStatus
+	// reconciling counts the reconciliations running (Reconciling).
+	reconciling atomic.Int32
 
 	metrics *metrics
 }

@@ -9,7 +9,19 @@ import (
 	"github.com/berth-registry/berth/pkgformat"
 )
 
-var _ olm.Source = (*Catalog)(nil)
+var (
+	_ olm.Source     = (*Catalog)(nil)
+	_ olm.Reconciler = (*Catalog)(nil)
+)
+
+// Reconciling reports whether this process's first reconciliation with the
+// registry is running, the one that indexes everything a catalog without
+// its database finds, for the OLM catalog publisher, which then publishes a
+// namespace's changes once they settle. Later reconciliations are not
+// reported: pushes during them keep the publisher's short debounce.
+func (c *Catalog) Reconciling() bool {
+	return c.reconciling.Load() > 0 && c.reconcileStatus().Runs == 0
+}
 
 // OLMPackages lists, per namespace, the packages that have indexed OLM
 // versions, for the OLM catalog publisher.

@@ -21,6 +21,8 @@ import (
 // what it did; a registry that cannot be listed is an error, and nothing is
 // removed then.
 func (c *Catalog) Reconcile(ctx context.Context) (apiv1.ReconcileStatus, error) {
+	c.reconciling.Add(1)
+	defer c.reconciling.Add(-1)
 	start := time.Now().UTC()
 	st := apiv1.ReconcileStatus{Started: &start}
 	var mu sync.Mutex

@@ -23,6 +23,7 @@ import (
 
 	"github.com/berth-registry/berth/config"
 	"github.com/berth-registry/berth/coord"
+	"github.com/berth-registry/berth/olm"
 	"github.com/berth-registry/berth/registry"
 	"github.com/berth-registry/berth/retention"
 )
@@ -164,6 +165,21 @@ func (m *Maintenance) Run(ctx context.Context, dryRun bool, by string) (Report, 
 	return rep, nil
 }
 
+// keepUntagged is how long collection keeps the untagged manifests of a
+// repository beyond the grace: its namespace's untaggedOlderThan, except in
+// the namespace's OLM catalog repository, whose untagged manifests are the
+// catalog images berth itself superseded (docs/olm.md): those go once the
+// grace has passed, and with them the layers no current image shares.
+func keepUntagged(cfg *config.Config) func(repo string) time.Duration {
+	return func(repo string) time.Duration {
+		if _, ok := olm.CatalogNamespace(repo); ok {
+			return 0
+		}
+		ns, _, _ := strings.Cut(repo, "/")
+		return cfg.NamespacePolicy(ns).UntaggedOlderThan
+	}
+}
+
 func (m *Maintenance) run(ctx context.Context, dryRun bool) (Report, error) {
 	cfg := m.opts.Config
 	label := prometheus.Labels{"dry_run": fmt.Sprint(dryRun)}
@@ -177,12 +193,9 @@ func (m *Maintenance) run(ctx context.Context, dryRun bool) (Report, error) {
 		return rep, fmt.Errorf("retention: %w", err)
 	}
 	gc, err := m.opts.Registry.CollectGarbage(ctx, registry.GCOptions{
-		Grace:  cfg.GC.Grace,
-		DryRun: dryRun,
-		KeepUntagged: func(repo string) time.Duration {
-			ns, _, _ := strings.Cut(repo, "/")
-			return cfg.NamespacePolicy(ns).UntaggedOlderThan
-		},
+		Grace:        cfg.GC.Grace,
+		DryRun:       dryRun,
+		KeepUntagged: keepUntagged(cfg),
 	})
 	rep.GCReport = gc
 	m.duration.WithLabelValues("mark").Observe(gc.Mark.Seconds())

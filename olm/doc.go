@@ -13,9 +13,10 @@
 //     olm.package, olm.channel and olm.bundle documents, channels as
 //     operator-registry's loader forms them (catalog/graph).
 //   - Publisher keeps one FBC catalog image per namespace at
-//     CatalogRepository(namespace):CatalogTag, one layer per package, so a
-//     push or delete rebuilds one layer and the manifest, and every other
-//     layer is reused by digest.
+//     CatalogRepository(namespace):CatalogTag, its packages spread over at
+//     most 128 layers by a hash of their names, so a push or delete
+//     re-renders one package, rebuilds its layer and the manifest, and
+//     every other layer is reused by digest.
 //
 // Everything here is derived from content the catalog read and checked;
 // nothing a client claims in a config blob or a label is copied.

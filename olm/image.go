@@ -9,7 +9,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -31,24 +33,51 @@ func catalogFile(name string) string {
 	return strings.TrimPrefix(ConfigsDir, "/") + "/" + name + "/catalog.json"
 }
 
-// packageLayer is what a catalog image keeps of one package's layer.
-type packageLayer struct {
-	Name   string             // the package
-	Blob   ocispec.Descriptor // the gzipped tar
-	DiffID digest.Digest      // digest of the tar
-	Size   int64              // size of the tar
+// catalogShards is how many layers a catalog image has at most. Each
+// package's FBC goes into the layer of its shard (shardOf), so that the
+// manifest and the config stay small however many packages a namespace
+// holds: 128 layer descriptors and diff_ids, about 29 KiB together, where
+// a layer per package gave 1.1 MiB at 5,000 packages. A change rewrites
+// its shard's layer: about 1/128th of the namespace's FBC.
+const catalogShards = 128
+
+// shardOf is the shard of package name: its FNV-1a hash modulo
+// catalogShards. It depends on the name alone, so that the layout is the
+// same whatever packages a namespace holds and however its image was
+// built.
+func shardOf(name string) int {
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	return int(h.Sum32() % catalogShards)
 }
 
-// newPackageLayer builds the catalog layer of package name, whose FBC is
-// fbc: a tar of configs/, configs/<name>/ and configs/<name>/catalog.json,
-// gzipped. The same name and FBC always give the same bytes.
-func newPackageLayer(name string, fbc []byte) (packageLayer, []byte, error) {
-	data, diffID, size, err := tarGzip([]pkgformat.File{{Path: catalogFile(name), Mode: 0o644, Data: fbc}})
-	if err != nil {
-		return packageLayer{}, nil, fmt.Errorf("%s: catalog layer: %w", name, err)
+// shardLayer is what a catalog image keeps of one shard's layer.
+type shardLayer struct {
+	Shard    int
+	Packages []string           // its packages, sorted
+	Blob     ocispec.Descriptor // the gzipped tar
+	DiffID   digest.Digest      // digest of the tar
+	Size     int64              // size of the tar
+}
+
+// newShardLayer builds the catalog layer of shard from the FBC of each of
+// its packages, fbcs (package name -> FBC, not empty): a tar of configs/,
+// then configs/<name>/ and configs/<name>/catalog.json for each package in
+// name order, gzipped. The same packages and FBC always give the same
+// bytes.
+func newShardLayer(shard int, fbcs map[string][]byte) (shardLayer, []byte, error) {
+	names := slices.Sorted(maps.Keys(fbcs))
+	files := make([]pkgformat.File, len(names))
+	for i, name := range names {
+		files[i] = pkgformat.File{Path: catalogFile(name), Mode: 0o644, Data: fbcs[name]}
 	}
-	return packageLayer{
-		Name: name,
+	data, diffID, size, err := tarGzip(files)
+	if err != nil {
+		return shardLayer{}, nil, fmt.Errorf("catalog layer %d: %w", shard, err)
+	}
+	return shardLayer{
+		Shard:    shard,
+		Packages: names,
 		Blob: ocispec.Descriptor{
 			MediaType: ocispec.MediaTypeImageLayerGzip,
 			Digest:    digest.FromBytes(data),
@@ -125,10 +154,10 @@ func (c *countWriter) Write(p []byte) (int, error) {
 }
 
 // catalogImage returns the config blob and the manifest of the catalog image
-// made of layers, given in package name order: an OCI image for linux/amd64
+// made of layers, given in shard order: an OCI image for linux/amd64
 // labelled LabelConfigs=ConfigsDir, with no timestamps. The same layers
 // always give the same bytes; no layers give an image with none.
-func catalogImage(layers []packageLayer) (config Blob, manifest Blob, err error) {
+func catalogImage(layers []shardLayer) (config Blob, manifest Blob, err error) {
 	img := ocispec.Image{
 		Platform: ocispec.Platform{Architecture: "amd64", OS: "linux"},
 		Config:   ocispec.ImageConfig{Labels: map[string]string{LabelConfigs: ConfigsDir}},
@@ -162,9 +191,10 @@ func jsonBlob(mediaType string, v any) (Blob, error) {
 	return Blob{Descriptor: ocispec.Descriptor{MediaType: mediaType, Digest: digest.FromBytes(data), Size: int64(len(data))}, Data: data}, nil
 }
 
-// writeLayer writes the FBC documents of one catalog layer, read from reg,
-// that keep keeps.
-func writeLayer(ctx context.Context, reg Registry, w io.Writer, repo string, l packageLayer, keep func(schema, pkg string) bool) error {
+// readLayer reads the catalog layer l back from reg and calls each with
+// the name of every package it holds, in the layer's order, and a reader of
+// that package's FBC, valid until each returns.
+func readLayer(ctx context.Context, reg Registry, repo string, l shardLayer, each func(name string, fbc io.Reader) error) error {
 	rc, err := reg.Blob(ctx, repo, l.Blob.Digest.String())
 	if err != nil {
 		return fmt.Errorf("read layer %s: %w", l.Blob.Digest, err)
@@ -175,19 +205,54 @@ func writeLayer(ctx context.Context, reg Registry, w io.Writer, repo string, l p
 		return fmt.Errorf("read layer %s: %w", l.Blob.Digest, err)
 	}
 	tr := tar.NewReader(io.LimitReader(zr, l.Size))
-	want := catalogFile(l.Name)
+	found := 0
 	for {
 		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
 		if err != nil {
-			if errors.Is(err, io.EOF) {
-				err = fmt.Errorf("no %s", want)
-			}
 			return fmt.Errorf("read layer %s: %w", l.Blob.Digest, err)
 		}
-		if hdr.Name == want && hdr.Typeflag == tar.TypeReg {
-			return writeDocuments(w, tr, l.Name, keep)
+		name, ok := catalogPackage(hdr.Name)
+		if !ok || hdr.Typeflag != tar.TypeReg {
+			continue
+		}
+		if _, known := slices.BinarySearch(l.Packages, name); !known {
+			return fmt.Errorf("read layer %s: %s is not one of its packages", l.Blob.Digest, hdr.Name)
+		}
+		found++
+		if err := each(name, tr); err != nil {
+			return err
 		}
 	}
+	if found != len(l.Packages) {
+		return fmt.Errorf("read layer %s: %d packages, want %d", l.Blob.Digest, found, len(l.Packages))
+	}
+	return nil
+}
+
+// catalogPackage is the package whose FBC is at path p in a catalog
+// layer, configs/<name>/catalog.json.
+func catalogPackage(p string) (string, bool) {
+	rest, ok := strings.CutPrefix(p, strings.TrimPrefix(ConfigsDir, "/")+"/")
+	if !ok {
+		return "", false
+	}
+	name, ok := strings.CutSuffix(rest, "/catalog.json")
+	return name, ok && name != "" && !strings.Contains(name, "/")
+}
+
+// readShard returns the FBC of every package of the catalog layer l, read
+// back from reg.
+func readShard(ctx context.Context, reg Registry, repo string, l shardLayer) (map[string][]byte, error) {
+	out := make(map[string][]byte, len(l.Packages))
+	err := readLayer(ctx, reg, repo, l, func(name string, fbc io.Reader) error {
+		data, err := io.ReadAll(fbc)
+		out[name] = data
+		return err
+	})
+	return out, err
 }
 
 // writeDocuments copies the JSON Lines of r to w, those that keep keeps.

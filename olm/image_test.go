@@ -4,8 +4,10 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -51,14 +53,18 @@ func readTar(t *testing.T, tarball []byte) []tarEntry {
 	}
 }
 
-func TestPackageLayer(t *testing.T) {
-	fbc := []byte(`{"schema":"olm.package","name":"etcd","defaultChannel":"stable"}` + "\n")
-	l, data, err := newPackageLayer("etcd", fbc)
+func TestShardLayer(t *testing.T) {
+	// alpha and hello share shard 43.
+	fbcs := map[string][]byte{
+		"hello": []byte(`{"schema":"olm.package","name":"hello","defaultChannel":"stable"}` + "\n"),
+		"alpha": []byte(`{"schema":"olm.package","name":"alpha","defaultChannel":"stable"}` + "\n"),
+	}
+	l, data, err := newShardLayer(43, fbcs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Name != "etcd" || l.Blob.MediaType != ocispec.MediaTypeImageLayerGzip || l.Blob.Digest != digest.FromBytes(data) || l.Blob.Size != int64(len(data)) {
-		t.Errorf("layer %+v does not describe its %d bytes", l, len(data))
+	if l.Shard != 43 || !slices.Equal(l.Packages, []string{"alpha", "hello"}) || l.Blob.MediaType != ocispec.MediaTypeImageLayerGzip || l.Blob.Digest != digest.FromBytes(data) || l.Blob.Size != int64(len(data)) {
+		t.Errorf("layer %+v does not describe its %d bytes and sorted packages", l, len(data))
 	}
 	zr, err := gzip.NewReader(bytes.NewReader(data))
 	if err != nil {
@@ -76,15 +82,69 @@ func TestPackageLayer(t *testing.T) {
 	}
 	want := []tarEntry{
 		{"configs/", tar.TypeDir, 0o755, ""},
-		{"configs/etcd/", tar.TypeDir, 0o755, ""},
-		{"configs/etcd/catalog.json", tar.TypeReg, 0o644, string(fbc)},
+		{"configs/alpha/", tar.TypeDir, 0o755, ""},
+		{"configs/alpha/catalog.json", tar.TypeReg, 0o644, string(fbcs["alpha"])},
+		{"configs/hello/", tar.TypeDir, 0o755, ""},
+		{"configs/hello/catalog.json", tar.TypeReg, 0o644, string(fbcs["hello"])},
 	}
 	if got := readTar(t, tarball); !reflect.DeepEqual(got, want) {
 		t.Errorf("tar entries %+v, want %+v", got, want)
 	}
-	again, _, err := newPackageLayer("etcd", fbc)
+	again, _, err := newShardLayer(43, maps.Clone(fbcs))
 	if err != nil || !reflect.DeepEqual(again, l) {
 		t.Errorf("the same FBC gave layer %+v, then %+v (%v)", l, again, err)
+	}
+	reg := newFakeRegistry()
+	if err := reg.PushBlob(context.Background(), "ns/olm/catalog", Blob{Descriptor: l.Blob, Data: data}); err != nil {
+		t.Fatal(err)
+	}
+	if back, err := readShard(context.Background(), reg, "ns/olm/catalog", l); err != nil || !reflect.DeepEqual(back, fbcs) {
+		t.Errorf("read back %q (%v), want %q", back, err, fbcs)
+	}
+}
+
+func TestShardOf(t *testing.T) {
+	tests := []struct {
+		name  string
+		shard int
+	}{
+		{"etcd", 11}, {"kong", 12}, {"jaeger", 123}, {"alpha", 43}, {"hello", 43},
+	}
+	for _, tt := range tests {
+		if got := shardOf(tt.name); got != tt.shard {
+			t.Errorf("shardOf(%q) = %d, want %d: the layout of every published catalog image would change", tt.name, got, tt.shard)
+		}
+	}
+}
+
+func TestReadLayerRefusesAStrangeLayer(t *testing.T) {
+	l, data, err := newShardLayer(43, map[string][]byte{"alpha": []byte("{}\n"), "hello": []byte("{}\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := newFakeRegistry()
+	if err := reg.PushBlob(context.Background(), "r", Blob{Descriptor: l.Blob, Data: data}); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		packages []string
+		want     string
+	}{
+		{"a package it does not list", []string{"alpha"}, "configs/hello/catalog.json is not one of its packages"},
+		{"a package it lacks", []string{"alpha", "hello", "zeta"}, "2 packages, want 3"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			strange := l
+			strange.Packages = tt.packages
+			if _, err := readShard(context.Background(), reg, "r", strange); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("readShard error %v, want %q", err, tt.want)
+			}
+		})
+	}
+	if _, err := readShard(context.Background(), reg, "other", l); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("readShard of a missing blob: error %v, want the registry's", err)
 	}
 }
 
@@ -122,9 +182,9 @@ func TestTarGzipSortsAndSharesDirectories(t *testing.T) {
 }
 
 func TestCatalogImage(t *testing.T) {
-	var layers []packageLayer
+	var layers []shardLayer
 	for _, name := range []string{"a", "b"} {
-		l, _, err := newPackageLayer(name, []byte(`{"schema":"olm.package","name":"`+name+`"}`+"\n"))
+		l, _, err := newShardLayer(shardOf(name), map[string][]byte{name: []byte(`{"schema":"olm.package","name":"` + name + `"}` + "\n")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -132,7 +192,7 @@ func TestCatalogImage(t *testing.T) {
 	}
 	tests := []struct {
 		name   string
-		layers []packageLayer
+		layers []shardLayer
 	}{
 		{"two packages", layers},
 		{"no packages", nil},

@@ -62,6 +62,18 @@ type Resolver interface {
 	Resolve(ctx context.Context, repo, tag string) (string, error)
 }
 
+// Reconciler is an optional capability of a Source (the catalog has it):
+// whether it is reconciling with the registry in bulk (the catalog: its
+// first reconciliation), when a whole namespace may be indexed package
+// after package for minutes. While it is, a burst of
+// changes is published once it settles, maxBurst×Debounce after its last
+// change, rather than at the latest maxBurst×Debounce after its first: a
+// namespace being indexed gets one catalog image, not one every
+// maxBurst×Debounce with a few more packages each time.
+type Reconciler interface {
+	Reconciling() bool
+}
+
 // PublisherOptions configure a Publisher.
 type PublisherOptions struct {
 	Source   Source
@@ -71,7 +83,9 @@ type PublisherOptions struct {
 	// Debounce is the quiet time after a change before its namespace is
 	// published, so that a burst of changes is published once; 0 means
 	// 100ms. A burst is published at most 5×Debounce after its first
-	// change even if changes keep coming.
+	// change even if changes keep coming, unless the Source is a
+	// Reconciler that is reconciling: then it is published once no change
+	// came for 5×Debounce.
 	Debounce time.Duration
 	// Leader, when set, says whether this replica writes the catalog
 	// images. Every replica of several that share a catalog and a registry
@@ -90,7 +104,8 @@ type PublisherOptions struct {
 // PublishStats describe one publish of a namespace's catalog.
 type PublishStats struct {
 	Digest       digest.Digest // of the catalog manifest
-	Layers       int           // layers of the image: its packages
+	Layers       int           // layers of the image: its non-empty shards
+	Packages     int           // packages in those layers
 	LayersPushed int           // layer blobs pushed (those the registry lacked)
 	BytesPushed  int64         // bytes of blobs and manifest pushed
 	Pushed       bool          // a new manifest was pushed (false: the image came out the same)
@@ -100,9 +115,11 @@ type PublishStats struct {
 }
 
 // Publisher keeps one FBC catalog image per namespace in the registry, at
-// CatalogRepository(namespace):CatalogTag, with one layer per package in
-// package name order. A change to a package re-renders that package's layer
-// alone; the others are reused by digest. Namespaces publish concurrently,
+// CatalogRepository(namespace):CatalogTag, with one layer per non-empty
+// shard of its packages (at most 128, in shard order; see shardOf). A
+// change to a package re-renders that package alone and rebuilds its
+// shard's layer from the other packages' FBC as the layer in the registry
+// holds it; the other layers are reused by digest. Namespaces publish concurrently,
 // each one publish at a time. A namespace gets a catalog image once it has
 // an OLM package, and keeps one (possibly with no layers) after that.
 type Publisher struct {
@@ -139,14 +156,16 @@ type space struct {
 // catalog is a published catalog image.
 type catalog struct {
 	manifest ocispec.Descriptor
-	layers   []packageLayer // by package name
+	layers   []shardLayer // by shard
+	packages int          // in all its layers
 	stats    PublishStats
 }
 
 const (
 	defaultDebounce = 100 * time.Millisecond
 	// maxBurst is how many Debounces after its first change a burst is
-	// published at the latest.
+	// published at the latest; while the Source reconciles, how many
+	// Debounces without a change settle a burst.
 	maxBurst = 5
 	// parallelism bounds the namespaces published at once.
 	parallelism = 4
@@ -277,6 +296,10 @@ func (p *Publisher) Run(ctx context.Context) {
 // parallelism at once, and returns when the next one is due (zero: none
 // pending).
 func (p *Publisher) startDue(ctx context.Context, wg *sync.WaitGroup) time.Time {
+	reconciling := false
+	if r, ok := p.src.(Reconciler); ok {
+		reconciling = r.Reconciling()
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := time.Now()
@@ -292,11 +315,7 @@ func (p *Publisher) startDue(ctx context.Context, wg *sync.WaitGroup) time.Time 
 		if s.busy || len(s.dirty) == 0 {
 			continue
 		}
-		due := s.last.Add(p.debounce)
-		if end := s.first.Add(maxBurst * p.debounce); end.Before(due) {
-			due = end
-		}
-		due = later(due, s.retryAt)
+		due := p.due(s, reconciling)
 		if due.After(now) {
 			if next.IsZero() || due.Before(next) {
 				next = due
@@ -323,6 +342,21 @@ func (p *Publisher) startDue(ctx context.Context, wg *sync.WaitGroup) time.Time 
 		})
 	}
 	return next
+}
+
+// due is when the pending burst of s is to be published: Debounce after
+// its last change, or maxBurst×Debounce after its first if that is sooner;
+// while the Source is reconciling, maxBurst×Debounce after its last change.
+// Never before a retry is due. p.mu must be held.
+func (p *Publisher) due(s *space, reconciling bool) time.Time {
+	if reconciling {
+		return later(s.last.Add(maxBurst*p.debounce), s.retryAt)
+	}
+	due := s.last.Add(p.debounce)
+	if end := s.first.Add(maxBurst * p.debounce); end.Before(due) {
+		due = end
+	}
+	return later(due, s.retryAt)
 }
 
 // markAll marks every package of every namespace as changed: those the
@@ -352,7 +386,9 @@ func (p *Publisher) markAll(ctx context.Context) error {
 	for ns, s := range p.spaces {
 		if c := s.cat.Load(); c != nil {
 			for _, l := range c.layers {
-				p.mark(ns, l.Name, now)
+				for _, name := range l.Packages {
+					p.mark(ns, name, now)
+				}
 			}
 		}
 	}
@@ -428,60 +464,71 @@ func (p *Publisher) publish(ctx context.Context, s *space) error {
 	return nil
 }
 
-// rebuild re-renders the named packages of s, pushes the layers that changed
-// and the registry lacks, and then the config and manifest unless the image
-// came out the same. It returns what it pushed, also on failure. A
-// follower (Leader false) renders and pushes nothing.
+// rebuild re-renders the named packages of s, rebuilds the layers of their
+// shards, pushes those that changed and the registry lacks, and then the
+// config and manifest unless the image came out the same. It returns what
+// it pushed, also on failure. A follower (Leader false) renders and pushes
+// nothing.
 func (p *Publisher) rebuild(ctx context.Context, s *space, names []string, first time.Time) (PublishStats, error) {
 	var stats PublishStats
 	lead := p.leader == nil || p.leader()
 	repo := CatalogRepository(s.name)
 	cur := s.cat.Load()
 	verified := cur != nil && !s.unverified.Load()
-	layers := map[string]packageLayer{}
+	layers := map[int]shardLayer{}
+	packages := 0
 	if cur != nil {
 		for _, l := range cur.layers {
-			layers[l.Name] = l
+			layers[l.Shard] = l
 		}
+		packages = cur.packages
 	}
+	changed := map[int][]string{}
 	for _, name := range names {
-		l, data, err := p.render(ctx, s.name, name)
+		changed[shardOf(name)] = append(changed[shardOf(name)], name)
+	}
+	for _, shard := range slices.Sorted(maps.Keys(changed)) {
+		old, had := layers[shard]
+		l, data, err := p.renderShard(ctx, s.name, shard, old, had, changed[shard])
 		if err != nil {
 			return stats, err
 		}
+		packages += len(l.Packages) - len(old.Packages)
 		if data == nil {
-			delete(layers, name)
+			delete(layers, shard)
 			continue
 		}
 		if !lead {
-			layers[name] = l
+			layers[shard] = l
 			continue
 		}
-		if old, ok := layers[name]; ok && verified && old.Blob.Digest == l.Blob.Digest {
+		if had && verified && old.Blob.Digest == l.Blob.Digest {
 			continue
 		}
 		n, err := p.pushBlob(ctx, repo, Blob{Descriptor: l.Blob, Data: data})
 		if err != nil {
-			return stats, fmt.Errorf("%s: %w", name, err)
+			return stats, fmt.Errorf("layer of %s: %w", strings.Join(l.Packages, ", "), err)
 		}
 		if n > 0 {
 			stats.LayersPushed++
 			stats.BytesPushed += n
 		}
-		layers[name] = l
+		layers[shard] = l
 	}
 	if cur == nil && len(layers) == 0 {
 		return stats, nil
 	}
-	sorted := slices.SortedFunc(maps.Values(layers), func(a, b packageLayer) int { return strings.Compare(a.Name, b.Name) })
+	sorted := slices.SortedFunc(maps.Values(layers), func(a, b shardLayer) int { return a.Shard - b.Shard })
 	config, manifest, err := catalogImage(sorted)
 	if err != nil {
 		return stats, err
 	}
-	stats.Digest, stats.Layers = manifest.Descriptor.Digest, len(sorted)
+	stats.Digest, stats.Layers, stats.Packages = manifest.Descriptor.Digest, len(sorted), packages
+	next := &catalog{manifest: manifest.Descriptor, layers: sorted, packages: packages}
 	if !lead {
 		// A follower's: rendered as the leader pushes it, pushed by none.
-		s.cat.Store(&catalog{manifest: manifest.Descriptor, layers: sorted, stats: stats})
+		next.stats = stats
+		s.cat.Store(next)
 		s.unverified.Store(true)
 		return stats, nil
 	}
@@ -504,11 +551,12 @@ func (p *Publisher) rebuild(ctx context.Context, s *space, names []string, first
 	stats.Duration = time.Since(first)
 	before := 0
 	if cur != nil {
-		before = len(cur.layers)
+		before = cur.packages
 	}
-	s.cat.Store(&catalog{manifest: manifest.Descriptor, layers: sorted, stats: stats})
+	next.stats = stats
+	s.cat.Store(next)
 	s.unverified.Store(false)
-	p.metrics.published(stats, len(sorted)-before)
+	p.metrics.published(stats, packages-before)
 	if stats.Pushed {
 		p.log.Info("olm publisher: catalog published", "namespace", s.name, "digest", stats.Digest,
 			"packages", len(names), "layers_pushed", stats.LayersPushed, "bytes", stats.BytesPushed, "duration", stats.Duration)
@@ -516,21 +564,60 @@ func (p *Publisher) rebuild(ctx context.Context, s *space, names []string, first
 	return stats, nil
 }
 
-// render renders one package's layer; data is nil when the package has no
-// FBC (no longer OLM, deleted, or no channel).
-func (p *Publisher) render(ctx context.Context, namespace, name string) (l packageLayer, data []byte, err error) {
+// renderShard rebuilds the layer of shard, whose packages changed: it
+// renders those alone and takes the FBC of its other packages from its
+// current layer old (when had), read back from the registry. When the
+// registry cannot give old back (a follower's layer the leader has not
+// pushed yet), every package of the shard is rendered. data is nil when
+// the shard has no package left.
+func (p *Publisher) renderShard(ctx context.Context, namespace string, shard int, old shardLayer, had bool, changed []string) (l shardLayer, data []byte, err error) {
+	fbcs := map[string][]byte{}
+	render := changed
+	if had && slices.ContainsFunc(old.Packages, func(name string) bool { return !slices.Contains(changed, name) }) {
+		kept, err := readShard(ctx, p.reg, CatalogRepository(namespace), old)
+		if err != nil {
+			p.log.Debug("olm publisher: rendering a whole shard again", "namespace", namespace, "shard", shard, "err", err)
+			render = slices.Compact(slices.Sorted(slices.Values(slices.Concat(old.Packages, changed))))
+		} else {
+			for name, fbc := range kept {
+				if !slices.Contains(changed, name) {
+					fbcs[name] = fbc
+				}
+			}
+		}
+	}
+	for _, name := range render {
+		fbc, err := p.render(ctx, namespace, name)
+		if err != nil {
+			return shardLayer{}, nil, err
+		}
+		if fbc == nil {
+			delete(fbcs, name)
+			continue
+		}
+		fbcs[name] = fbc
+	}
+	if len(fbcs) == 0 {
+		return shardLayer{}, nil, nil
+	}
+	return newShardLayer(shard, fbcs)
+}
+
+// render renders one package's FBC; nil when the package has none (no
+// longer OLM, deleted, or no channel).
+func (p *Publisher) render(ctx context.Context, namespace, name string) ([]byte, error) {
 	versions, err := p.src.OLMVersions(ctx, namespace, name)
 	if err != nil {
-		return packageLayer{}, nil, fmt.Errorf("%s: read versions: %w", name, err)
+		return nil, fmt.Errorf("%s: read versions: %w", name, err)
 	}
 	var fbc bytes.Buffer
 	if err := RenderPackage(&fbc, p.host, namespace, name, versions); err != nil {
-		return packageLayer{}, nil, err
+		return nil, err
 	}
 	if fbc.Len() == 0 {
-		return packageLayer{}, nil, nil
+		return nil, nil
 	}
-	return newPackageLayer(name, fbc.Bytes())
+	return fbc.Bytes(), nil
 }
 
 // current reports whether the manifest of digest d is the namespace's
@@ -596,25 +683,35 @@ func (p *Publisher) catalog(namespace string) *catalog {
 }
 
 // WriteFBC streams the namespace's current FBC, the content of its catalog
-// image, package by package in name order. allow(name) filters packages the
-// caller may pull and keep(schema, pkg) filters documents, pkg being the
-// package a document belongs to (for an olm.package document, its name);
-// nil allows or keeps all. It reads the layers back from the registry, so
-// only one document is in memory at a time. An empty catalog (every package
-// deleted) writes nothing. The error wraps ErrNoCatalog when the namespace
-// has no catalog image; other errors are the registry's, those of a layer
-// that cannot be read, or those of w.
+// image, package by package in the image's order: layer by layer, and by
+// name within a layer. allow(name) filters packages the caller may pull and
+// keep(schema, pkg) filters documents, pkg being the package a document
+// belongs to (for an olm.package document, its name); nil allows or keeps
+// all. It reads the layers back from the registry, so only one document is
+// in memory at a time. An empty catalog (every package deleted) writes
+// nothing. The error wraps ErrNoCatalog when the namespace has no catalog
+// image; other errors are the registry's, those of a layer that cannot be
+// read, or those of w.
 func (p *Publisher) WriteFBC(ctx context.Context, w io.Writer, namespace string, allow func(name string) bool, keep func(schema, pkg string) bool) error {
 	c := p.catalog(namespace)
 	if c == nil {
 		return fmt.Errorf("namespace %q: %w", namespace, ErrNoCatalog)
 	}
 	for _, l := range c.layers {
-		if allow != nil && !allow(l.Name) {
+		if allow != nil && !slices.ContainsFunc(l.Packages, allow) {
 			continue
 		}
-		if err := writeLayer(ctx, p.reg, w, CatalogRepository(namespace), l, keep); err != nil {
-			return fmt.Errorf("catalog of %s: package %s: %w", namespace, l.Name, err)
+		err := readLayer(ctx, p.reg, CatalogRepository(namespace), l, func(name string, fbc io.Reader) error {
+			if allow != nil && !allow(name) {
+				return nil
+			}
+			if err := writeDocuments(w, fbc, name, keep); err != nil {
+				return fmt.Errorf("package %s: %w", name, err)
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("catalog of %s: %w", namespace, err)
 		}
 	}
 	return nil

@@ -25,6 +25,7 @@ type fakeSource struct {
 	mu       sync.Mutex
 	packages map[string]map[string][]Version // namespace -> name -> versions
 	fail     error                           // when set, every call fails
+	read     []string                        // packages OLMVersions was asked for, in order
 }
 
 func newFakeSource() *fakeSource {
@@ -63,6 +64,7 @@ func (s *fakeSource) OLMPackages(context.Context) (map[string][]string, error) {
 func (s *fakeSource) OLMVersions(_ context.Context, ns, name string) ([]Version, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.read = append(s.read, ns+"/"+name)
 	if s.fail != nil {
 		return nil, s.fail
 	}
@@ -264,10 +266,10 @@ func TestPublisherInitialPublish(t *testing.T) {
 	}
 	m := reg.manifest(t, "ns")
 	if len(m.Layers) != 3 {
-		t.Fatalf("%d layers, want one per package", len(m.Layers))
+		t.Fatalf("%d layers, want one per shard: the three packages' are distinct", len(m.Layers))
 	}
-	if got, want := writeFBC(t, p, "ns", nil, nil), fbcOf(t, src, "ns", "etcd", "jaeger", "kong"); got != want {
-		t.Errorf("FBC\n%s\nwant the packages' in name order\n%s", got, want)
+	if got, want := writeFBC(t, p, "ns", nil, nil), fbcOf(t, src, "ns", "etcd", "kong", "jaeger"); got != want {
+		t.Errorf("FBC\n%s\nwant the packages' in shard order (etcd 11, kong 12, jaeger 123)\n%s", got, want)
 	}
 	stats, ok := p.LastPublish("ns")
 	size := m.Config.Size + desc.Size
@@ -301,24 +303,91 @@ func TestPublisherChangeRebuildsOneLayer(t *testing.T) {
 	e.pub.Changed("ns", "jaeger")
 	e.flush(t)
 	after := layerDigests(t, e.reg, "ns")
-	if len(after) != 3 || after[0] != before[0] || after[2] != before[2] || after[1] == before[1] {
-		t.Fatalf("layers %v -> %v: want only jaeger's (the second) changed", before, after)
+	if len(after) != 3 || after[0] != before[0] || after[1] != before[1] || after[2] == before[2] {
+		t.Fatalf("layers %v -> %v: want only jaeger's shard's (the third) changed", before, after)
 	}
 	m := e.reg.manifest(t, "ns")
 	desc, _ := e.pub.Catalog("ns")
-	if asked := []string{after[1], m.Config.Digest.String()}; !slices.Equal(e.reg.asked, asked) {
+	if asked := []string{after[2], m.Config.Digest.String()}; !slices.Equal(e.reg.asked, asked) {
 		t.Errorf("asked the registry about %q, want %q: the other layers are known", e.reg.asked, asked)
 	}
-	want := []string{"blob " + after[1], "blob " + m.Config.Digest.String(), "manifest " + desc.Digest.String()}
+	want := []string{"blob " + after[2], "blob " + m.Config.Digest.String(), "manifest " + desc.Digest.String()}
 	if got := e.reg.takePushed(); !slices.Equal(got, want) {
 		t.Errorf("pushed %q, want %q", got, want)
 	}
 	stats, _ := e.pub.LastPublish("ns")
-	if stats.LayersPushed != 1 || stats.BytesPushed != m.Layers[1].Size+m.Config.Size+desc.Size {
+	if stats.LayersPushed != 1 || stats.BytesPushed != m.Layers[2].Size+m.Config.Size+desc.Size {
 		t.Errorf("LastPublish = %+v, want one layer pushed and its, the config's and the manifest's bytes", stats)
 	}
 	if !strings.Contains(writeFBC(t, e.pub, "ns", nil, nil), `"name":"jaeger.v1.1.0"`) {
 		t.Error("the FBC lacks the new version")
+	}
+}
+
+func TestPublisherChangeInASharedShard(t *testing.T) {
+	// alpha and hello share shard 43: a change of hello re-renders hello
+	// alone and takes alpha's FBC from the layer in the registry.
+	e := newEnv(t)
+	e.src.set("ns", "alpha", olmVersion("alpha", "1.0.0", ch("stable", "")))
+	e.src.set("ns", "hello", olmVersion("hello", "1.0.0", ch("stable", "")))
+	e.pub.Changed("ns", "alpha")
+	e.pub.Changed("ns", "hello")
+	e.flush(t)
+	if n := len(e.reg.manifest(t, "ns").Layers); n != 4 {
+		t.Fatalf("%d layers, want 4: etcd's, kong's, alpha's and hello's, jaeger's", n)
+	}
+	before := layerDigests(t, e.reg, "ns")
+	e.src.set("ns", "hello", olmVersion("hello", "1.0.0", ch("stable", "")), olmVersion("hello", "1.1.0", ch("stable", "hello.v1.0.0")))
+	e.src.read = nil
+	e.pub.Changed("ns", "hello")
+	e.flush(t)
+	if !slices.Equal(e.src.read, []string{"ns/hello"}) {
+		t.Errorf("read the versions of %q, want hello's alone", e.src.read)
+	}
+	after := layerDigests(t, e.reg, "ns")
+	if len(after) != 4 || after[2] == before[2] || after[0] != before[0] || after[1] != before[1] || after[3] != before[3] {
+		t.Errorf("layers %v -> %v: want only the shared shard's (the third) changed", before, after)
+	}
+	if got, want := writeFBC(t, e.pub, "ns", nil, nil), fbcOf(t, e.src, "ns", "etcd", "kong", "alpha", "hello", "jaeger"); got != want {
+		t.Errorf("FBC\n%s\nwant\n%s", got, want)
+	}
+	// What the updates built is what a Publisher building it all at once builds.
+	fresh := e.newPublisher(t, newFakeRegistry())
+	if err := fresh.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := e.pub.Catalog("ns")
+	if want, _ := fresh.Catalog("ns"); got.Digest != want.Digest {
+		t.Errorf("updated catalog %s, built from scratch %s", got.Digest, want.Digest)
+	}
+	stats, _ := e.pub.LastPublish("ns")
+	if stats.Layers != 4 || stats.Packages != 5 {
+		t.Errorf("LastPublish = %+v, want 4 layers holding 5 packages", stats)
+	}
+
+	// A Publisher whose registry lost the shared layer renders the shard again.
+	lost := newFakeRegistry()
+	p := e.newPublisher(t, lost)
+	if err := p.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	lost.mu.Lock()
+	for k := range lost.blobs {
+		if strings.HasSuffix(k, after[2]) {
+			delete(lost.blobs, k)
+		}
+	}
+	lost.mu.Unlock()
+	e.src.read = nil
+	p.Changed("ns", "hello")
+	if err := p.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(e.src.read, []string{"ns/alpha", "ns/hello"}) {
+		t.Errorf("read the versions of %q, want the shard's alpha and hello", e.src.read)
+	}
+	if d, _ := p.Catalog("ns"); d.Digest != got.Digest {
+		t.Errorf("catalog %s after rendering the shard again, want %s", d.Digest, got.Digest)
 	}
 }
 
@@ -437,14 +506,14 @@ func TestPublisherWriteFBC(t *testing.T) {
 	}{
 		{"all", nil, nil, []string{
 			"olm.package etcd", "olm.channel stable", "olm.bundle etcd.v1.0.0",
-			"olm.package jaeger", "olm.channel stable", "olm.bundle jaeger.v1.0.0",
 			"olm.package kong", "olm.channel stable", "olm.bundle kong.v1.0.0",
+			"olm.package jaeger", "olm.channel stable", "olm.bundle jaeger.v1.0.0",
 		}},
 		{"allowed packages", func(name string) bool { return name != "jaeger" }, nil, []string{
 			"olm.package etcd", "olm.channel stable", "olm.bundle etcd.v1.0.0",
 			"olm.package kong", "olm.channel stable", "olm.bundle kong.v1.0.0",
 		}},
-		{"one schema", nil, onlyBundles, []string{"olm.bundle etcd.v1.0.0", "olm.bundle jaeger.v1.0.0", "olm.bundle kong.v1.0.0"}},
+		{"one schema", nil, onlyBundles, []string{"olm.bundle etcd.v1.0.0", "olm.bundle kong.v1.0.0", "olm.bundle jaeger.v1.0.0"}},
 		{"one package", nil, func(schema, pkg string) bool { return pkg == "kong" }, []string{
 			"olm.package kong", "olm.channel stable", "olm.bundle kong.v1.0.0",
 		}},
@@ -639,6 +708,103 @@ func TestPublisherRun(t *testing.T) {
 	<-done
 }
 
+// reconcilingSource is a fakeSource that is a Reconciler.
+type reconcilingSource struct {
+	*fakeSource
+	reconciling atomic.Bool
+}
+
+func (s *reconcilingSource) Reconciling() bool { return s.reconciling.Load() }
+
+func TestPublisherDue(t *testing.T) {
+	const d = 100 * time.Millisecond
+	p := &Publisher{debounce: d}
+	at := time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
+	ms := func(n int) time.Time { return at.Add(time.Duration(n) * time.Millisecond) }
+	tests := []struct {
+		name                 string
+		first, last, retryAt time.Time
+		reconciling          bool
+		want                 time.Time
+	}{
+		{"one change", ms(0), ms(0), time.Time{}, false, ms(100)},
+		{"a burst", ms(0), ms(300), time.Time{}, false, ms(400)},
+		{"a burst past its cap", ms(0), ms(450), time.Time{}, false, ms(500)},
+		{"a retry later", ms(0), ms(0), ms(2000), false, ms(2000)},
+		{"one change while reconciling", ms(0), ms(0), time.Time{}, true, ms(500)},
+		{"a long burst while reconciling: no cap", ms(0), ms(9000), time.Time{}, true, ms(9500)},
+		{"a retry later while reconciling", ms(0), ms(0), ms(2000), true, ms(2000)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &space{first: tt.first, last: tt.last, retryAt: tt.retryAt}
+			if got := p.due(s, tt.reconciling); !got.Equal(tt.want) {
+				t.Errorf("due = +%s, want +%s", got.Sub(at), tt.want.Sub(at))
+			}
+		})
+	}
+}
+
+// TestPublisherSettlesWhileReconciling: a burst of changes that lasts past
+// the cap is published once while the Source reconciles, several times
+// otherwise.
+func TestPublisherSettlesWhileReconciling(t *testing.T) {
+	for _, tt := range []struct {
+		name        string
+		reconciling bool
+		publishes   func(n float64) bool
+	}{
+		{"reconciling", true, func(n float64) bool { return n == 1 }},
+		{"not reconciling", false, func(n float64) bool { return n > 1 }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			src := &reconcilingSource{fakeSource: newFakeSource()}
+			src.set("ns", "etcd", olmVersion("etcd", "1.0.0", ch("stable", "")))
+			src.reconciling.Store(tt.reconciling)
+			reg := prometheus.NewRegistry()
+			p, err := NewPublisher(PublisherOptions{Source: src, Registry: newFakeRegistry(), Host: testHost, Debounce: 40 * time.Millisecond, Metrics: reg})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() {
+				p.Run(ctx)
+				close(done)
+			}()
+			defer func() {
+				cancel()
+				<-done
+			}()
+			waitPublished := func(packages int) {
+				t.Helper()
+				for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+					if stats, ok := p.LastPublish("ns"); ok && stats.Packages == packages {
+						return
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("no catalog of %d packages", packages)
+					}
+				}
+			}
+			waitPublished(1) // Run's first publish
+			before := testutil.ToFloat64(p.metrics.publishes.WithLabelValues(resultPublished))
+			// 40 packages, one every 10ms: 400ms, twice the cap of 200ms.
+			for i := range 40 {
+				name := fmt.Sprintf("op%02d", i)
+				src.set("ns", name, olmVersion(name, "1.0.0", ch("stable", "")))
+				p.Changed("ns", name)
+				time.Sleep(10 * time.Millisecond)
+			}
+			waitPublished(41)
+			published := testutil.ToFloat64(p.metrics.publishes.WithLabelValues(resultPublished)) - before
+			if !tt.publishes(published) {
+				t.Errorf("%v catalog manifests published for a burst of 40 changes", published)
+			}
+		})
+	}
+}
+
 // TestPublisherFollowerTakesOver: two replicas' Publishers on one registry.
 // The follower renders what the leader pushes and pushes nothing; when the
 // leader died before pushing a change, the follower that takes over pushes
@@ -661,7 +827,7 @@ func TestPublisherFollowerTakesOver(t *testing.T) {
 	if d, ok := follower.Catalog("ns"); !ok || d.Digest != leaderDesc.Digest {
 		t.Fatalf("the follower's catalog is %s (%v), the leader's %s", d.Digest, ok, leaderDesc.Digest)
 	}
-	if got, want := writeFBC(t, follower, "ns", nil, nil), fbcOf(t, e.src, "ns", "etcd", "jaeger", "kong"); got != want {
+	if got, want := writeFBC(t, follower, "ns", nil, nil), fbcOf(t, e.src, "ns", "etcd", "kong", "jaeger"); got != want {
 		t.Errorf("the follower serves\n%s\nwant\n%s", got, want)
 	}
 

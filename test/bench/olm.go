@@ -36,6 +36,9 @@ const (
 	// olmQuiet is how long the first complete catalog image must stay the
 	// same before the pushes start: the start-up publishes are over.
 	olmQuiet = 2 * time.Second
+	// olmUpdateOverhead is what an update may push beyond its changed
+	// layer: the image config and the manifest (issue 29).
+	olmUpdateOverhead = 64 << 10
 )
 
 // olmOptions are the flags of the OLM catalog benchmarks.
@@ -218,9 +221,10 @@ func buildPushes(c *corpus, n int) ([]olmPush, error) {
 }
 
 // waitInitialCatalog waits for the server's first reconciliation, then for
-// its catalog image to hold a layer for each of packages packages and to
-// stay the same for olmQuiet. The row's time runs from the start to the
-// moment that image was first seen.
+// its catalog images to hold packages packages (berth_olm_packages) and
+// the catalog tag to stay the same for olmQuiet. The row's time runs from
+// the start to the moment that image was first seen; its detail counts
+// the catalog manifests published meanwhile.
 func waitInitialCatalog(ctx context.Context, srv *catServer, cat *catalogReader, times startTimes, packages int) (*servedImage, catRow, error) {
 	st, reconciled, err := waitReconciled(ctx, srv, rebuildTimeout, func(st *apiv1.Status) {
 		logf("catalog: %s versions indexed after %s", thousands(st.Versions), formatDuration(time.Since(times.started)))
@@ -233,27 +237,38 @@ func waitInitialCatalog(ctx context.Context, srv *catServer, cat *catalogReader,
 	var since time.Time
 	lastProgress := time.Now()
 	_, err = pollUntil(ctx, srv.server, rebuildTimeout, rebuildPoll, func() (bool, error) {
-		got, err := cat.image(ctx)
-		if err != nil {
-			return false, nil // none yet, or busy
+		n, found, err := cat.metric(ctx, olmPackagesMetric)
+		if err != nil || !found {
+			return false, err
 		}
 		if time.Since(lastProgress) >= 10*time.Second {
-			logf("catalog image: %s layers", thousands(len(got.manifest.Layers)))
+			logf("catalog images: %s packages", thousands(int(n)))
 			lastProgress = time.Now()
+		}
+		if n < int64(packages) {
+			return false, nil
+		}
+		got, err := cat.image(ctx)
+		if err != nil {
+			return false, nil // busy
 		}
 		if img == nil || got.desc.Digest != img.desc.Digest {
 			img, since = got, time.Now()
 		}
-		return len(img.manifest.Layers) >= packages && time.Since(since) >= olmQuiet, nil
+		return time.Since(since) >= olmQuiet, nil
 	})
 	if err != nil {
 		return nil, catRow{}, fmt.Errorf("waiting for the catalog image of %s: %w", olmNamespace, err)
 	}
+	publishes, _, err := cat.metric(ctx, olmPublishesMetric)
+	if err != nil {
+		return nil, catRow{}, err
+	}
 	row := catRow{
 		name:  "start with no catalog.db until the catalog image holds every package",
 		value: formatDuration(since.Sub(times.started)),
-		detail: fmt.Sprintf("reconciliation done after %s (%s versions indexed, %d failed); image %s: %s layers, %s",
-			formatDuration(reconciled.Sub(times.started)), thousands(st.Reconcile.Indexed), st.Reconcile.Failed,
+		detail: fmt.Sprintf("reconciliation done after %s (%s versions indexed, %d failed); %s catalog manifests published until then; image %s: %s layers, %s",
+			formatDuration(reconciled.Sub(times.started)), thousands(st.Reconcile.Indexed), st.Reconcile.Failed, thousands(int(publishes)),
 			img.desc.Digest.Encoded()[:12], thousands(len(img.manifest.Layers)), formatBytes(int(img.size()))),
 	}
 	return img, row, nil
@@ -273,6 +288,10 @@ type olmUpdate struct {
 // expected is what an update pushes when it pushes only the changed
 // package's layer, the config and the manifest.
 func (u olmUpdate) expected() int64 { return u.layer + u.config + u.manifest }
+
+// withinTarget reports whether the update pushed at most its changed layer
+// and olmUpdateOverhead.
+func (u olmUpdate) withinTarget() bool { return u.pushed() <= u.layer+olmUpdateOverhead }
 
 // pushed is the bytes the update pushed: the metric's growth, or when there
 // is no metric what the manifest diff says.
@@ -352,29 +371,32 @@ func updateRows(updates []olmUpdate, initial *servedImage) []catRow {
 		detail: fmt.Sprintf("from Push returning to the catalog tag naming a new image (resolved every %s); debounce included; max %s",
 			formatDuration(olmPoll), formatDuration(slices.Max(lat))),
 	}}
-	var layers, configs, manifests, metric []int64
-	exact := true
+	var layers, overhead, metric []int64
+	exact, within := 0, true
 	for _, u := range updates {
 		layers = append(layers, u.layer)
-		configs = append(configs, u.config)
-		manifests = append(manifests, u.manifest)
+		overhead = append(overhead, u.config+u.manifest)
 		metric = append(metric, u.metricBytes)
-		exact = exact && u.metricBytes == u.expected()
+		within = within && u.withinTarget()
+		if u.metricBytes == u.expected() {
+			exact++
+		}
 	}
-	sizes := fmt.Sprintf("changed layer p50 %s, config %s, manifest %s", formatBytes(int(bytesPercentile(layers, 0.50))),
-		formatBytes(int(bytesPercentile(configs, 0.50))), formatBytes(int(bytesPercentile(manifests, 0.50))))
+	sizes := fmt.Sprintf("changed layer p50 %s, manifest + config p50 %s (max %s)", formatBytes(int(bytesPercentile(layers, 0.50))),
+		formatBytes(int(bytesPercentile(overhead, 0.50))), formatBytes(int(slices.Max(overhead))))
 	whole := initial.size()
 	med := medianUpdateBytes(updates)
 	share := fmt.Sprintf("p50 is %.3f%% of the whole image (%s)", 100*float64(med)/float64(whole), formatBytes(int(whole)))
-	row := catRow{name: "bytes pushed per update", value: formatBytes(int(med)), target: "changed layer + config + manifest"}
+	row := catRow{name: "bytes pushed per update", value: formatBytes(int(med)), target: "<= changed layer + " + formatBytes(olmUpdateOverhead)}
 	if updates[0].metricBytes < 0 {
 		row.result = "ERROR"
 		row.detail = fmt.Sprintf("no %s on /metrics; value from the manifest diff: %s; %s", olmBytesMetric, sizes, share)
 		return append(rows, row)
 	}
 	row.p99 = formatBytes(int(bytesPercentile(metric, 0.99)))
-	row.result = verdict(exact)
-	row.detail = fmt.Sprintf("%s growth; %s; %s", olmBytesMetric, sizes, share)
+	row.result = verdict(within)
+	row.detail = fmt.Sprintf("%s growth; %s; %d of %d updates pushed exactly the changed layer, the config and the manifest; %s",
+		olmBytesMetric, sizes, exact, len(updates), share)
 	return append(rows, row)
 }
 

@@ -30,6 +30,10 @@ const (
 	// olmBytesMetric counts the bytes of catalog image blobs and manifests
 	// the publisher pushed.
 	olmBytesMetric = "berth_olm_bytes_pushed_total"
+	// olmPackagesMetric is the packages of the published catalog images;
+	// olmPublishesMetric the catalog manifests pushed.
+	olmPackagesMetric  = "berth_olm_packages"
+	olmPublishesMetric = `berth_olm_publishes_total{result="published"}`
 	// maxCatalogRead bounds a catalog manifest or layer read back.
 	maxCatalogRead = 64 << 20
 	// The schemas of the FBC documents checkFBC reads.
@@ -134,22 +138,39 @@ func (c *catalogReader) pushedBytes(ctx context.Context) (pushedBytes, error) {
 	return parsePushedBytes(body)
 }
 
+// metric is the value of the metric name (with its labels, if any) on
+// /metrics; found is false when the server has none.
+func (c *catalogReader) metric(ctx context.Context, name string) (value int64, found bool, err error) {
+	body, err := c.http.get(ctx, "/metrics")
+	if err != nil {
+		return 0, false, err
+	}
+	return parseMetric(body, name)
+}
+
 // parsePushedBytes reads olmBytesMetric from the Prometheus text format.
 func parsePushedBytes(body []byte) (pushedBytes, error) {
+	n, found, err := parseMetric(body, olmBytesMetric)
+	return pushedBytes{found: found, bytes: n}, err
+}
+
+// parseMetric reads the value of the metric name, labels included, from
+// the Prometheus text format.
+func parseMetric(body []byte, name string) (value int64, found bool, err error) {
 	sc := bufio.NewScanner(bytes.NewReader(body))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
-		value, ok := strings.CutPrefix(sc.Text(), olmBytesMetric+" ")
+		v, ok := strings.CutPrefix(sc.Text(), name+" ")
 		if !ok {
 			continue
 		}
-		f, err := strconv.ParseFloat(strings.Fields(value)[0], 64)
+		f, err := strconv.ParseFloat(strings.Fields(v)[0], 64)
 		if err != nil {
-			return pushedBytes{}, fmt.Errorf("%s: %w", olmBytesMetric, err)
+			return 0, false, fmt.Errorf("%s: %w", name, err)
 		}
-		return pushedBytes{found: true, bytes: int64(f)}, nil
+		return int64(f), true, nil
 	}
-	return pushedBytes{}, sc.Err()
+	return 0, false, sc.Err()
 }
 
 // waitPushedBytes polls /metrics until olmBytesMetric has grown past

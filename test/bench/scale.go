@@ -53,6 +53,8 @@ type scaleOptions struct {
 	only string
 	// gcProfile, when set, is where the collections' CPU profile goes.
 	gcProfile string
+	// gcStorages are the storages the garbage collection table runs on.
+	gcStorages string
 }
 
 // scaleTables are the tables -scale-only may name.
@@ -67,6 +69,7 @@ func registerScaleFlags(o *scaleOptions) {
 	flag.IntVar(&o.searches, "scale-searches", 2000, "searches timed per store")
 	flag.StringVar(&o.versitygw, "versitygw", "bin/versitygw", "the versitygw binary the replica and garbage collection rows run S3 on (make tools builds it)")
 	flag.StringVar(&o.only, "scale-only", "", "run one table of -scale: "+strings.Join(scaleTables, ", "))
+	flag.StringVar(&o.gcStorages, "gc-storages", "filesystem,s3", "the storages the garbage collection table runs on: filesystem, s3 or both, comma-separated")
 	flag.StringVar(&o.gcProfile, "gc-cpuprofile", "", "write the CPU profile of the first collection of each storage to this file, suffixed -filesystem and -s3")
 }
 
@@ -575,6 +578,25 @@ http:
 // runGC prints the garbage collection table of the filesystem, then of
 // S3 (versitygw).
 func runGC(ctx context.Context, root string, o scaleOptions) error {
+	storages := strings.Split(o.gcStorages, ",")
+	for _, st := range storages {
+		if st != "filesystem" && st != "s3" {
+			return fmt.Errorf("-gc-storages: %q is neither filesystem nor s3", st)
+		}
+	}
+	if slices.Contains(storages, "filesystem") {
+		fsDir := filepath.Join(root, "gc")
+		fsStorage := &storage.Config{Driver: "filesystem", Filesystem: storage.Filesystem{RootDirectory: fsDir}}
+		logf("garbage collection: %d versions, half deleted, on the filesystem", o.gcVersions)
+		rows, err := gcRows(ctx, "filesystem", fsStorage, fsDir, o)
+		if err != nil {
+			return err
+		}
+		printCatalogTable(os.Stdout, fmt.Sprintf("\ngarbage collection of %s versions after deleting half (filesystem)", thousands(o.gcVersions)), rows)
+	}
+	if !slices.Contains(storages, "s3") {
+		return nil
+	}
 	gwBin, err := filepath.Abs(o.versitygw)
 	if err != nil {
 		return err
@@ -582,15 +604,6 @@ func runGC(ctx context.Context, root string, o scaleOptions) error {
 	if _, err := os.Stat(gwBin); err != nil {
 		return fmt.Errorf("-versitygw: %w (make tools builds bin/versitygw)", err)
 	}
-	fsDir := filepath.Join(root, "gc")
-	fsStorage := &storage.Config{Driver: "filesystem", Filesystem: storage.Filesystem{RootDirectory: fsDir}}
-	logf("garbage collection: %d versions, half deleted, on the filesystem", o.gcVersions)
-	rows, err := gcRows(ctx, "filesystem", fsStorage, fsDir, o)
-	if err != nil {
-		return err
-	}
-	printCatalogTable(os.Stdout, fmt.Sprintf("\ngarbage collection of %s versions after deleting half (filesystem)", thousands(o.gcVersions)), rows)
-
 	gw, err := startS3(ctx, gwBin, filepath.Join(root, "gc-s3"))
 	if err != nil {
 		return err
@@ -603,7 +616,8 @@ func runGC(ctx context.Context, root string, o scaleOptions) error {
 	s3Storage := &storage.Config{Driver: "s3", DisableRedirect: true, S3: storage.S3{Bucket: bucket, Region: "us-east-1",
 		RegionEndpoint: "http://" + gw.addr, AccessKey: gw.accessKey, SecretKeyFile: gw.secretFile, ForcePathStyle: true}}
 	logf("garbage collection: %d versions, half deleted, on S3 (versitygw)", o.gcVersions)
-	if rows, err = gcRows(ctx, "s3", s3Storage, filepath.Join(gw.dir, bucket), o); err != nil {
+	rows, err := gcRows(ctx, "s3", s3Storage, filepath.Join(gw.dir, bucket), o)
+	if err != nil {
 		return err
 	}
 	printCatalogTable(os.Stdout, fmt.Sprintf("\ngarbage collection of %s versions after deleting half (S3, versitygw)", thousands(o.gcVersions)), rows)

@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -218,7 +221,7 @@ func (r *Registry) CollectGarbage(ctx context.Context, opts GCOptions) (GCReport
 		rep.Bytes += blobs[d].size
 		if !opts.DryRun {
 			g.Go(func() error {
-				if err := r.driver.Delete(gctx, path.Dir(blobDataPath(d))); err != nil && !isPathNotFound(err) {
+				if err := r.deleteBlob(gctx, d); err != nil {
 					return fmt.Errorf("registry: gc: delete blob %s: %w", d, err)
 				}
 				return nil
@@ -261,6 +264,26 @@ func (r *Registry) deleteManifest(ctx context.Context, repo string, d digest.Dig
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// deleteBlob deletes blob d's folder. On the filesystem it unlinks the
+// data and removes the folder, two system calls, where the driver's Delete
+// takes a Stat and os.RemoveAll's reading of the folder; a folder that
+// holds anything else is left to the driver.
+func (r *Registry) deleteBlob(ctx context.Context, d digest.Digest) error {
+	if r.files != nil {
+		dir := filepath.Join(r.files.root, "blobs", d.Algorithm().String(), d.Encoded()[:2], d.Encoded())
+		err := os.Remove(filepath.Join(dir, "data"))
+		if err == nil || errors.Is(err, fs.ErrNotExist) {
+			if err = os.Remove(dir); err == nil || errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+		}
+	}
+	if err := r.driver.Delete(ctx, path.Dir(blobDataPath(d))); err != nil && !isPathNotFound(err) {
+		return err
+	}
+	return nil
 }
 
 // blobInfo is a blob's size and the time its data was written.

@@ -2,6 +2,7 @@ package coord_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"testing"
@@ -42,5 +43,36 @@ func BenchmarkRLock(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+// BenchmarkRecord measures what every write that makes content live pays
+// for the garbage collection's journal (docs/gc.md): one entry recorded,
+// with no journal open (no collection runs) and with one open, in the
+// process (Local) and in PostgreSQL (Postgres: one INSERT … SELECT).
+func BenchmarkRecord(b *testing.B) {
+	p, err := coord.OpenPostgres(context.Background(), pgtest.Database(b), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(p.Close)
+	ctx := context.Background()
+	for name, j := range map[string]coord.Journals{"local": &coord.Local{}, "postgres": p} {
+		for _, open := range []bool{false, true} {
+			b.Run(fmt.Sprintf("%s/open=%t", name, open), func(b *testing.B) {
+				if open {
+					journal, err := j.OpenJournal(ctx)
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer journal.Close(ctx)
+				}
+				for b.Loop() {
+					if err := j.Record(ctx, "manifest bench/app@sha256:0123"); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }

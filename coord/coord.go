@@ -1,5 +1,6 @@
 // Package coord is how berth's replicas coordinate: named locks that every
-// replica honours, and a leadership that exactly one replica holds at a time.
+// replica honours, a leadership that exactly one replica holds at a time,
+// and journals of what every replica wrote while a reader kept one open.
 // One process alone uses Local; replicas that share a PostgreSQL database use
 // Postgres, whose locks are the database's advisory locks, so that scaling out
 // brings no component of its own (docs/scale-out.md).
@@ -79,13 +80,16 @@ func (s *subscribers) wake(topic string) {
 }
 
 // Local coordinates the goroutines of one process: its locks are mutexes,
-// it is always the leader, and its signals stay in the process. The zero
+// it is always the leader, and its signals and journals stay in the
+// process. The zero
 // value is ready to use.
 type Local struct {
 	subscribers
 	mu     sync.Mutex
 	locks  map[string]*localLock
 	leader bool
+	// journals are the open journals (journal.go).
+	journals map[*localJournal]struct{}
 }
 
 var (

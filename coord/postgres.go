@@ -17,7 +17,8 @@ import (
 // Postgres coordinates the replicas that share one PostgreSQL database
 // through its session advisory locks: a lock is held by a connection of this
 // process, so it goes when the process dies and the database closes its
-// session. It is safe for concurrent use.
+// session. Its journals are rows of the tables berth_journals and
+// berth_journal_entries, which it creates. It is safe for concurrent use.
 type Postgres struct {
 	subscribers
 	pool *pgxpool.Pool
@@ -80,6 +81,11 @@ func OpenPostgres(ctx context.Context, dsn string, log *slog.Logger) (*Postgres,
 		}
 	}
 	pool := pools[0]
+	if err := pgpool.CreateSchema(ctx, pool, journalSchemaLock, journalSchema, nil); err != nil {
+		pool.Close()
+		pools[1].Close()
+		return nil, fmt.Errorf("coord: %w", err)
+	}
 	if log == nil {
 		log = slog.Default()
 	}

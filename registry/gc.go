@@ -5,9 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path"
+	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/distribution/distribution/v3"
@@ -38,10 +42,13 @@ import (
 //     that makes content live holds shared (guard.holdGC: a manifest write,
 //     an upload's commit, a cross-repository mount), on every replica
 //     whether it collects or not: while the sweep runs these writes wait,
-//     so none can make a candidate live unseen. Under the lock
-//     the sweep reads the repositories again, marks again with what it reads
-//     (the manifests it parsed in the mark are cached by digest), and deletes
-//     only the candidates of the mark that are still dead.
+//     so none can make a candidate live unseen. Each of these writes, once
+//     stored, records what it made live in the journals that go with the
+//     locks (gcjournal.go), which the collector opens before its mark reads
+//     anything. Under the lock the sweep marks live what the journal names
+//     (a manifest with what it references, a blob), without reading the
+//     repositories again, and deletes only the candidates of the mark that
+//     are still dead.
 //
 // A client that found a blob present (HEAD) before the sweep deleted it, and
 // so did not upload it, gets MANIFEST_BLOB_UNKNOWN for its manifest and
@@ -117,6 +124,17 @@ func (r *Registry) CollectGarbage(ctx context.Context, opts GCOptions) (GCReport
 	}
 	rep := GCReport{DryRun: opts.DryRun}
 	start := time.Now()
+	// Opened before the mark reads the storage: a write the mark does not
+	// see records itself in it (gcjournal.go).
+	journal, err := r.guard.journals.OpenJournal(ctx)
+	if err != nil {
+		return rep, fmt.Errorf("registry: gc: %w", err)
+	}
+	defer func() {
+		if err := journal.Close(context.WithoutCancel(ctx)); err != nil {
+			r.log.WarnContext(ctx, "registry: gc: the journal stays open until it expires", "err", err)
+		}
+	}()
 	blobs, err := r.scanBlobs(ctx)
 	if err != nil {
 		return rep, fmt.Errorf("registry: gc: %w", err)
@@ -148,11 +166,17 @@ func (r *Registry) CollectGarbage(ctx context.Context, opts GCOptions) (GCReport
 		return rep, fmt.Errorf("registry: gc: %w", err)
 	}
 	defer unlock()
-	// Marked again under the lock: what manifest writes did since the scan.
-	if st, err = r.scanRepositories(ctx); err != nil {
+	// Marked again under the lock, from what the writes since the mark
+	// began made live.
+	entries, err := journal.Entries(ctx)
+	if err != nil {
 		return rep, fmt.Errorf("registry: gc: %w", err)
 	}
-	if live, err = r.gc.mark(ctx, r.driver, st, manifestDeadline); err != nil {
+	written, err := parseJournal(entries)
+	if err != nil {
+		return rep, fmt.Errorf("registry: gc: %w", err)
+	}
+	if err := r.gc.markWritten(ctx, r.driver, st, live, written); err != nil {
 		return rep, fmt.Errorf("registry: gc: %w", err)
 	}
 	if r.gcSweeping != nil {
@@ -160,36 +184,44 @@ func (r *Registry) CollectGarbage(ctx context.Context, opts GCOptions) (GCReport
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(gcDeleteConcurrency)
+	var deleted atomic.Int64
 	for _, m := range deadManifests {
-		if live.manifests[m] || !st.revisions[m.repo].has(m.digest) {
+		if live.manifests[m] {
 			continue
 		}
-		rep.Manifests++
-		if !opts.DryRun {
-			g.Go(func() error {
-				if err := r.deleteManifest(gctx, m.repo, m.digest); err != nil {
-					return fmt.Errorf("registry: gc: delete %s@%s: %w", m.repo, m.digest, err)
-				}
-				return nil
-			})
+		if opts.DryRun {
+			deleted.Add(1)
+			continue
 		}
+		g.Go(func() error {
+			gone, err := r.deleteManifest(gctx, m.repo, m.digest)
+			if err != nil {
+				return fmt.Errorf("registry: gc: delete %s@%s: %w", m.repo, m.digest, err)
+			}
+			if gone {
+				deleted.Add(1)
+			}
+			return nil
+		})
 	}
 	// The manifests go before the blobs: a crash in between leaves blobs
 	// that nothing references, never a manifest whose blob is gone.
-	if err := g.Wait(); err != nil {
+	err = g.Wait()
+	rep.Manifests = int(deleted.Load())
+	if err != nil {
 		return rep, err
 	}
 	g, gctx = errgroup.WithContext(ctx)
 	g.SetLimit(gcDeleteConcurrency)
 	for _, d := range deadBlobs {
-		if live.blobs[d] || st.linkedSince(d, deadline) {
+		if live.blobs[d] {
 			continue
 		}
 		rep.Blobs++
 		rep.Bytes += blobs[d].size
 		if !opts.DryRun {
 			g.Go(func() error {
-				if err := r.driver.Delete(gctx, path.Dir(blobDataPath(d))); err != nil && !isPathNotFound(err) {
+				if err := r.deleteBlob(gctx, d); err != nil {
 					return fmt.Errorf("registry: gc: delete blob %s: %w", d, err)
 				}
 				return nil
@@ -210,26 +242,48 @@ func (r *Registry) CollectGarbage(ctx context.Context, opts GCOptions) (GCReport
 	return rep, nil
 }
 
-// deleteManifest deletes manifest d of repo through the guarded repository.
-func (r *Registry) deleteManifest(ctx context.Context, repo string, d digest.Digest) error {
+// deleteManifest deletes manifest d of repo through the guarded repository,
+// and reports whether it was there to delete (a client may have deleted it
+// since the mark).
+func (r *Registry) deleteManifest(ctx context.Context, repo string, d digest.Digest) (bool, error) {
 	named, err := reference.WithName(repo)
 	if err != nil {
-		return err
+		return false, err
 	}
 	rp, err := r.guard.namespace.Repository(ctx, named)
 	if err != nil {
-		return err
+		return false, err
 	}
 	ms, err := rp.Manifests(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	err = ms.Delete(ctx, d)
 	var unknown distribution.ErrManifestUnknownRevision
 	if errors.As(err, &unknown) || errors.Is(err, distribution.ErrBlobUnknown) {
-		return nil
+		return false, nil
 	}
-	return err
+	return err == nil, err
+}
+
+// deleteBlob deletes blob d's folder. On the filesystem it unlinks the
+// data and removes the folder, two system calls, where the driver's Delete
+// takes a Stat and os.RemoveAll's reading of the folder; a folder that
+// holds anything else is left to the driver.
+func (r *Registry) deleteBlob(ctx context.Context, d digest.Digest) error {
+	if r.files != nil {
+		dir := filepath.Join(r.files.root, "blobs", d.Algorithm().String(), d.Encoded()[:2], d.Encoded())
+		err := os.Remove(filepath.Join(dir, "data"))
+		if err == nil || errors.Is(err, fs.ErrNotExist) {
+			if err = os.Remove(dir); err == nil || errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+		}
+	}
+	if err := r.driver.Delete(ctx, path.Dir(blobDataPath(d))); err != nil && !isPathNotFound(err) {
+		return err
+	}
+	return nil
 }
 
 // blobInfo is a blob's size and the time its data was written.
@@ -282,6 +336,9 @@ type storageState struct {
 	tagged    map[string][]digest.Digest
 	// layers are the newest layer link of each blob, in any repository.
 	layers links
+	// referrers are, by repository, the manifests of each subject, as
+	// the mark found them.
+	referrers map[string]map[digest.Digest][]digest.Digest
 }
 
 // linkedSince reports whether some repository linked blob d after t.
@@ -398,9 +455,11 @@ const gcCacheLimit = 1 << 20
 // mark computes what is live in st: tagged manifests and those younger
 // than their repository's deadline are roots; the manifests of a live index and the
 // referrers of a live manifest are live; a live manifest's own blob and
-// the blobs it references are live.
+// the blobs it references are live. It keeps in st the referrers of each
+// repository's manifests, for markWritten.
 func (g *gcState) mark(ctx context.Context, driver storagedriver.StorageDriver, st *storageState, deadlineOf func(repo string) time.Time) (*liveSet, error) {
 	live := &liveSet{manifests: map[repoManifest]bool{}, blobs: map[digest.Digest]bool{}}
+	st.referrers = map[string]map[digest.Digest][]digest.Digest{}
 	for repo, revs := range st.revisions {
 		deadline := deadlineOf(repo)
 		referrers := map[digest.Digest][]digest.Digest{}
@@ -417,30 +476,67 @@ func (g *gcState) mark(ctx context.Context, driver storagedriver.StorageDriver, 
 				queue = append(queue, d)
 			}
 		}
+		st.referrers[repo] = referrers
 		queue = append(queue, st.tagged[repo]...)
-		for len(queue) > 0 {
-			d := queue[len(queue)-1]
-			queue = queue[:len(queue)-1]
-			m := repoManifest{repo, d}
-			if live.manifests[m] || !revs.has(d) {
-				continue
-			}
-			live.manifests[m] = true
-			live.blobs[d] = true
-			refs, err := g.parse(ctx, driver, d)
-			if err != nil {
-				return nil, err
-			}
-			if refs != nil {
-				for _, b := range refs.blobs {
-					live.blobs[b] = true
-				}
-				queue = append(queue, refs.manifests...)
-			}
-			queue = append(queue, referrers[d]...)
+		if err := g.markFrom(ctx, driver, st, live, repo, queue); err != nil {
+			return nil, err
 		}
 	}
 	return live, nil
+}
+
+// markWritten adds to live, marked from st, what the writes the journal
+// names made live: a manifest written is live with what it references (its
+// blobs, the manifests it lists, its referrers), a blob linked is live.
+func (g *gcState) markWritten(ctx context.Context, driver storagedriver.StorageDriver, st *storageState, live *liveSet, written journaled) error {
+	for _, d := range written.blobs {
+		live.blobs[d] = true
+	}
+	for _, m := range written.manifests {
+		if live.manifests[m] {
+			continue
+		}
+		// Written since the scan, it may be missing from st: it is marked
+		// as a revision of its repository from here on.
+		if st.revisions[m.repo] == nil {
+			st.revisions[m.repo] = links{}
+		}
+		if !st.revisions[m.repo].has(m.digest) {
+			st.revisions[m.repo][m.digest] = time.Time{}
+		}
+		if err := g.markFrom(ctx, driver, st, live, m.repo, []digest.Digest{m.digest}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// markFrom marks live, in repo, the manifests of queue that st holds and
+// what they reference.
+func (g *gcState) markFrom(ctx context.Context, driver storagedriver.StorageDriver, st *storageState, live *liveSet, repo string, queue []digest.Digest) error {
+	revs, referrers := st.revisions[repo], st.referrers[repo]
+	for len(queue) > 0 {
+		d := queue[len(queue)-1]
+		queue = queue[:len(queue)-1]
+		m := repoManifest{repo, d}
+		if live.manifests[m] || !revs.has(d) {
+			continue
+		}
+		live.manifests[m] = true
+		live.blobs[d] = true
+		refs, err := g.parse(ctx, driver, d)
+		if err != nil {
+			return err
+		}
+		if refs != nil {
+			for _, b := range refs.blobs {
+				live.blobs[b] = true
+			}
+			queue = append(queue, refs.manifests...)
+		}
+		queue = append(queue, referrers[d]...)
+	}
+	return nil
 }
 
 // manifestDoc is what an image manifest, an index or an artifact

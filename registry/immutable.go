@@ -40,6 +40,9 @@ type guard struct {
 	// a blob or manifest live with a garbage collection's sweep (holdGC), in
 	// this process or, shared, across the replicas of one storage.
 	locks coord.Locks
+	// journals record, under gcLock held shared, what those writes made
+	// live, for a collection's sweep (gcjournal.go).
+	journals coord.Journals
 	// quota, nil without quotas, charges pushes and counts uploads
 	// (quota.go).
 	quota *quotas
@@ -174,8 +177,14 @@ func (b *guardedBlobs) Create(ctx context.Context, options ...distribution.BlobC
 		}
 	}
 	w, err := b.BlobStore.Create(ctx, options...)
-	if mounted := (distribution.ErrBlobMounted{}); charged && !errors.As(err, &mounted) {
+	mounted := distribution.ErrBlobMounted{}
+	if charged && !errors.As(err, &mounted) {
 		q.uncharge(ctx, b.repo, mountDesc.Digest)
+	}
+	if errors.As(err, &mounted) {
+		if rerr := b.guard.recordLive(ctx, blobEntry(mounted.Descriptor.Digest)); rerr != nil {
+			return nil, rerr
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -199,6 +208,22 @@ func (b *guardedBlobs) chargeMount(ctx context.Context, d digest.Digest) (v1.Des
 	}
 	charged, err := b.guard.quota.charge(ctx, b.repo, quota.Push{Item: item(desc.Digest, desc.Size)})
 	return desc, charged, err
+}
+
+// Put stores a blob berth writes itself (an OLM bundle's) and links it
+// into the repository, under gcLock held shared, and records it for a
+// collection's sweep.
+func (b *guardedBlobs) Put(ctx context.Context, mediaType string, p []byte) (v1.Descriptor, error) {
+	unlock, err := b.guard.holdGC(ctx)
+	if err != nil {
+		return v1.Descriptor{}, err
+	}
+	defer unlock()
+	desc, err := b.BlobStore.Put(ctx, mediaType, p)
+	if err != nil {
+		return desc, err
+	}
+	return desc, b.guard.recordLive(ctx, blobEntry(desc.Digest))
 }
 
 // Resume continues an upload, whose commit holds gcLock.
@@ -241,7 +266,8 @@ func (w *guardedBlobWriter) held() int64 { return w.size + w.written }
 
 // Commit moves the uploaded blob into place and links it into the
 // repository, under gcLock held shared, once it is charged to the
-// namespace. A refusal (beyond registry.uploads.maxSize, over the quota)
+// namespace, and records it for a collection's sweep (recordLive). A
+// refusal (beyond registry.uploads.maxSize, over the quota)
 // is an OCI error, after which distribution cancels the upload; as its
 // handler then saves the upload's state again, the refusal is left for
 // serveUpload too, which deletes what is left.
@@ -251,25 +277,26 @@ func (w *guardedBlobWriter) Commit(ctx context.Context, provisional v1.Descripto
 		return v1.Descriptor{}, err
 	}
 	defer unlock()
-	q := w.guard.quota
-	if q == nil {
-		return w.BlobWriter.Commit(ctx, provisional)
-	}
-	size := w.held()
-	if err := q.checkSize(quota.Namespace(w.repo), size); err != nil {
-		return v1.Descriptor{}, refuseUpload(ctx, err)
-	}
-	// The charge closes the upload in the ledger: committed or, failing,
-	// cancelled by distribution, it is over either way.
-	charged, err := q.charge(ctx, w.repo, quota.Push{Item: item(provisional.Digest, size), Upload: w.ID()})
-	if err != nil {
-		return v1.Descriptor{}, refuseUpload(ctx, err)
+	q, charged := w.guard.quota, false
+	if q != nil {
+		size := w.held()
+		if err := q.checkSize(quota.Namespace(w.repo), size); err != nil {
+			return v1.Descriptor{}, refuseUpload(ctx, err)
+		}
+		// The charge closes the upload in the ledger: committed or,
+		// failing, cancelled by distribution, it is over either way.
+		if charged, err = q.charge(ctx, w.repo, quota.Push{Item: item(provisional.Digest, size), Upload: w.ID()}); err != nil {
+			return v1.Descriptor{}, refuseUpload(ctx, err)
+		}
 	}
 	desc, err := w.BlobWriter.Commit(ctx, provisional)
-	if err != nil && charged {
-		q.uncharge(ctx, w.repo, provisional.Digest)
+	if err != nil {
+		if charged {
+			q.uncharge(ctx, w.repo, provisional.Digest)
+		}
+		return desc, err
 	}
-	return desc, err
+	return desc, w.guard.recordLive(ctx, blobEntry(desc.Digest))
 }
 
 // Cancel deletes the upload and forgets it.
@@ -361,6 +388,9 @@ func (m *guardedManifests) Put(ctx context.Context, mf distribution.Manifest, op
 	dgst, err := m.ManifestService.Put(ctx, mf, options...)
 	if err != nil && charged {
 		q.uncharge(ctx, name, digest.FromBytes(payload))
+	}
+	if err == nil {
+		err = m.repo.guard.recordLive(ctx, manifestEntry(name, dgst))
 	}
 	if err != nil || ref == nil {
 		return dgst, err

@@ -69,6 +69,9 @@ type Options struct {
 	// (coord.Postgres), so that exactly one of two pushes of a version
 	// through different replicas wins and no collection deletes what a
 	// push on another replica is writing. Nil means locks of this process.
+	// Collections read what writes made live meanwhile in the locks'
+	// journals (coord.Journals), or in journals of this process when the
+	// locks keep none.
 	Locks coord.Locks
 	// Metrics, when set, receives berth_registry_flush_wait_seconds.
 	Metrics prometheus.Registerer
@@ -89,7 +92,8 @@ type Registry struct {
 	files *fileServer
 	// gc caches what garbage collections parsed (gc.go); gcBeforeSweep,
 	// set by tests, runs between a collection's mark and its sweep, and
-	// gcSweeping under the sweep's lock, after its second mark.
+	// gcSweeping under the sweep's lock, once it marked what its journal
+	// names.
 	gc            gcState
 	gcBeforeSweep func()
 	gcSweeping    func()
@@ -129,6 +133,7 @@ func New(ctx context.Context, opts Options) (*Registry, error) {
 	if g.locks == nil {
 		g.locks = &coord.Local{}
 	}
+	g.journals = journalsOf(g.locks)
 	if g.allowOverwrite == nil {
 		g.allowOverwrite = func(string) bool { return false }
 	}

@@ -22,6 +22,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -47,7 +49,16 @@ type scaleOptions struct {
 	runs       int
 	searches   int
 	versitygw  string
+	// only names the one table to run ("" for all).
+	only string
+	// gcProfile, when set, is where the collections' CPU profile goes.
+	gcProfile string
+	// gcStorages are the storages the garbage collection table runs on.
+	gcStorages string
 }
+
+// scaleTables are the tables -scale-only may name.
+var scaleTables = []string{"stores", "replicas", "gc"}
 
 func registerScaleFlags(o *scaleOptions) {
 	flag.BoolVar(&o.enabled, "scale", false, "run the scale-out benchmarks: PostgreSQL against SQLite, replicas on S3, garbage collection")
@@ -56,7 +67,10 @@ func registerScaleFlags(o *scaleOptions) {
 	flag.IntVar(&o.packages, "scale-packages", 300, "packages pushed and pulled per run of the replica rows")
 	flag.IntVar(&o.runs, "scale-runs", 3, "runs per server of the replica rows")
 	flag.IntVar(&o.searches, "scale-searches", 2000, "searches timed per store")
-	flag.StringVar(&o.versitygw, "versitygw", "bin/versitygw", "the versitygw binary the replica rows run S3 on (make tools builds it)")
+	flag.StringVar(&o.versitygw, "versitygw", "bin/versitygw", "the versitygw binary the replica and garbage collection rows run S3 on (make tools builds it)")
+	flag.StringVar(&o.only, "scale-only", "", "run one table of -scale: "+strings.Join(scaleTables, ", "))
+	flag.StringVar(&o.gcStorages, "gc-storages", "filesystem,s3", "the storages the garbage collection table runs on: filesystem, s3 or both, comma-separated")
+	flag.StringVar(&o.gcProfile, "gc-cpuprofile", "", "write the CPU profile of the first collection of each storage to this file, suffixed -filesystem and -s3")
 }
 
 func runScale(ctx context.Context, o scaleOptions) error {
@@ -68,6 +82,10 @@ func runScale(ctx context.Context, o scaleOptions) error {
 			return fmt.Errorf("-%s must be at least 1", f.name)
 		}
 	}
+	if o.only != "" && !slices.Contains(scaleTables, o.only) {
+		return fmt.Errorf("-scale-only %q: want one of %s", o.only, strings.Join(scaleTables, ", "))
+	}
+	runs := func(table string) bool { return o.only == "" || o.only == table }
 	cluster, err := pgtest.Start()
 	if err != nil {
 		return fmt.Errorf("PostgreSQL: %w", err)
@@ -79,26 +97,25 @@ func runScale(ctx context.Context, o scaleOptions) error {
 	}
 	defer os.RemoveAll(root)
 
-	logf("catalog stores: %d versions on SQLite and on PostgreSQL", o.versions)
-	stores, err := storeRows(ctx, cluster, root, o)
-	if err != nil {
-		return err
+	if runs("stores") {
+		logf("catalog stores: %d versions on SQLite and on PostgreSQL", o.versions)
+		stores, err := storeRows(ctx, cluster, root, o)
+		if err != nil {
+			return err
+		}
+		printCatalogTable(os.Stdout, fmt.Sprintf("\ncatalog stores at %s versions (SQLite | PostgreSQL)", thousands(o.versions)), stores)
 	}
-	printCatalogTable(os.Stdout, fmt.Sprintf("\ncatalog stores at %s versions (SQLite | PostgreSQL)", thousands(o.versions)), stores)
-
-	logf("replicas: %d packages at c=8, %d runs, on versitygw", o.packages, o.runs)
-	replicas, err := replicaRows(ctx, cluster, root, o)
-	if err != nil {
-		return err
+	if runs("replicas") {
+		logf("replicas: %d packages at c=8, %d runs, on versitygw", o.packages, o.runs)
+		replicas, err := replicaRows(ctx, cluster, root, o)
+		if err != nil {
+			return err
+		}
+		printCatalogTable(os.Stdout, "\npackage push and pull on PostgreSQL + S3 (versitygw), c=8, medians", replicas)
 	}
-	printCatalogTable(os.Stdout, "\npackage push and pull on PostgreSQL + S3 (versitygw), c=8, medians", replicas)
-
-	logf("garbage collection: %d versions, half deleted", o.gcVersions)
-	gc, err := gcRows(ctx, root, o)
-	if err != nil {
-		return err
+	if runs("gc") {
+		return runGC(ctx, root, o)
 	}
-	printCatalogTable(os.Stdout, fmt.Sprintf("\ngarbage collection of %s versions after deleting half (filesystem)", thousands(o.gcVersions)), gc)
 	return nil
 }
 
@@ -558,13 +575,64 @@ http:
 	return start(ctx, "upstream", addr, dir, "/v2/", bin, "serve", config)
 }
 
-// gcRows stores gcVersions packages in an in-process registry on the
-// filesystem, deletes half of them, ages every file past the grace period
-// and collects: the time of each phase and what was reclaimed.
-func gcRows(ctx context.Context, root string, o scaleOptions) ([]catRow, error) {
-	dir := filepath.Join(root, "gc")
+// runGC prints the garbage collection table of the filesystem, then of
+// S3 (versitygw).
+func runGC(ctx context.Context, root string, o scaleOptions) error {
+	storages := strings.Split(o.gcStorages, ",")
+	for _, st := range storages {
+		if st != "filesystem" && st != "s3" {
+			return fmt.Errorf("-gc-storages: %q is neither filesystem nor s3", st)
+		}
+	}
+	if slices.Contains(storages, "filesystem") {
+		fsDir := filepath.Join(root, "gc")
+		fsStorage := &storage.Config{Driver: "filesystem", Filesystem: storage.Filesystem{RootDirectory: fsDir}}
+		logf("garbage collection: %d versions, half deleted, on the filesystem", o.gcVersions)
+		rows, err := gcRows(ctx, "filesystem", fsStorage, fsDir, o)
+		if err != nil {
+			return err
+		}
+		printCatalogTable(os.Stdout, fmt.Sprintf("\ngarbage collection of %s versions after deleting half (filesystem)", thousands(o.gcVersions)), rows)
+	}
+	if !slices.Contains(storages, "s3") {
+		return nil
+	}
+	gwBin, err := filepath.Abs(o.versitygw)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(gwBin); err != nil {
+		return fmt.Errorf("-versitygw: %w (make tools builds bin/versitygw)", err)
+	}
+	gw, err := startS3(ctx, gwBin, filepath.Join(root, "gc-s3"))
+	if err != nil {
+		return err
+	}
+	defer gw.stop()
+	bucket, err := gw.bucket("berth-gc")
+	if err != nil {
+		return err
+	}
+	s3Storage := &storage.Config{Driver: "s3", DisableRedirect: true, S3: storage.S3{Bucket: bucket, Region: "us-east-1",
+		RegionEndpoint: "http://" + gw.addr, AccessKey: gw.accessKey, SecretKeyFile: gw.secretFile, ForcePathStyle: true}}
+	logf("garbage collection: %d versions, half deleted, on S3 (versitygw)", o.gcVersions)
+	rows, err := gcRows(ctx, "s3", s3Storage, filepath.Join(gw.dir, bucket), o)
+	if err != nil {
+		return err
+	}
+	printCatalogTable(os.Stdout, fmt.Sprintf("\ngarbage collection of %s versions after deleting half (S3, versitygw)", thousands(o.gcVersions)), rows)
+	return nil
+}
+
+// gcRows stores gcVersions packages in an in-process registry on st, whose
+// files are under dir (the filesystem's root, or the bucket's folder of
+// versitygw's posix backend), deletes half of them, ages every file past
+// the grace period and collects: the time of each phase and what was
+// reclaimed. With o.gcProfile set, the first collection's CPU profile goes
+// to o.gcProfile-<name>.
+func gcRows(ctx context.Context, name string, st *storage.Config, dir string, o scaleOptions) ([]catRow, error) {
 	reg, err := registry.New(ctx, registry.Options{
-		Storage:    &storage.Config{Driver: "filesystem", Filesystem: storage.Filesystem{RootDirectory: dir}},
+		Storage:    st,
 		HTTPSecret: "bench",
 		Logger:     slog.New(slog.DiscardHandler),
 	})
@@ -607,7 +675,12 @@ func gcRows(ctx context.Context, root string, o scaleOptions) ([]catRow, error) 
 	}); err != nil {
 		return nil, err
 	}
+	stop, err := startProfile(o.gcProfile, name)
+	if err != nil {
+		return nil, err
+	}
 	rep, err := reg.CollectGarbage(ctx, registry.GCOptions{Grace: time.Hour})
+	stop()
 	if err != nil {
 		return nil, err
 	}
@@ -625,5 +698,25 @@ func gcRows(ctx context.Context, root string, o scaleOptions) ([]catRow, error) 
 		{name: "bytes reclaimed", value: fmt.Sprintf("%d", rep.Bytes), target: fmt.Sprintf("= %d", want), result: verdict(rep.Bytes == want),
 			detail: "the deleted versions' manifests, configs and content"},
 		{name: "second collection, nothing to delete", value: formatDuration(again.Mark + again.Sweep)},
+	}, nil
+}
+
+// startProfile starts a CPU profile into file-name, when file is set, and
+// returns the function that ends it.
+func startProfile(file, name string) (func(), error) {
+	if file == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(file + "-" + name)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
 	}, nil
 }

@@ -58,6 +58,7 @@ func (ix *indexer) read(ctx context.Context, repo, tag, dgst string) (*Entry, er
 // errors are read's.
 func (ix *indexer) readManifest(ctx context.Context, e *Entry, repo, mediaType string, payload []byte, withBundle bool) (*Entry, error) {
 	dgst := e.Digest
+	e.IndexVersion = IndexVersion
 	class := pkgformat.ClassifyManifest(mediaType, payload)
 	if !class.IsPackage() {
 		return e.ignore(class.Reason), nil
@@ -130,6 +131,7 @@ func (ix *indexer) readPackage(ctx context.Context, e *Entry, repo string, layer
 	}
 	e.Metadata = &p.Metadata
 	e.Files = located
+	e.Examples = csvExamples(ctx, p.Metadata.Format, files, ix.limits)
 	e.Content = apiv1.Content{Digest: layer.Digest.String(), Size: layer.Size, MediaType: layer.MediaType}
 	if withBundle && p.Metadata.Format == pkgformat.OLM {
 		bundle, err := olm.BuildBundle(p, layer, content, subject)

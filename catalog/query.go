@@ -21,7 +21,8 @@ func (c *Catalog) Search(ctx context.Context, q Query) (*SearchResult, error) {
 }
 
 // pkg is one package as stored: its readable versions, newest first, and the
-// tags that are not served as versions.
+// tags that are not served as versions; the Metadata of each version is its
+// Summary, without Files.
 type pkg struct {
 	versions  []*Entry
 	unindexed []*Entry
@@ -33,7 +34,7 @@ func (c *Catalog) load(ctx context.Context, access Access, ns, name string) (*pk
 	if !access.Allows(ns, name) {
 		return nil, errorf(ErrNotFound, "package %s/%s", ns, name)
 	}
-	entries, err := c.store.Entries(ctx, ns, name)
+	entries, err := c.store.Summaries(ctx, ns, name)
 	if errors.Is(err, ErrNotFound) {
 		return nil, errorf(ErrNotFound, "package %s/%s", ns, name)
 	}
@@ -418,6 +419,7 @@ func (c *Catalog) Status(ctx context.Context) (*apiv1.Status, error) {
 		return nil, err
 	}
 	st.Reconcile = rec
+	c.reindexStatus(&st.Reindex)
 	return &st, nil
 }
 

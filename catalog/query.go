@@ -49,7 +49,11 @@ func (c *Catalog) load(ctx context.Context, access Access, ns, name string) (*pk
 			p.unindexed = append(p.unindexed, e)
 		}
 	}
-	sort.Slice(p.versions, func(i, j int) bool { return VersionKey(p.versions[i].Tag) > VersionKey(p.versions[j].Tag) })
+	keys := make(map[string]string, len(p.versions))
+	for _, e := range p.versions {
+		keys[e.Tag] = VersionKey(e.Tag)
+	}
+	sort.Slice(p.versions, func(i, j int) bool { return keys[p.versions[i].Tag] > keys[p.versions[j].Tag] })
 	sort.Slice(p.unindexed, func(i, j int) bool { return p.unindexed[i].Tag < p.unindexed[j].Tag })
 	return p, nil
 }

@@ -1,12 +1,15 @@
 package storetest
 
 import (
+	"context"
 	"errors"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/berth-registry/berth/catalog"
 	"github.com/berth-registry/berth/catalog/apiv1"
+	"github.com/berth-registry/berth/pkgformat"
 )
 
 // testSummaries: Summaries returns every entry of a repository, ordered by
@@ -119,5 +122,52 @@ func testReindex(t *testing.T, h *harness) {
 	}
 	if st := h.stats(); st.Reindex.Pending != 1 {
 		t.Errorf("Stats after a restart: %d pending, want 1", st.Reindex.Pending)
+	}
+}
+
+// MigratedMetadata is the metadata of the version CheckMigratedSummaries
+// expects a store to hold, stored before version summaries: every field
+// of catalog.Summary set, and some it leaves out. It holds no quote, so
+// that tests may write it into SQL as it is.
+func MigratedMetadata() pkgformat.Metadata {
+	created := time.Date(2024, 2, 29, 23, 59, 58, 0, time.UTC)
+	return pkgformat.Metadata{
+		SchemaVersion: pkgformat.MetadataSchemaVersion, Name: "etcd", Version: "1.0.0", Format: pkgformat.OLM,
+		AppVersion: "3.5", CSVName: "etcd.v1.0.0", DisplayName: "etcd", Description: "A key-value store.",
+		Keywords: []string{"kv"}, Maintainers: []pkgformat.Maintainer{{Name: "Ada", Email: "ada@example.com"}},
+		Channels:       []pkgformat.Channel{{Name: "stable", Replaces: "etcd.v0.9.0", Skips: []string{"etcd.v0.8.0"}, SkipRange: ">=0.1.0 <0.8.0"}},
+		DefaultChannel: "stable",
+		Permissions:    &pkgformat.Permissions{Cluster: []pkgformat.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get"}}}},
+		Images:         []pkgformat.Image{{Reference: "quay.io/org/etcd:3.5", Found: []string{"csv"}}},
+		Created:        &created, Readme: "# etcd", Files: []pkgformat.FileInfo{{Path: "manifests/etcd.clusterserviceversion.yaml", Size: 100}},
+	}
+}
+
+// CheckMigratedSummaries checks a store whose schema was brought up to
+// date from before version summaries, holding namespace/name:tag indexed
+// with MigratedMetadata: its summary reads back as that metadata's
+// catalog.Summary, and it was read with index version 1, so that the
+// re-index lists it, Stats counts it, and it has no examples recorded.
+func CheckMigratedSummaries(t *testing.T, s catalog.Store, namespace, name, tag string) {
+	t.Helper()
+	ctx := context.Background()
+	md := MigratedMetadata()
+	got, err := s.Summaries(ctx, namespace, name)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("Summaries after the migration = %d entries, %v", len(got), err)
+	}
+	if want := catalog.Summary(&md); !reflect.DeepEqual(got[0].Metadata, want) {
+		t.Errorf("summary after the migration = %+v, want %+v", got[0].Metadata, want)
+	}
+	ex, v, err := s.Examples(ctx, namespace, name, tag)
+	if err != nil || v != 1 || ex != nil {
+		t.Errorf("Examples after the migration = %v, index version %d, %v; want none, 1", ex, v, err)
+	}
+	stale, err := s.Stale(ctx, catalog.IndexVersion, catalog.TagDigest{}, 10)
+	if err != nil || len(stale) != 1 || stale[0].Tag != tag {
+		t.Errorf("Stale after the migration = %v, %v; want %s", stale, err, tag)
+	}
+	if st, err := s.Stats(ctx); err != nil || st.Reindex.Pending != 1 {
+		t.Errorf("Stats after the migration: %+v, %v; want 1 pending", st.Reindex, err)
 	}
 }

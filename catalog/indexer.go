@@ -131,12 +131,11 @@ func (ix *indexer) readPackage(ctx context.Context, e *Entry, repo string, layer
 	}
 	e.Metadata = &p.Metadata
 	e.Files = located
-	e.Examples = csvExamples(ctx, p.Metadata.Format, files, ix.limits)
 	e.Content = apiv1.Content{Digest: layer.Digest.String(), Size: layer.Size, MediaType: layer.MediaType}
 	if withBundle && p.Metadata.Format == pkgformat.OLM {
 		bundle, err := olm.BuildBundle(p, layer, content, subject)
 		if err != nil {
-			e.bundleErr = err
+			e.bundleErr, e.Examples = err, csvExamples(ctx, e, files, ix.limits)
 			return nil
 		}
 		// A bundle opm would refuse makes the namespace's whole catalog
@@ -146,6 +145,7 @@ func (ix *indexer) readPackage(ctx context.Context, e *Entry, repo string, layer
 		}
 		e.bundle, e.OLM = bundle, bundle.Record
 	}
+	e.Examples = csvExamples(ctx, e, files, ix.limits)
 	return nil
 }
 

@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"path"
 	"strings"
@@ -136,26 +137,51 @@ func IsCSV(file string, size int64) bool {
 	return size <= maxCSV && (strings.HasSuffix(base, ".clusterserviceversion.yaml") || strings.HasSuffix(base, ".clusterserviceversion.yml"))
 }
 
-// csvExamples are the alm-examples of an OLM package's CSV, parsed under
-// limits (pkgformat.CSVExamples); none for other formats, and none when the
-// CSV has none or they do not parse, which does not make the version
-// invalid.
-func csvExamples(ctx context.Context, format pkgformat.Format, files []pkgformat.File, limits pkgformat.Limits) map[string][]string {
-	if format != pkgformat.OLM {
+// csvExamples are the alm-examples of an OLM version's CSV, parsed under
+// limits (pkgformat.CSVExamples): read from the olm.csv.metadata property of
+// its bundle record, which holds the CSV's annotations, or, without one,
+// from the CSV among files; none for other formats, and none when the CSV
+// has none or they do not parse, which does not make the version invalid.
+// The property spares parsing the whole CSV again, which costs about as
+// much as reading the package.
+func csvExamples(ctx context.Context, e *Entry, files []pkgformat.File, limits pkgformat.Limits) map[string][]string {
+	if e.Metadata == nil || e.Metadata.Format != pkgformat.OLM {
 		return nil
 	}
-	for _, f := range files {
-		if !IsCSV(f.Path, int64(len(f.Data))) {
-			continue
+	file, data := "", []byte(nil)
+	if e.OLM != nil {
+		for _, p := range e.OLM.Properties {
+			if p.Type != "olm.csv.metadata" {
+				continue
+			}
+			var md struct {
+				Annotations map[string]string `json:"annotations"`
+			}
+			if json.Unmarshal(p.Value, &md) != nil || md.Annotations[annotationExamples] == "" {
+				return nil
+			}
+			// JSON is YAML: the CSV reduced to its examples.
+			file = "olm.csv.metadata"
+			data, _ = json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{annotationExamples: md.Annotations[annotationExamples]}}})
 		}
-		examples, err := pkgformat.CSVExamples(ctx, f.Path, f.Data, limits)
-		if err != nil || len(examples) == 0 {
-			return nil
-		}
-		return examples
 	}
-	return nil
+	for _, f := range files {
+		if data == nil && IsCSV(f.Path, int64(len(f.Data))) {
+			file, data = f.Path, f.Data
+		}
+	}
+	if data == nil {
+		return nil
+	}
+	examples, err := pkgformat.CSVExamples(ctx, file, data, limits)
+	if err != nil || len(examples) == 0 {
+		return nil
+	}
+	return examples
 }
+
+// annotationExamples is the CSV annotation of OLM's examples.
+const annotationExamples = "alm-examples"
 
 // Examples returns the alm-examples of a version's CSV (Entry.Examples),
 // and whether the catalog recorded them: false for a version indexed before

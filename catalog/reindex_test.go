@@ -13,6 +13,7 @@ import (
 
 	"github.com/berth-registry/berth/catalog"
 	"github.com/berth-registry/berth/olm"
+	"github.com/berth-registry/berth/pkgformat"
 )
 
 // gatedSource holds every manifest read until its gate opens.
@@ -68,8 +69,18 @@ func TestReindexUpgradesInBackground(t *testing.T) {
 		}
 		examples[p.Metadata.Version] = ex
 	}
-	if len(examples[ps[len(ps)-1].Metadata.Version]) == 0 {
+	latest := ps[len(ps)-1]
+	if len(examples[latest.Metadata.Version]) == 0 {
 		t.Fatalf("the latest version recorded no alm-examples: %v", examples)
+	}
+	// Recorded from the bundle's olm.csv.metadata, as the CSV gives them.
+	for _, f := range latest.Files {
+		if catalog.IsCSV(f.Path, int64(len(f.Data))) {
+			want, err := pkgformat.CSVExamples(e.ctx, f.Path, f.Data, pkgformat.Limits{})
+			if err != nil || !reflect.DeepEqual(examples[latest.Metadata.Version], want) {
+				t.Fatalf("recorded examples %v, the CSV's %v (%v)", examples[latest.Metadata.Version], want, err)
+			}
+		}
 	}
 
 	e.current.Store(nil)

@@ -280,9 +280,9 @@ func (c *Catalog) Run(ctx context.Context) {
 		}()
 	}
 	if c.elector != nil {
-		c.elector.Lead(ctx, c.reconcileLoop)
+		c.elector.Lead(ctx, c.lead)
 	} else {
-		c.reconcileLoop(ctx)
+		c.lead(ctx)
 	}
 	c.background.Wait()
 	wg.Wait()

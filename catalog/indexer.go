@@ -58,6 +58,7 @@ func (ix *indexer) read(ctx context.Context, repo, tag, dgst string) (*Entry, er
 // errors are read's.
 func (ix *indexer) readManifest(ctx context.Context, e *Entry, repo, mediaType string, payload []byte, withBundle bool) (*Entry, error) {
 	dgst := e.Digest
+	e.IndexVersion = IndexVersion
 	class := pkgformat.ClassifyManifest(mediaType, payload)
 	if !class.IsPackage() {
 		return e.ignore(class.Reason), nil
@@ -134,7 +135,7 @@ func (ix *indexer) readPackage(ctx context.Context, e *Entry, repo string, layer
 	if withBundle && p.Metadata.Format == pkgformat.OLM {
 		bundle, err := olm.BuildBundle(p, layer, content, subject)
 		if err != nil {
-			e.bundleErr = err
+			e.bundleErr, e.Examples = err, csvExamples(ctx, e, files, ix.limits)
 			return nil
 		}
 		// A bundle opm would refuse makes the namespace's whole catalog
@@ -144,6 +145,7 @@ func (ix *indexer) readPackage(ctx context.Context, e *Entry, repo string, layer
 		}
 		e.bundle, e.OLM = bundle, bundle.Record
 	}
+	e.Examples = csvExamples(ctx, e, files, ix.limits)
 	return nil
 }
 

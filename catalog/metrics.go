@@ -1,6 +1,10 @@
 package catalog
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // metrics are the catalog's Prometheus metrics.
 type metrics struct {
@@ -9,6 +13,12 @@ type metrics struct {
 	dropped   prometheus.Counter
 	reconcile prometheus.Histogram
 	checked   *prometheus.CounterVec
+	// reindex counts the versions of the background re-index by state:
+	// pending (recorded with an older IndexVersion, as the store last
+	// counted them) and done (read again by this process); reindexed is
+	// done's count.
+	reindex   *prometheus.GaugeVec
+	reindexed atomic.Int64
 }
 
 func newMetrics(c *Catalog, reg prometheus.Registerer) *metrics {
@@ -34,6 +44,10 @@ func newMetrics(c *Catalog, reg prometheus.Registerer) *metrics {
 			Name: "berth_catalog_signatures_checked_total",
 			Help: "Signature checks of version digests against the trust policy, by verdict: verified or unverified.",
 		}, []string{"result"}),
+		reindex: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "berth_catalog_reindex_versions",
+			Help: "Versions of the background re-index after an upgrade, by state: pending (recorded by an older berth's indexing, as the leader last counted them) and done (read again by this process).",
+		}, []string{"state"}),
 	}
 	if reg != nil {
 		queued := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -46,7 +60,7 @@ func newMetrics(c *Catalog, reg prometheus.Registerer) *metrics {
 			}
 			return float64(n)
 		})
-		reg.MustRegister(m.indexed, m.removed, m.dropped, m.reconcile, m.checked, queued)
+		reg.MustRegister(m.indexed, m.removed, m.dropped, m.reconcile, m.checked, m.reindex, queued)
 	}
 	return m
 }

@@ -44,6 +44,11 @@ type checkStore struct {
 	checked map[string]*SignatureCheck
 }
 
+// Stale finds no version to index again.
+func (s *checkStore) Stale(context.Context, int, TagDigest, int) ([]TagDigest, error) {
+	return nil, nil
+}
+
 func (s *checkStore) SignatureChecks(_ context.Context, ns, name, dgst string) ([]SignatureCheck, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

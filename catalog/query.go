@@ -21,7 +21,8 @@ func (c *Catalog) Search(ctx context.Context, q Query) (*SearchResult, error) {
 }
 
 // pkg is one package as stored: its readable versions, newest first, and the
-// tags that are not served as versions.
+// tags that are not served as versions; the Metadata of each version is its
+// Summary, without Files.
 type pkg struct {
 	versions  []*Entry
 	unindexed []*Entry
@@ -33,7 +34,7 @@ func (c *Catalog) load(ctx context.Context, access Access, ns, name string) (*pk
 	if !access.Allows(ns, name) {
 		return nil, errorf(ErrNotFound, "package %s/%s", ns, name)
 	}
-	entries, err := c.store.Entries(ctx, ns, name)
+	entries, err := c.store.Summaries(ctx, ns, name)
 	if errors.Is(err, ErrNotFound) {
 		return nil, errorf(ErrNotFound, "package %s/%s", ns, name)
 	}
@@ -48,7 +49,11 @@ func (c *Catalog) load(ctx context.Context, access Access, ns, name string) (*pk
 			p.unindexed = append(p.unindexed, e)
 		}
 	}
-	sort.Slice(p.versions, func(i, j int) bool { return VersionKey(p.versions[i].Tag) > VersionKey(p.versions[j].Tag) })
+	keys := make(map[string]string, len(p.versions))
+	for _, e := range p.versions {
+		keys[e.Tag] = VersionKey(e.Tag)
+	}
+	sort.Slice(p.versions, func(i, j int) bool { return keys[p.versions[i].Tag] > keys[p.versions[j].Tag] })
 	sort.Slice(p.unindexed, func(i, j int) bool { return p.unindexed[i].Tag < p.unindexed[j].Tag })
 	return p, nil
 }
@@ -418,6 +423,7 @@ func (c *Catalog) Status(ctx context.Context) (*apiv1.Status, error) {
 		return nil, err
 	}
 	st.Reconcile = rec
+	c.reindexStatus(&st.Reindex)
 	return &st, nil
 }
 

@@ -56,6 +56,13 @@ type Entry struct {
 	// an indexed OLM version (docs/olm.md); nil for other formats, and for an
 	// OLM version no bundle image could be made of.
 	OLM *olm.BundleRecord
+	// IndexVersion is the IndexVersion of the berth that read the version;
+	// 1 for the versions stored before it was recorded.
+	IndexVersion int
+	// Examples are the alm-examples of an OLM version's CSV by
+	// "group/Kind", each indented JSON (pkgformat.CSVExamples); stores
+	// return them from StoreReader.Examples only.
+	Examples map[string][]string
 
 	// bundle is the bundle image to store before the entry is recorded;
 	// bundleErr says why an OLM version has none.
@@ -345,6 +352,13 @@ type StoreWriter interface {
 	// Version, Digest, Status and Reason, numbered after every change
 	// before it and timed now. It changes nothing else.
 	AppendSourceEvent(ctx context.Context, ch apiv1.Change) error
+	// Reindex records e, read again from the digest its tag records, in
+	// place of the tag's entry, and appends a "put" change, when the tag
+	// still records e.Digest as an indexed version; otherwise it changes
+	// nothing. The version keeps its Verified; one that reads as invalid
+	// now is recorded so, as Put records it. It returns whether it
+	// recorded e.
+	Reindex(ctx context.Context, e *Entry) (changed bool, err error)
 }
 
 // StoreReader answers the catalog's queries.
@@ -355,6 +369,17 @@ type StoreReader interface {
 	// Entries returns every entry of a repository, of every status, in no
 	// particular order. It returns ErrNotFound when there is none.
 	Entries(ctx context.Context, namespace, name string) ([]*Entry, error)
+	// Summaries returns every entry of a repository as Entries does, but
+	// without Files, and with the Metadata of an indexed entry holding only
+	// its Summary, which stores keep apart so that it reads fast.
+	Summaries(ctx context.Context, namespace, name string) ([]*Entry, error)
+	// Examples returns the Examples recorded for one tag and the
+	// IndexVersion the tag was read with, or ErrNotFound.
+	Examples(ctx context.Context, namespace, name, tag string) (examples map[string][]string, indexVersion int, err error)
+	// Stale lists at most limit indexed versions recorded with an
+	// IndexVersion below before, ordered by namespace, name and tag,
+	// starting after after's.
+	Stale(ctx context.Context, before int, after TagDigest, limit int) ([]TagDigest, error)
 	// Entry returns the entry of one tag, or ErrNotFound.
 	Entry(ctx context.Context, namespace, name, tag string) (*Entry, error)
 	// Tags lists every tag the catalog holds and its digest, for the reconciler.
@@ -368,7 +393,9 @@ type StoreReader interface {
 	// namespace and name, in no particular version order; Files are not
 	// loaded. fn's error stops the walk and is returned.
 	Walk(ctx context.Context, access Access, namespace string, fn func(*Entry) error) error
-	// Stats counts what the catalog holds; Seq is the last change's sequence number.
+	// Stats counts what the catalog holds; Seq is the last change's
+	// sequence number, and Reindex.Pending the indexed versions recorded
+	// with an IndexVersion below the current one.
 	Stats(ctx context.Context) (apiv1.Status, error)
 	// Signatures returns the last signature check of a digest of a package,
 	// or ErrNotFound when it was never checked or no indexed version holds it.

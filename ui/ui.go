@@ -47,6 +47,9 @@ type Catalog interface {
 	// ImageMirrors are where the images of source repositories live at
 	// this site, for the install commands.
 	ImageMirrors(ctx context.Context) ([]apiv1.ImageMirror, error)
+	// Examples are the alm-examples indexing recorded for a version, and
+	// whether it recorded them (catalog.Catalog.Examples).
+	Examples(ctx context.Context, access catalog.Access, namespace, name, version string) (map[string][]string, bool, error)
 }
 
 var _ Catalog = (*catalog.Catalog)(nil)

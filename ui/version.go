@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"path"
 	"slices"
 	"strings"
 
@@ -16,9 +15,6 @@ import (
 	"github.com/berth-registry/berth/permissions"
 	"github.com/berth-registry/berth/pkgformat"
 )
-
-// maxCSV bounds the OLM CSV read for its alm-examples.
-const maxCSV = 4 << 20
 
 // versionPage is the data of a version's page.
 type versionPage struct {
@@ -200,31 +196,34 @@ func (h *handler) verdicts(v *apiv1.Version) []verdict {
 	return out
 }
 
-// almExamples reads the alm-examples annotation of an OLM version's CSV,
-// parsed as the indexer parses it (pkgformat.CSVExamples, under the default
-// limits' YAML budget): the examples by group/Kind, each indented JSON.
-// Anything unreadable gives no examples; the page is shown without them.
+// almExamples returns the alm-examples of an OLM version's CSV, by
+// group/Kind, each indented JSON: as indexing recorded them, or, for a
+// version indexed before they were recorded that the re-index has not read
+// again yet, read from its CSV as the indexer reads them
+// (pkgformat.CSVExamples, under the default limits' YAML budget). Anything
+// unreadable gives no examples; the page is shown without them.
 func (h *handler) almExamples(ctx context.Context, access catalog.Access, v *apiv1.Version) map[string][]string {
 	if v.Format != pkgformat.OLM {
 		return nil
 	}
-	i := slices.IndexFunc(v.Files, func(f pkgformat.FileInfo) bool {
-		base := path.Base(f.Path)
-		return f.Size <= maxCSV && (strings.HasSuffix(base, ".clusterserviceversion.yaml") || strings.HasSuffix(base, ".clusterserviceversion.yml"))
-	})
+	examples, recorded, err := h.cat.Examples(ctx, access, v.Namespace, v.Name, v.Version)
+	if err != nil || recorded {
+		return examples
+	}
+	i := slices.IndexFunc(v.Files, func(f pkgformat.FileInfo) bool { return catalog.IsCSV(f.Path, f.Size) })
 	if i < 0 {
 		return nil
 	}
-	rc, _, err := h.cat.File(ctx, access, v.Namespace, v.Name, v.Version, v.Files[i].Path)
+	rc, size, err := h.cat.File(ctx, access, v.Namespace, v.Name, v.Version, v.Files[i].Path)
 	if err != nil {
 		return nil
 	}
 	defer rc.Close()
-	data, err := io.ReadAll(io.LimitReader(rc, maxCSV))
+	data, err := io.ReadAll(io.LimitReader(rc, size))
 	if err != nil {
 		return nil
 	}
-	examples, err := pkgformat.CSVExamples(ctx, v.Files[i].Path, data, pkgformat.Limits{})
+	examples, err = pkgformat.CSVExamples(ctx, v.Files[i].Path, data, pkgformat.Limits{})
 	if err != nil {
 		return nil
 	}

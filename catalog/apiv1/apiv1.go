@@ -439,6 +439,18 @@ type Status struct {
 	Unindexed int             `json:"unindexed"`
 	Seq       int64           `json:"seq"`
 	Reconcile ReconcileStatus `json:"reconcile"`
+	Reindex   ReindexStatus   `json:"reindex"`
+}
+
+// ReindexStatus reports the background re-index that reads again the
+// versions an older berth indexed (docs/catalog-store.md, "Re-index").
+type ReindexStatus struct {
+	// IndexVersion is what this berth's indexing derives.
+	IndexVersion int `json:"indexVersion"`
+	// Pending counts the indexed versions recorded with an older one.
+	Pending int `json:"pending"`
+	// Done counts the versions this process read again since it started.
+	Done int64 `json:"done"`
 }
 
 // ReconcileStatus reports the last complete reconciliation with the registry.

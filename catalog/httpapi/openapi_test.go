@@ -114,6 +114,7 @@ func TestOpenAPISchemasMirrorAPIv1(t *testing.T) {
 		"Status":             apiv1.Status{},
 		"Inventory":          apiv1.Inventory{},
 		"ReconcileStatus":    apiv1.ReconcileStatus{},
+		"ReindexStatus":      apiv1.ReindexStatus{},
 		"Errors":             apiv1.Errors{},
 		"Error":              apiv1.Error{},
 		"Metadata":           pkgformat.Metadata{},

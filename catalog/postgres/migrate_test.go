@@ -85,3 +85,36 @@ func TestMigrateToSourceEvents(t *testing.T) {
 	defer s.Close()
 	storetest.CheckMigratedFeed(t, s)
 }
+
+// TestMigrateToSummaries opens a database of schema version 4, from before
+// version summaries and index versions: its version gets its summary from
+// its metadata, and index version 1.
+func TestMigrateToSummaries(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.Database(t)
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, err := json.Marshal(storetest.MigratedMetadata())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stmts := append([]string{`CREATE TABLE schema_version (version integer NOT NULL)`, `INSERT INTO schema_version VALUES (4)`}, migrations[:4]...)
+	for _, stmt := range stmts {
+		if _, err := conn.Exec(ctx, stmt); err != nil {
+			t.Fatalf("%.60s: %v", stmt, err)
+		}
+	}
+	if _, err := conn.Exec(ctx, `INSERT INTO entries (namespace, name, tag, version_key, digest, status, reason, indexed, verified,
+	kube_min, kube_max, content_digest, content_size, content_media_type, metadata)
+	VALUES ('a', 'etcd', '1.0.0', $1, 'sha256:etcd', 'indexed', '', 1000, false, '', '', 'sha256:c', 10, 'application/x-tar', $2)`,
+		catalog.VersionKey("1.0.0"), string(md)); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close(ctx)
+
+	s := openAt(t, dsn, Options{})
+	defer s.Close()
+	storetest.CheckMigratedSummaries(t, s, "a", "etcd", "1.0.0")
+}

@@ -38,10 +38,24 @@ func (s *Store) Entry(ctx context.Context, namespace, name, tag string) (*catalo
 // Entries returns every entry of a repository, Files included, ordered by tag,
 // or an error wrapping catalog.ErrNotFound when there is none.
 func (s *Store) Entries(ctx context.Context, namespace, name string) ([]*catalog.Entry, error) {
+	return s.entries(ctx, sqlrow.EntryColumns+sqlrow.FilesColumn, true, namespace, name)
+}
+
+// Summaries implements catalog.StoreReader: every entry of a repository,
+// ordered by tag, each indexed one with its summary as its Metadata, or an
+// error wrapping catalog.ErrNotFound when there is none.
+func (s *Store) Summaries(ctx context.Context, namespace, name string) ([]*catalog.Entry, error) {
+	return s.entries(ctx, sqlrow.SummaryColumns, false, namespace, name)
+}
+
+// entries reads columns (sqlrow.ScanEntry's) of every entry of a
+// repository, ordered by tag, or returns an error wrapping
+// catalog.ErrNotFound when there is none.
+func (s *Store) entries(ctx context.Context, columns string, withFiles bool, namespace, name string) ([]*catalog.Entry, error) {
 	var out []*catalog.Entry
-	err := s.query(ctx, `SELECT `+sqlrow.EntryColumns+sqlrow.FilesColumn+` FROM entries WHERE namespace = $1 AND name = $2 ORDER BY tag`,
+	err := s.query(ctx, `SELECT `+columns+` FROM entries WHERE namespace = $1 AND name = $2 ORDER BY tag`,
 		[]any{namespace, name}, func(rows pgx.Rows) error {
-			e, err := sqlrow.ScanEntry(rows, true)
+			e, err := sqlrow.ScanEntry(rows, withFiles)
 			out = append(out, e)
 			return err
 		})
@@ -129,15 +143,19 @@ func (s *Store) Walk(ctx context.Context, access catalog.Access, namespace strin
 	}, fn)
 }
 
-// Stats counts packages with an indexed version, indexed versions and other
-// entries, and reports the last change's sequence number, from one snapshot.
+// Stats counts packages with an indexed version, indexed versions, other
+// entries and the indexed versions recorded with an older
+// catalog.IndexVersion, and reports the last change's sequence number,
+// from one snapshot.
 func (s *Store) Stats(ctx context.Context) (apiv1.Status, error) {
 	var st apiv1.Status
 	err := s.pool.QueryRow(ctx, `SELECT
 	(SELECT count(*) FROM packages WHERE doc IS NOT NULL),
 	(SELECT count(*) FROM entries WHERE status = 'indexed'),
 	(SELECT count(*) FROM entries WHERE status <> 'indexed'),
-	(SELECT seq FROM counters)`).Scan(&st.Packages, &st.Versions, &st.Unindexed, &st.Seq)
+	(SELECT seq FROM counters),
+	(SELECT count(*) FROM entries WHERE status = 'indexed' AND index_version < $1)`, catalog.IndexVersion).Scan(
+		&st.Packages, &st.Versions, &st.Unindexed, &st.Seq, &st.Reindex.Pending)
 	if err != nil {
 		return apiv1.Status{}, fmt.Errorf("catalog: stats: %w", err)
 	}

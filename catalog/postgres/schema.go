@@ -142,6 +142,25 @@ ALTER TABLE changes ADD COLUMN reason text NOT NULL DEFAULT '';
 ALTER TABLE signatures ADD COLUMN sources text NOT NULL DEFAULT '';
 UPDATE signature_checks SET policy = '';
 `,
+	// 5: version summaries and index versions, as SQLite's step 8: the
+	// part of an indexed version's metadata its package's description
+	// needs (catalog.Summary), the alm-examples of an OLM version's CSV,
+	// and the catalog.IndexVersion it was read with. The versions stored
+	// before it get their summaries from their metadata and index
+	// version 1, and the background re-index reads them again.
+	`
+ALTER TABLE entries ADD COLUMN summary text;
+ALTER TABLE entries ADD COLUMN examples text;
+ALTER TABLE entries ADD COLUMN index_version integer NOT NULL DEFAULT 1;
+UPDATE entries SET summary = (SELECT jsonb_build_object(
+	'format', m -> 'format', 'appVersion', m -> 'appVersion', 'csvName', m -> 'csvName',
+	'displayName', m -> 'displayName', 'description', m -> 'description',
+	'maintainers', m -> 'maintainers', 'channels', m -> 'channels',
+	'defaultChannel', m -> 'defaultChannel', 'permissions', m -> 'permissions',
+	'created', m -> 'created')::text FROM (SELECT metadata::jsonb AS m) AS x)
+WHERE metadata IS NOT NULL;
+CREATE INDEX entries_stale ON entries (index_version) WHERE status = 'indexed';
+`,
 }
 
 // migrate brings the database's schema up to date in one transaction, under

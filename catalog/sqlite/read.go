@@ -30,21 +30,28 @@ func (s *Store) Entry(ctx context.Context, namespace, name, tag string) (*catalo
 // Entries returns every entry of a repository, Files included, ordered by tag,
 // or an error wrapping catalog.ErrNotFound when there is none.
 func (s *Store) Entries(ctx context.Context, namespace, name string) ([]*catalog.Entry, error) {
-	rows, err := s.reader.QueryContext(ctx, `SELECT `+sqlrow.EntryColumns+sqlrow.FilesColumn+` FROM entries
-	WHERE namespace = ? AND name = ? ORDER BY tag`, namespace, name)
-	if err != nil {
-		return nil, fmt.Errorf("catalog: %s/%s: %w", namespace, name, err)
-	}
-	defer rows.Close()
+	return s.entries(ctx, sqlrow.EntryColumns+sqlrow.FilesColumn, true, namespace, name)
+}
+
+// Summaries implements catalog.StoreReader: every entry of a repository,
+// ordered by tag, each indexed one with its summary as its Metadata, or an
+// error wrapping catalog.ErrNotFound when there is none.
+func (s *Store) Summaries(ctx context.Context, namespace, name string) ([]*catalog.Entry, error) {
+	return s.entries(ctx, sqlrow.SummaryColumns, false, namespace, name)
+}
+
+// entries reads columns (sqlrow.ScanEntry's) of every entry of a
+// repository, ordered by tag, or returns an error wrapping
+// catalog.ErrNotFound when there is none.
+func (s *Store) entries(ctx context.Context, columns string, withFiles bool, namespace, name string) ([]*catalog.Entry, error) {
 	var out []*catalog.Entry
-	for rows.Next() {
-		e, err := sqlrow.ScanEntry(rows, true)
-		if err != nil {
-			return nil, fmt.Errorf("catalog: %s/%s: %w", namespace, name, err)
-		}
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
+	err := query(ctx, s.reader, `SELECT `+columns+` FROM entries WHERE namespace = ? AND name = ? ORDER BY tag`,
+		[]any{namespace, name}, func(rows *sql.Rows) error {
+			e, err := sqlrow.ScanEntry(rows, withFiles)
+			out = append(out, e)
+			return err
+		})
+	if err != nil {
 		return nil, fmt.Errorf("catalog: %s/%s: %w", namespace, name, err)
 	}
 	if len(out) == 0 {
@@ -140,15 +147,18 @@ func (s *Store) Walk(ctx context.Context, access catalog.Access, namespace strin
 }
 
 // Stats counts packages with an indexed version, indexed versions and other
-// entries, and reports the last change's sequence number, from one snapshot.
-// Reconcile is left zero: the catalog fills it.
+// entries, the indexed versions recorded with an older catalog.IndexVersion,
+// and reports the last change's sequence number, from one snapshot.
+// Reconcile, and the rest of Reindex, are left zero: the catalog fills them.
 func (s *Store) Stats(ctx context.Context) (apiv1.Status, error) {
 	var st apiv1.Status
 	err := s.reader.QueryRowContext(ctx, `SELECT
 	(SELECT count(*) FROM packages),
 	(SELECT count(*) FROM entries WHERE status = 'indexed'),
 	(SELECT count(*) FROM entries WHERE status <> 'indexed'),
-	coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'changes'), 0)`).Scan(&st.Packages, &st.Versions, &st.Unindexed, &st.Seq)
+	coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'changes'), 0),
+	(SELECT count(*) FROM entries WHERE status = 'indexed' AND index_version < ?)`, catalog.IndexVersion).Scan(
+		&st.Packages, &st.Versions, &st.Unindexed, &st.Seq, &st.Reindex.Pending)
 	if err != nil {
 		return apiv1.Status{}, fmt.Errorf("catalog: stats: %w", err)
 	}

@@ -208,4 +208,26 @@ ALTER TABLE changes ADD COLUMN reason TEXT NOT NULL DEFAULT '';
 ALTER TABLE signatures ADD COLUMN sources TEXT NOT NULL DEFAULT '';
 UPDATE signature_checks SET policy = '';
 `,
+	// 8: version summaries and index versions. entries.summary holds
+	// the part of an indexed version's metadata that describing its
+	// package needs (catalog.Summary, JSON), so that a package's page reads
+	// its versions without decoding their whole metadata; examples the
+	// alm-examples of an OLM version's CSV (JSON, NULL for none); and
+	// index_version the catalog.IndexVersion the version was read with.
+	// The versions stored before it get their summaries from their
+	// metadata and index version 1, and the background re-index
+	// (catalog/reindex.go) reads them again; entries_stale finds them.
+	`
+ALTER TABLE entries ADD COLUMN summary TEXT;
+ALTER TABLE entries ADD COLUMN examples TEXT;
+ALTER TABLE entries ADD COLUMN index_version INTEGER NOT NULL DEFAULT 1;
+UPDATE entries SET summary = json_object(
+	'format', metadata -> '$.format', 'appVersion', metadata -> '$.appVersion', 'csvName', metadata -> '$.csvName',
+	'displayName', metadata -> '$.displayName', 'description', metadata -> '$.description',
+	'maintainers', metadata -> '$.maintainers', 'channels', metadata -> '$.channels',
+	'defaultChannel', metadata -> '$.defaultChannel', 'permissions', metadata -> '$.permissions',
+	'created', metadata -> '$.created')
+WHERE metadata IS NOT NULL;
+CREATE INDEX entries_stale ON entries (index_version) WHERE status = 'indexed';
+`,
 }

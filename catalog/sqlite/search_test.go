@@ -373,3 +373,11 @@ func TestMigrateToSourceEvents(t *testing.T) {
 	defer s.Close()
 	storetest.CheckMigratedFeed(t, s)
 }
+
+// TestMigrateToSummaries opens a file of schema version 7, from before
+// version summaries and index versions: its version gets its summary from
+// its metadata, and index version 1.
+func TestMigrateToSummaries(t *testing.T) {
+	s, _ := migratedFrom(t, 7, storetest.MigratedMetadata())
+	storetest.CheckMigratedSummaries(t, s, "a", "etcd", "1.0.0")
+}

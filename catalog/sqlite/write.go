@@ -55,6 +55,9 @@ func (s *Store) Put(ctx context.Context, e *catalog.Entry) (bool, error) {
 		if err := insertEntry(ctx, tx, e, row, verified); err != nil {
 			return nil, err
 		}
+		if err := recordDerived(ctx, tx, e); err != nil {
+			return nil, err
+		}
 		if replaced {
 			if err := pruneSignatures(ctx, tx, e.Namespace, e.Name, digest); err != nil {
 				return nil, err

@@ -19,7 +19,7 @@ func fullEntry() *catalog.Entry {
 	created := time.Date(2024, 2, 29, 23, 59, 58, 123456789, time.UTC)
 	return &catalog.Entry{
 		Namespace: "kudo", Name: "kafka", Tag: "2.5.1_1.3.2",
-		Digest: digestOf("kafka"), Status: apiv1.StatusIndexed,
+		Digest: digestOf("kafka"), Status: apiv1.StatusIndexed, IndexVersion: catalog.IndexVersion,
 		Indexed: time.Date(2025, 1, 2, 3, 4, 5, 987654321, time.FixedZone("CET", 3600)),
 		Metadata: &pkgformat.Metadata{
 			SchemaVersion: pkgformat.MetadataSchemaVersion, Name: "kafka", Version: "2.5.1_1.3.2",

@@ -70,6 +70,8 @@ func Run(t *testing.T, open Opener) {
 		{"ImageSearch", testImageSearch},
 		{"ImageMirrors", testImageMirrors},
 		{"ImageMirrorsConcurrent", testImageMirrorsConcurrent},
+		{"Summaries", testSummaries},
+		{"Reindex", testReindex},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -195,13 +197,13 @@ func digestOf(parts ...any) string {
 }
 
 // pkg returns an indexed entry of namespace/name:tag, helm, with a
-// description, changed by each mod.
+// description, read by this berth's indexing, changed by each mod.
 func pkg(namespace, name, tag string, mods ...func(*catalog.Entry)) *catalog.Entry {
 	e := &catalog.Entry{
 		Namespace: namespace, Name: name, Tag: tag,
 		Digest:  digestOf(namespace, name, tag),
 		Status:  apiv1.StatusIndexed,
-		Indexed: baseTime,
+		Indexed: baseTime, IndexVersion: catalog.IndexVersion,
 		Metadata: &pkgformat.Metadata{
 			SchemaVersion: pkgformat.MetadataSchemaVersion, Name: name, Version: tag, Format: pkgformat.Helm,
 			Description: "A package.", Files: []pkgformat.FileInfo{{Path: "Chart.yaml", Size: 100}},

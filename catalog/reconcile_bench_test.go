@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"syscall"
 	"testing"
 	"time"
 
@@ -90,16 +89,6 @@ func BenchmarkReconcileIntact(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/versions, "µs/tag")
 	b.ReportMetric(float64((cpuTime(b)-cpu).Microseconds())/float64(b.N)/versions, "cpu-µs/tag")
-}
-
-// cpuTime returns the user and system CPU time the process has used: on a
-// shared machine, what a benchmark costs is steadier than how long it takes.
-func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // putPackage writes a package into the registry's storage as a manifest PUT

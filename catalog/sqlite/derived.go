@@ -13,7 +13,7 @@ import (
 
 // recordDerived writes the summary, examples and index version of the
 // entry just inserted for e's tag (sqlrow.Derived).
-func recordDerived(ctx context.Context, tx *sql.Tx, e *catalog.Entry) error {
+func recordDerived(ctx context.Context, tx *writeTx, e *catalog.Entry) error {
 	d, err := sqlrow.EncodeDerived(e)
 	if err != nil {
 		return err
@@ -33,7 +33,7 @@ func (s *Store) Reindex(ctx context.Context, e *catalog.Entry) (bool, error) {
 		return false, fmt.Errorf("catalog: reindex %s/%s:%s: %w", e.Namespace, e.Name, e.Tag, err)
 	}
 	changed := false
-	err = s.write(ctx, func(tx *sql.Tx) (*indexUpdate, error) {
+	err = s.write(ctx, func(tx *writeTx) (*indexUpdate, error) {
 		var id int64
 		var verified bool
 		err := tx.QueryRowContext(ctx, `SELECT id, verified FROM entries

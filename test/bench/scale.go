@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -47,7 +48,14 @@ type scaleOptions struct {
 	runs       int
 	searches   int
 	versitygw  string
+	// only names the one table to run ("" for all three).
+	only string
+	// countS3 puts a counting proxy in front of versitygw (s3Counter).
+	countS3 bool
 }
+
+// scaleTables are the tables -scale-only chooses from.
+var scaleTables = []string{"stores", "replicas", "gc"}
 
 func registerScaleFlags(o *scaleOptions) {
 	flag.BoolVar(&o.enabled, "scale", false, "run the scale-out benchmarks: PostgreSQL against SQLite, replicas on S3, garbage collection")
@@ -57,7 +65,12 @@ func registerScaleFlags(o *scaleOptions) {
 	flag.IntVar(&o.runs, "scale-runs", 3, "runs per server of the replica rows")
 	flag.IntVar(&o.searches, "scale-searches", 2000, "searches timed per store")
 	flag.StringVar(&o.versitygw, "versitygw", "bin/versitygw", "the versitygw binary the replica rows run S3 on (make tools builds it)")
+	flag.StringVar(&o.only, "scale-only", "", "run only this table of the scale-out benchmarks: "+strings.Join(scaleTables, ", "))
+	flag.BoolVar(&o.countS3, "scale-count-s3", false, "replica rows: count the S3 requests of every server's pushes and pulls, through a proxy in front of versitygw (which costs time of its own), and log the most frequent")
 }
+
+// wants reports whether the table of the scale-out benchmarks is to run.
+func (o scaleOptions) wants(table string) bool { return o.only == "" || o.only == table }
 
 func runScale(ctx context.Context, o scaleOptions) error {
 	for _, f := range []struct {
@@ -67,6 +80,9 @@ func runScale(ctx context.Context, o scaleOptions) error {
 		if f.value < 1 {
 			return fmt.Errorf("-%s must be at least 1", f.name)
 		}
+	}
+	if o.only != "" && !slices.Contains(scaleTables, o.only) {
+		return fmt.Errorf("-scale-only %q: want one of %s", o.only, strings.Join(scaleTables, ", "))
 	}
 	cluster, err := pgtest.Start()
 	if err != nil {
@@ -79,20 +95,25 @@ func runScale(ctx context.Context, o scaleOptions) error {
 	}
 	defer os.RemoveAll(root)
 
-	logf("catalog stores: %d versions on SQLite and on PostgreSQL", o.versions)
-	stores, err := storeRows(ctx, cluster, root, o)
-	if err != nil {
-		return err
+	if o.wants("stores") {
+		logf("catalog stores: %d versions on SQLite and on PostgreSQL", o.versions)
+		stores, err := storeRows(ctx, cluster, root, o)
+		if err != nil {
+			return err
+		}
+		printCatalogTable(os.Stdout, fmt.Sprintf("\ncatalog stores at %s versions (SQLite | PostgreSQL)", thousands(o.versions)), stores)
 	}
-	printCatalogTable(os.Stdout, fmt.Sprintf("\ncatalog stores at %s versions (SQLite | PostgreSQL)", thousands(o.versions)), stores)
-
-	logf("replicas: %d packages at c=8, %d runs, on versitygw", o.packages, o.runs)
-	replicas, err := replicaRows(ctx, cluster, root, o)
-	if err != nil {
-		return err
+	if o.wants("replicas") {
+		logf("replicas: %d packages at c=8, %d runs, on versitygw", o.packages, o.runs)
+		replicas, err := replicaRows(ctx, cluster, root, o)
+		if err != nil {
+			return err
+		}
+		printCatalogTable(os.Stdout, "\npackage push and pull on PostgreSQL + S3 (versitygw), c=8, medians", replicas)
 	}
-	printCatalogTable(os.Stdout, "\npackage push and pull on PostgreSQL + S3 (versitygw), c=8, medians", replicas)
-
+	if !o.wants("gc") {
+		return nil
+	}
 	logf("garbage collection: %d versions, half deleted", o.gcVersions)
 	gc, err := gcRows(ctx, root, o)
 	if err != nil {
@@ -292,7 +313,7 @@ func replicaRows(ctx context.Context, cluster *pgtest.Cluster, root string, o sc
 	if _, err := os.Stat(gwBin); err != nil {
 		return nil, fmt.Errorf("-versitygw: %w (make tools builds bin/versitygw)", err)
 	}
-	gw, err := startS3(ctx, gwBin, filepath.Join(root, "s3"))
+	gw, err := startS3(ctx, gwBin, filepath.Join(root, "s3"), o.countS3)
 	if err != nil {
 		return nil, err
 	}
@@ -372,6 +393,8 @@ func replicaRows(ctx context.Context, cluster *pgtest.Cluster, root string, o sc
 		}},
 	}
 	push, pull := map[string][]float64{}, map[string][]float64{}
+	// s3Push and s3Pull are the S3 requests counted per package, by setup.
+	s3Push, s3Pull := map[string][]float64{}, map[string][]float64{}
 	for run := range o.runs {
 		for _, st := range setups {
 			servers, t, stopMore, err := st.start(run)
@@ -380,8 +403,18 @@ func replicaRows(ctx context.Context, cluster *pgtest.Cluster, root string, o sc
 			}
 			pkgs, err := newPackages(rand.NewChaCha8([32]byte{byte(run), 3}), packageSet{prefix: "scale", count: o.packages, repos: 30, contentSize: 50 << 10})
 			var ps, pl float64
+			var pushed, pulled s3Counts
 			if err == nil {
-				ps, pl, err = packageRound(ctx, t, pkgs, 8)
+				repos := t.repositories(pkgs)
+				gw.counter.take()
+				ps, err = timeEach(ctx, t, pkgs, 8, func(ctx context.Context, p *pkg) error {
+					return pushPackage(ctx, repos[p.repo], p)
+				})
+				pushed = gw.counter.take()
+			}
+			if err == nil {
+				pl, err = pullRound(ctx, t, pkgs, 8)
+				pulled = gw.counter.take()
 			}
 			stopMore()
 			stopAll(servers)
@@ -391,6 +424,12 @@ func replicaRows(ctx context.Context, cluster *pgtest.Cluster, root string, o sc
 			push[st.name] = append(push[st.name], ps)
 			pull[st.name] = append(pull[st.name], pl)
 			logf("run %d %s: push %.1f, pull %.1f packages/s", run+1, st.name, ps, pl)
+			if o.countS3 {
+				s3Push[st.name] = append(s3Push[st.name], float64(pushed.total())/float64(len(pkgs)))
+				s3Pull[st.name] = append(s3Pull[st.name], float64(pulled.total())/float64(len(pkgs)))
+				logf("run %d %s: S3 requests per push %s", run+1, st.name, pushed.perPackage(len(pkgs)))
+				logf("run %d %s: S3 requests per pull %s", run+1, st.name, pulled.perPackage(len(pkgs)))
+			}
 		}
 	}
 	var rows []catRow
@@ -403,10 +442,17 @@ func replicaRows(ctx context.Context, cluster *pgtest.Cluster, root string, o sc
 		}
 		return d + "; runs " + formatSamples(m[name])
 	}
+	// requests reads the S3 requests counted per package, with -scale-count-s3.
+	requests := func(m map[string][]float64, name string) string {
+		if !o.countS3 {
+			return ""
+		}
+		return fmt.Sprintf("; %.1f S3 requests per package", median(m[name]))
+	}
 	for _, st := range setups {
 		rows = append(rows,
-			catRow{name: st.name + ": push", value: fmt.Sprintf("%.1f packages/s", median(push[st.name])), detail: detail(push, st.name)},
-			catRow{name: st.name + ": pull", value: fmt.Sprintf("%.1f packages/s", median(pull[st.name])), detail: detail(pull, st.name)})
+			catRow{name: st.name + ": push", value: fmt.Sprintf("%.1f packages/s", median(push[st.name])), detail: detail(push, st.name) + requests(s3Push, st.name)},
+			catRow{name: st.name + ": pull", value: fmt.Sprintf("%.1f packages/s", median(pull[st.name])), detail: detail(pull, st.name) + requests(s3Pull, st.name)})
 	}
 	return rows, nil
 }
@@ -441,9 +487,21 @@ func stopAll(servers []*server) {
 type s3Server struct {
 	addr, dir, accessKey, secretFile string
 	cmd                              *exec.Cmd
+	// counter, when set, is the proxy the servers reach versitygw through.
+	counter *s3Counter
 }
 
-func startS3(ctx context.Context, bin, dir string) (*s3Server, error) {
+// endpoint is the address the servers reach S3 at: the counting proxy's
+// when there is one.
+func (gw *s3Server) endpoint() string {
+	if gw.counter != nil {
+		return gw.counter.addr()
+	}
+	return gw.addr
+}
+
+// startS3 starts versitygw under dir, behind a counting proxy with count.
+func startS3(ctx context.Context, bin, dir string, count bool) (*s3Server, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
@@ -464,6 +522,9 @@ func startS3(ctx context.Context, bin, dir string) (*s3Server, error) {
 		resp, err := http.Get("http://" + addr + "/")
 		if err == nil {
 			resp.Body.Close()
+			if count {
+				gw.counter = newS3Counter(addr)
+			}
 			return gw, nil
 		}
 		if time.Now().After(deadline) {
@@ -474,6 +535,9 @@ func startS3(ctx context.Context, bin, dir string) (*s3Server, error) {
 }
 
 func (gw *s3Server) stop() {
+	if gw.counter != nil {
+		gw.counter.srv.Close()
+	}
 	_ = gw.cmd.Process.Kill()
 	_ = gw.cmd.Wait()
 }
@@ -513,7 +577,7 @@ registry:
   httpSecretFile: %s
 catalog:
   database: %s
-%s`, addr, filepath.Join(dir, "data"), bucket, gw.addr, gw.accessKey, gw.secretFile, secret, dsn, auth), 0o600); err != nil {
+%s`, addr, filepath.Join(dir, "data"), bucket, gw.endpoint(), gw.accessKey, gw.secretFile, secret, dsn, auth), 0o600); err != nil {
 		return nil, err
 	}
 	return start(ctx, "berth", addr, dir, "/readyz", bin, "serve", "--config", config)
@@ -552,7 +616,7 @@ storage:
 http:
   addr: %s
   draintimeout: 5s
-`, bucket, gw.addr, gw.accessKey, secret, addr), 0o600); err != nil {
+`, bucket, gw.endpoint(), gw.accessKey, secret, addr), 0o600); err != nil {
 		return nil, err
 	}
 	return start(ctx, "upstream", addr, dir, "/v2/", bin, "serve", config)

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // s3Counter is a reverse proxy in front of an S3 server that counts the
@@ -122,4 +123,16 @@ func s3Kind(r *http.Request) string {
 	key = s3Repo.ReplaceAllString(key, "/repositories/<repo>/$1")
 	key = s3Tag.ReplaceAllString(key, "/tags/<tag>")
 	return method + " " + key
+}
+
+// cpuOf is the CPU time the processes have used so far, by processCPU;
+// a process whose time cannot be read counts for none.
+func cpuOf(pids ...int) time.Duration {
+	var sum time.Duration
+	for _, pid := range pids {
+		if d, err := processCPU(pid); err == nil {
+			sum += d
+		}
+	}
+	return sum
 }

@@ -66,7 +66,7 @@ func registerScaleFlags(o *scaleOptions) {
 	flag.IntVar(&o.searches, "scale-searches", 2000, "searches timed per store")
 	flag.StringVar(&o.versitygw, "versitygw", "bin/versitygw", "the versitygw binary the replica rows run S3 on (make tools builds it)")
 	flag.StringVar(&o.only, "scale-only", "", "run only this table of the scale-out benchmarks: "+strings.Join(scaleTables, ", "))
-	flag.BoolVar(&o.countS3, "scale-count-s3", false, "replica rows: count the S3 requests of every server's pushes and pulls, through a proxy in front of versitygw (which costs time of its own), and log the most frequent")
+	flag.BoolVar(&o.countS3, "scale-count-s3", false, "replica rows: count the S3 requests of every server's pushes and pulls, through a proxy in front of versitygw (which costs time of its own), log them by kind, and measure the CPU time the servers and versitygw spend per push")
 }
 
 // wants reports whether the table of the scale-out benchmarks is to run.
@@ -395,6 +395,9 @@ func replicaRows(ctx context.Context, cluster *pgtest.Cluster, root string, o sc
 	push, pull := map[string][]float64{}, map[string][]float64{}
 	// s3Push and s3Pull are the S3 requests counted per package, by setup.
 	s3Push, s3Pull := map[string][]float64{}, map[string][]float64{}
+	// cpuPush is the CPU time the servers and versitygw spent per package
+	// pushed, in ms, by setup.
+	cpuPush := map[string][]float64{}
 	for run := range o.runs {
 		for _, st := range setups {
 			servers, t, stopMore, err := st.start(run)
@@ -404,13 +407,20 @@ func replicaRows(ctx context.Context, cluster *pgtest.Cluster, root string, o sc
 			pkgs, err := newPackages(rand.NewChaCha8([32]byte{byte(run), 3}), packageSet{prefix: "scale", count: o.packages, repos: 30, contentSize: 50 << 10})
 			var ps, pl float64
 			var pushed, pulled s3Counts
+			var pushCPU time.Duration
+			pids := []int{gw.cmd.Process.Pid}
+			for _, s := range servers {
+				pids = append(pids, s.cmd.Process.Pid)
+			}
 			if err == nil {
 				repos := t.repositories(pkgs)
 				gw.counter.take()
+				cpu := cpuOf(pids...)
 				ps, err = timeEach(ctx, t, pkgs, 8, func(ctx context.Context, p *pkg) error {
 					return pushPackage(ctx, repos[p.repo], p)
 				})
 				pushed = gw.counter.take()
+				pushCPU = cpuOf(pids...) - cpu
 			}
 			if err == nil {
 				pl, err = pullRound(ctx, t, pkgs, 8)
@@ -427,6 +437,7 @@ func replicaRows(ctx context.Context, cluster *pgtest.Cluster, root string, o sc
 			if o.countS3 {
 				s3Push[st.name] = append(s3Push[st.name], float64(pushed.total())/float64(len(pkgs)))
 				s3Pull[st.name] = append(s3Pull[st.name], float64(pulled.total())/float64(len(pkgs)))
+				cpuPush[st.name] = append(cpuPush[st.name], float64(pushCPU.Milliseconds())/float64(len(pkgs)))
 				logf("run %d %s: S3 requests per push %s", run+1, st.name, pushed.perPackage(len(pkgs)))
 				logf("run %d %s: S3 requests per pull %s", run+1, st.name, pulled.perPackage(len(pkgs)))
 			}
@@ -443,16 +454,20 @@ func replicaRows(ctx context.Context, cluster *pgtest.Cluster, root string, o sc
 		return d + "; runs " + formatSamples(m[name])
 	}
 	// requests reads the S3 requests counted per package, with -scale-count-s3.
-	requests := func(m map[string][]float64, name string) string {
+	requests := func(m map[string][]float64, name string, withCPU bool) string {
 		if !o.countS3 {
 			return ""
 		}
-		return fmt.Sprintf("; %.1f S3 requests per package", median(m[name]))
+		d := fmt.Sprintf("; %.1f S3 requests per package", median(m[name]))
+		if withCPU {
+			d += fmt.Sprintf(", %.1f ms CPU of servers and versitygw (%s of upstream's)", median(cpuPush[name]), formatRatio(median(cpuPush[name]), median(cpuPush["upstream registry"])))
+		}
+		return d
 	}
 	for _, st := range setups {
 		rows = append(rows,
-			catRow{name: st.name + ": push", value: fmt.Sprintf("%.1f packages/s", median(push[st.name])), detail: detail(push, st.name) + requests(s3Push, st.name)},
-			catRow{name: st.name + ": pull", value: fmt.Sprintf("%.1f packages/s", median(pull[st.name])), detail: detail(pull, st.name) + requests(s3Pull, st.name)})
+			catRow{name: st.name + ": push", value: fmt.Sprintf("%.1f packages/s", median(push[st.name])), detail: detail(push, st.name) + requests(s3Push, st.name, true)},
+			catRow{name: st.name + ": pull", value: fmt.Sprintf("%.1f packages/s", median(pull[st.name])), detail: detail(pull, st.name) + requests(s3Pull, st.name, false)})
 	}
 	return rows, nil
 }

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"bytes"
 	"cmp"
 	"container/list"
 	"io"
@@ -202,7 +203,12 @@ func (b *uploadBuffer) commit(repo string, d digest.Digest, size int64) {
 		return
 	}
 	if !b.off && int64(len(b.data)) == size {
-		b.recent.add(recentKey{repo: repo, digest: d}, "", b.data)
+		data := b.data
+		if cap(data)-len(data) > len(data)/8 {
+			// What append left spare would be held unaccounted for.
+			data = bytes.Clone(data)
+		}
+		b.recent.add(recentKey{repo: repo, digest: d}, "", data)
 	}
 	b.drop()
 	b.off = true

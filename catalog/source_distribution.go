@@ -20,6 +20,7 @@ type DistributionSource struct {
 	ns        distribution.Namespace
 	referrers ReferrersFunc
 	untag     UntagDanglingFunc
+	recent    RecentContent
 }
 
 var _ Source = (*DistributionSource)(nil)
@@ -35,6 +36,23 @@ type ReferrersFunc func(ctx context.Context, repo string, subject digest.Digest,
 // registry's (*registry.Registry).UntagDangling. It reports whether it
 // removed the tag.
 type UntagDanglingFunc func(ctx context.Context, repo, tag string) (bool, error)
+
+// RecentContent is what the embedded registry has just received, which
+// DistributionSource reads before the storage: the manifests it accepted
+// and the blobs uploaded to it, by repository and digest
+// ((*registry.Registry).RecentManifest and RecentBlob). ok is false for
+// what it does not hold. The bytes returned are not to be changed.
+type RecentContent interface {
+	RecentManifest(repo string, d digest.Digest) (mediaType string, payload []byte, ok bool)
+	RecentBlob(repo string, d digest.Digest) (b []byte, ok bool)
+}
+
+// ReadRecent makes the source read manifests and blobs from recent before
+// the storage, and returns it. It is called before the source is used.
+func (s *DistributionSource) ReadRecent(recent RecentContent) *DistributionSource {
+	s.recent = recent
+	return s
+}
 
 // NewDistributionSource reads the repositories of ns, and their referrers
 // with referrers; nil means that no manifest has referrers. RepairTags
@@ -171,11 +189,17 @@ func tagDigest(ctx context.Context, ts distribution.TagService, ms distribution.
 	return desc.Digest.String(), nil
 }
 
-// Manifest returns a manifest's media type and bytes.
+// Manifest returns a manifest's media type and bytes, those the registry
+// has just accepted if it holds them (ReadRecent).
 func (s *DistributionSource) Manifest(ctx context.Context, repo, dgst string) (string, []byte, error) {
 	d, err := digest.Parse(dgst)
 	if err != nil {
 		return "", nil, fmt.Errorf("%s@%s: %w: %w", repo, dgst, ErrNotFound, err)
+	}
+	if s.recent != nil {
+		if mt, payload, ok := s.recent.RecentManifest(repo, d); ok {
+			return mt, payload, nil
+		}
 	}
 	r, err := s.repository(ctx, repo)
 	if err != nil {
@@ -200,11 +224,17 @@ func (s *DistributionSource) Manifest(ctx context.Context, repo, dgst string) (s
 	return mt, payload, nil
 }
 
-// Blob opens a blob of the repository.
+// Blob opens a blob of the repository, from the bytes the registry has just
+// received if it holds them (ReadRecent).
 func (s *DistributionSource) Blob(ctx context.Context, repo, dgst string) (io.ReadCloser, error) {
 	d, err := digest.Parse(dgst)
 	if err != nil {
 		return nil, fmt.Errorf("%s@%s: %w: %w", repo, dgst, ErrNotFound, err)
+	}
+	if s.recent != nil {
+		if b, ok := s.recent.RecentBlob(repo, d); ok {
+			return io.NopCloser(bytes.NewReader(b)), nil
+		}
 	}
 	r, err := s.repository(ctx, repo)
 	if err != nil {

@@ -301,13 +301,17 @@ func (n *Node) startRegistry(ctx context.Context) error {
 		Logger:  n.log,
 		Metrics: n.metrics,
 		Quota:   n.quotaOpts,
+		// The catalog indexes a push from what the registry received: up
+		// to 32 MiB of manifests and blobs of at most 8 MiB, under the
+		// catalog's archive limit (registry.RecentOptions).
+		Recent: &registry.RecentOptions{},
 	})
 	if err != nil {
 		return err
 	}
 	n.onClose(func() { reg.Close() })
 	n.reg = reg
-	n.dist = catalog.NewDistributionSource(reg.Namespace(), reg.Referrers, reg.UntagDangling)
+	n.dist = catalog.NewDistributionSource(reg.Namespace(), reg.Referrers, reg.UntagDangling).ReadRecent(reg)
 	n.source = n.dist
 	return nil
 }

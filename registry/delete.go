@@ -64,6 +64,7 @@ func (n *guardedNamespace) Remove(ctx context.Context, name reference.Named) err
 		}
 	}
 	defer n.guard.markDirty(name.Name())
+	n.guard.recent.forgetRepository(name.Name())
 	return n.removeOwn(ctx, name.Name())
 }
 

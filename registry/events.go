@@ -85,6 +85,7 @@ func (m *guardedManifests) Delete(ctx context.Context, dgst digest.Digest) error
 			return err
 		}
 	}
+	m.repo.guard.recent.forget(name, dgst)
 	if err := m.ManifestService.Delete(ctx, dgst); err != nil {
 		return err
 	}

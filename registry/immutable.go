@@ -46,6 +46,9 @@ type guard struct {
 	// quota, nil without quotas, charges pushes and counts uploads
 	// (quota.go).
 	quota *quotas
+	// recent, nil without Options.Recent, keeps the manifests accepted and
+	// the small blobs uploaded here for the catalog (recent.go).
+	recent *recentContent
 }
 
 // holdGC takes gcLock shared and returns the function that releases it.
@@ -196,7 +199,7 @@ func (b *guardedBlobs) Create(ctx context.Context, options ...distribution.BlobC
 			return nil, refuseUpload(ctx, err)
 		}
 	}
-	return &guardedBlobWriter{BlobWriter: w, guard: b.guard, repo: b.repo, size: w.Size()}, nil
+	return newGuardedBlobWriter(w, b.guard, b.repo), nil
 }
 
 // chargeMount charges the blob d a cross-repository mount would link; a
@@ -232,7 +235,14 @@ func (b *guardedBlobs) Resume(ctx context.Context, id string) (distribution.Blob
 	if err != nil {
 		return nil, err
 	}
-	return &guardedBlobWriter{BlobWriter: w, guard: b.guard, repo: b.repo, size: w.Size()}, nil
+	return newGuardedBlobWriter(w, b.guard, b.repo), nil
+}
+
+// Delete deletes the repository's link to blob d, which the recent content
+// forgets.
+func (b *guardedBlobs) Delete(ctx context.Context, d digest.Digest) error {
+	b.guard.recent.forget(b.repo, d)
+	return b.BlobStore.Delete(ctx, d)
 }
 
 // guardedBlobWriter is an upload of repo that commits under gcLock,
@@ -245,17 +255,29 @@ type guardedBlobWriter struct {
 	// written what the request wrote since: the writer's own Size lags
 	// behind on object storage, which sends data in parts.
 	size, written int64
+	// buf keeps what the request writes for the recent content, nil when
+	// it keeps nothing (recent.go).
+	buf *uploadBuffer
+}
+
+func newGuardedBlobWriter(w distribution.BlobWriter, g *guard, repo string) *guardedBlobWriter {
+	size := w.Size()
+	return &guardedBlobWriter{BlobWriter: w, guard: g, repo: repo, size: size, buf: newUploadBuffer(g.recent, size)}
 }
 
 // Write writes p to the upload.
 func (w *guardedBlobWriter) Write(p []byte) (int, error) {
 	n, err := w.BlobWriter.Write(p)
 	w.written += int64(n)
+	w.buf.keep(p[:n])
 	return n, err
 }
 
 // ReadFrom writes what r reads to the upload.
 func (w *guardedBlobWriter) ReadFrom(r io.Reader) (int64, error) {
+	if w.buf != nil {
+		r = teeReader{r: r, buf: w.buf}
+	}
 	n, err := w.BlobWriter.ReadFrom(r)
 	w.written += n
 	return n, err
@@ -272,6 +294,16 @@ func (w *guardedBlobWriter) held() int64 { return w.size + w.written }
 // handler then saves the upload's state again, the refusal is left for
 // serveUpload too, which deletes what is left.
 func (w *guardedBlobWriter) Commit(ctx context.Context, provisional v1.Descriptor) (v1.Descriptor, error) {
+	desc, err := w.commit(ctx, provisional)
+	if err == nil {
+		w.buf.commit(w.repo, desc.Digest, desc.Size)
+	}
+	w.buf.drop()
+	return desc, err
+}
+
+// commit is Commit, but for the recent content.
+func (w *guardedBlobWriter) commit(ctx context.Context, provisional v1.Descriptor) (v1.Descriptor, error) {
 	unlock, err := w.guard.holdGC(ctx)
 	if err != nil {
 		return v1.Descriptor{}, err
@@ -301,6 +333,7 @@ func (w *guardedBlobWriter) Commit(ctx context.Context, provisional v1.Descripto
 
 // Cancel deletes the upload and forgets it.
 func (w *guardedBlobWriter) Cancel(ctx context.Context) error {
+	w.buf.drop()
 	err := w.BlobWriter.Cancel(ctx)
 	if q := w.guard.quota; q != nil {
 		err = errors.Join(err, q.Ledger.CloseUpload(context.WithoutCancel(ctx), w.ID()))
@@ -311,6 +344,7 @@ func (w *guardedBlobWriter) Cancel(ctx context.Context) error {
 // Close saves the upload's state for its next request, and records in the
 // ledger what it holds when this request wrote to it.
 func (w *guardedBlobWriter) Close() error {
+	w.buf.drop()
 	err := w.BlobWriter.Close()
 	if q := w.guard.quota; q != nil && err == nil && w.written > 0 {
 		err = q.Ledger.TouchUpload(context.Background(), w.ID(), w.held(), time.Now())
@@ -392,8 +426,12 @@ func (m *guardedManifests) Put(ctx context.Context, mf distribution.Manifest, op
 	if err == nil {
 		err = m.repo.guard.recordLive(ctx, manifestEntry(name, dgst))
 	}
-	if err != nil || ref == nil {
+	if err != nil {
 		return dgst, err
+	}
+	m.repo.guard.recent.add(recentKey{repo: name, digest: dgst, manifest: true}, mediaType, payload)
+	if ref == nil {
+		return dgst, nil
 	}
 	ref.desc.Digest = dgst
 	if err := m.repo.guard.referrers.add(ctx, name, ref.subject, ref.desc); err != nil {

@@ -79,6 +79,10 @@ type Options struct {
 	// bounds uploads (quota.go, uploads.go); its PurgeAfter also governs
 	// distribution's purge of the uploads its ledger does not know.
 	Quota *QuotaOptions
+	// Recent, when set, bounds the manifests and small blobs the registry
+	// keeps of what it has just received, for the catalog to index a push
+	// from (RecentManifest, RecentBlob). Nil keeps none.
+	Recent *RecentOptions
 }
 
 // Registry is an OCI distribution registry serving /v2/.
@@ -134,6 +138,9 @@ func New(ctx context.Context, opts Options) (*Registry, error) {
 		g.locks = &coord.Local{}
 	}
 	g.journals = journalsOf(g.locks)
+	if opts.Recent != nil {
+		g.recent = newRecentContent(*opts.Recent)
+	}
 	if g.allowOverwrite == nil {
 		g.allowOverwrite = func(string) bool { return false }
 	}

@@ -51,6 +51,8 @@ type scaleOptions struct {
 	versitygw  string
 	// only names the one table to run ("" for all).
 	only string
+	// countS3 puts a counting proxy in front of versitygw (s3Counter).
+	countS3 bool
 	// gcProfile, when set, is where the collections' CPU profile goes.
 	gcProfile string
 	// gcStorages are the storages the garbage collection table runs on.
@@ -71,7 +73,11 @@ func registerScaleFlags(o *scaleOptions) {
 	flag.StringVar(&o.only, "scale-only", "", "run one table of -scale: "+strings.Join(scaleTables, ", "))
 	flag.StringVar(&o.gcStorages, "gc-storages", "filesystem,s3", "the storages the garbage collection table runs on: filesystem, s3 or both, comma-separated")
 	flag.StringVar(&o.gcProfile, "gc-cpuprofile", "", "write the CPU profile of the first collection of each storage to this file, suffixed -filesystem and -s3")
+	flag.BoolVar(&o.countS3, "scale-count-s3", false, "replica rows: count the S3 requests of every server's pushes and pulls, through a proxy in front of versitygw (which costs time of its own), log them by kind, and measure the CPU time the servers and versitygw spend per push")
 }
+
+// wants reports whether the table of the scale-out benchmarks is to run.
+func (o scaleOptions) wants(table string) bool { return o.only == "" || o.only == table }
 
 func runScale(ctx context.Context, o scaleOptions) error {
 	for _, f := range []struct {
@@ -85,7 +91,6 @@ func runScale(ctx context.Context, o scaleOptions) error {
 	if o.only != "" && !slices.Contains(scaleTables, o.only) {
 		return fmt.Errorf("-scale-only %q: want one of %s", o.only, strings.Join(scaleTables, ", "))
 	}
-	runs := func(table string) bool { return o.only == "" || o.only == table }
 	cluster, err := pgtest.Start()
 	if err != nil {
 		return fmt.Errorf("PostgreSQL: %w", err)
@@ -97,7 +102,7 @@ func runScale(ctx context.Context, o scaleOptions) error {
 	}
 	defer os.RemoveAll(root)
 
-	if runs("stores") {
+	if o.wants("stores") {
 		logf("catalog stores: %d versions on SQLite and on PostgreSQL", o.versions)
 		stores, err := storeRows(ctx, cluster, root, o)
 		if err != nil {
@@ -105,7 +110,7 @@ func runScale(ctx context.Context, o scaleOptions) error {
 		}
 		printCatalogTable(os.Stdout, fmt.Sprintf("\ncatalog stores at %s versions (SQLite | PostgreSQL)", thousands(o.versions)), stores)
 	}
-	if runs("replicas") {
+	if o.wants("replicas") {
 		logf("replicas: %d packages at c=8, %d runs, on versitygw", o.packages, o.runs)
 		replicas, err := replicaRows(ctx, cluster, root, o)
 		if err != nil {
@@ -113,7 +118,7 @@ func runScale(ctx context.Context, o scaleOptions) error {
 		}
 		printCatalogTable(os.Stdout, "\npackage push and pull on PostgreSQL + S3 (versitygw), c=8, medians", replicas)
 	}
-	if runs("gc") {
+	if o.wants("gc") {
 		return runGC(ctx, root, o)
 	}
 	return nil
@@ -309,7 +314,7 @@ func replicaRows(ctx context.Context, cluster *pgtest.Cluster, root string, o sc
 	if _, err := os.Stat(gwBin); err != nil {
 		return nil, fmt.Errorf("-versitygw: %w (make tools builds bin/versitygw)", err)
 	}
-	gw, err := startS3(ctx, gwBin, filepath.Join(root, "s3"))
+	gw, err := startS3(ctx, gwBin, filepath.Join(root, "s3"), o.countS3)
 	if err != nil {
 		return nil, err
 	}
@@ -389,6 +394,11 @@ func replicaRows(ctx context.Context, cluster *pgtest.Cluster, root string, o sc
 		}},
 	}
 	push, pull := map[string][]float64{}, map[string][]float64{}
+	// s3Push and s3Pull are the S3 requests counted per package, by setup.
+	s3Push, s3Pull := map[string][]float64{}, map[string][]float64{}
+	// cpuPush is the CPU time the servers and versitygw spent per package
+	// pushed, in ms, by setup.
+	cpuPush := map[string][]float64{}
 	for run := range o.runs {
 		for _, st := range setups {
 			servers, t, stopMore, err := st.start(run)
@@ -397,8 +407,25 @@ func replicaRows(ctx context.Context, cluster *pgtest.Cluster, root string, o sc
 			}
 			pkgs, err := newPackages(rand.NewChaCha8([32]byte{byte(run), 3}), packageSet{prefix: "scale", count: o.packages, repos: 30, contentSize: 50 << 10})
 			var ps, pl float64
+			var pushed, pulled s3Counts
+			var pushCPU time.Duration
+			pids := []int{gw.cmd.Process.Pid}
+			for _, s := range servers {
+				pids = append(pids, s.cmd.Process.Pid)
+			}
 			if err == nil {
-				ps, pl, err = packageRound(ctx, t, pkgs, 8)
+				repos := t.repositories(pkgs)
+				gw.counter.take()
+				cpu := cpuOf(pids...)
+				ps, err = timeEach(ctx, t, pkgs, 8, func(ctx context.Context, p *pkg) error {
+					return pushPackage(ctx, repos[p.repo], p)
+				})
+				pushed = gw.counter.take()
+				pushCPU = cpuOf(pids...) - cpu
+			}
+			if err == nil {
+				pl, err = pullRound(ctx, t, pkgs, 8)
+				pulled = gw.counter.take()
 			}
 			stopMore()
 			stopAll(servers)
@@ -408,6 +435,13 @@ func replicaRows(ctx context.Context, cluster *pgtest.Cluster, root string, o sc
 			push[st.name] = append(push[st.name], ps)
 			pull[st.name] = append(pull[st.name], pl)
 			logf("run %d %s: push %.1f, pull %.1f packages/s", run+1, st.name, ps, pl)
+			if o.countS3 {
+				s3Push[st.name] = append(s3Push[st.name], float64(pushed.total())/float64(len(pkgs)))
+				s3Pull[st.name] = append(s3Pull[st.name], float64(pulled.total())/float64(len(pkgs)))
+				cpuPush[st.name] = append(cpuPush[st.name], float64(pushCPU.Milliseconds())/float64(len(pkgs)))
+				logf("run %d %s: S3 requests per push %s", run+1, st.name, pushed.perPackage(len(pkgs)))
+				logf("run %d %s: S3 requests per pull %s", run+1, st.name, pulled.perPackage(len(pkgs)))
+			}
 		}
 	}
 	var rows []catRow
@@ -420,10 +454,21 @@ func replicaRows(ctx context.Context, cluster *pgtest.Cluster, root string, o sc
 		}
 		return d + "; runs " + formatSamples(m[name])
 	}
+	// requests reads the S3 requests counted per package, with -scale-count-s3.
+	requests := func(m map[string][]float64, name string, withCPU bool) string {
+		if !o.countS3 {
+			return ""
+		}
+		d := fmt.Sprintf("; %.1f S3 requests per package", median(m[name]))
+		if withCPU {
+			d += fmt.Sprintf(", %.1f ms CPU of servers and versitygw (%s of upstream's)", median(cpuPush[name]), formatRatio(median(cpuPush[name]), median(cpuPush["upstream registry"])))
+		}
+		return d
+	}
 	for _, st := range setups {
 		rows = append(rows,
-			catRow{name: st.name + ": push", value: fmt.Sprintf("%.1f packages/s", median(push[st.name])), detail: detail(push, st.name)},
-			catRow{name: st.name + ": pull", value: fmt.Sprintf("%.1f packages/s", median(pull[st.name])), detail: detail(pull, st.name)})
+			catRow{name: st.name + ": push", value: fmt.Sprintf("%.1f packages/s", median(push[st.name])), detail: detail(push, st.name) + requests(s3Push, st.name, true)},
+			catRow{name: st.name + ": pull", value: fmt.Sprintf("%.1f packages/s", median(pull[st.name])), detail: detail(pull, st.name) + requests(s3Pull, st.name, false)})
 	}
 	return rows, nil
 }
@@ -458,9 +503,21 @@ func stopAll(servers []*server) {
 type s3Server struct {
 	addr, dir, accessKey, secretFile string
 	cmd                              *exec.Cmd
+	// counter, when set, is the proxy the servers reach versitygw through.
+	counter *s3Counter
 }
 
-func startS3(ctx context.Context, bin, dir string) (*s3Server, error) {
+// endpoint is the address the servers reach S3 at: the counting proxy's
+// when there is one.
+func (gw *s3Server) endpoint() string {
+	if gw.counter != nil {
+		return gw.counter.addr()
+	}
+	return gw.addr
+}
+
+// startS3 starts versitygw under dir, behind a counting proxy with count.
+func startS3(ctx context.Context, bin, dir string, count bool) (*s3Server, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
@@ -481,6 +538,9 @@ func startS3(ctx context.Context, bin, dir string) (*s3Server, error) {
 		resp, err := http.Get("http://" + addr + "/")
 		if err == nil {
 			resp.Body.Close()
+			if count {
+				gw.counter = newS3Counter(addr)
+			}
 			return gw, nil
 		}
 		if time.Now().After(deadline) {
@@ -491,6 +551,9 @@ func startS3(ctx context.Context, bin, dir string) (*s3Server, error) {
 }
 
 func (gw *s3Server) stop() {
+	if gw.counter != nil {
+		gw.counter.srv.Close()
+	}
 	_ = gw.cmd.Process.Kill()
 	_ = gw.cmd.Wait()
 }
@@ -530,7 +593,7 @@ registry:
   httpSecretFile: %s
 catalog:
   database: %s
-%s`, addr, filepath.Join(dir, "data"), bucket, gw.addr, gw.accessKey, gw.secretFile, secret, dsn, auth), 0o600); err != nil {
+%s`, addr, filepath.Join(dir, "data"), bucket, gw.endpoint(), gw.accessKey, gw.secretFile, secret, dsn, auth), 0o600); err != nil {
 		return nil, err
 	}
 	return start(ctx, "berth", addr, dir, "/readyz", bin, "serve", "--config", config)
@@ -569,7 +632,7 @@ storage:
 http:
   addr: %s
   draintimeout: 5s
-`, bucket, gw.addr, gw.accessKey, secret, addr), 0o600); err != nil {
+`, bucket, gw.endpoint(), gw.accessKey, secret, addr), 0o600); err != nil {
 		return nil, err
 	}
 	return start(ctx, "upstream", addr, dir, "/v2/", bin, "serve", config)
@@ -604,7 +667,7 @@ func runGC(ctx context.Context, root string, o scaleOptions) error {
 	if _, err := os.Stat(gwBin); err != nil {
 		return fmt.Errorf("-versitygw: %w (make tools builds bin/versitygw)", err)
 	}
-	gw, err := startS3(ctx, gwBin, filepath.Join(root, "gc-s3"))
+	gw, err := startS3(ctx, gwBin, filepath.Join(root, "gc-s3"), false)
 	if err != nil {
 		return err
 	}

@@ -156,10 +156,6 @@ type Catalog struct {
 	status apiv1.ReconcileStatus
 	// reconciling counts the reconciliations running (Reconciling).
 	reconciling atomic.Int32
-	// reconciled is closed when this process's first reconciliation ends
-	// (Reconciled).
-	reconciled     chan struct{}
-	reconciledOnce sync.Once
 
 	metrics *metrics
 }
@@ -228,9 +224,8 @@ func New(opts Options) (*Catalog, error) {
 		limits.MaxFileSize = def.MaxFileSize
 	}
 	c := &Catalog{
-		reconciled: make(chan struct{}),
-		store:      opts.Store,
-		source:     opts.Source,
+		store:  opts.Store,
+		source: opts.Source,
 		ix: &indexer{source: opts.Source, limits: limits, now: time.Now,
 			timeout: opts.IndexTimeout, memory: newMemoryBudget(opts.IndexMemory)},
 		log:         opts.Logger,

@@ -38,7 +38,6 @@ func (c *Catalog) Reconcile(ctx context.Context) (apiv1.ReconcileStatus, error) 
 	st.Runs = c.status.Runs + 1
 	c.status = st
 	c.mu.Unlock()
-	c.reconciledOnce.Do(func() { close(c.reconciled) })
 	c.metrics.reconcile.Observe(end.Sub(start).Seconds())
 	if err == nil {
 		c.log.Info("catalog: reconciled", "indexed", st.Indexed, "removed", st.Removed, "failed", st.Failed, "took", end.Sub(start).Round(time.Millisecond))
@@ -171,13 +170,6 @@ func (c *Catalog) listTags(ctx context.Context, repos []string) <-chan tagListin
 	}()
 	return out
 }
-
-// Reconciled is closed once this process's first reconciliation has ended,
-// whatever its outcome. Work of the leader that reads the whole storage (the
-// quotas' first count) waits for it rather than compete with a rebuild or a
-// restart's reconciliation for the disk and the CPU. A process that never
-// leads never reconciles, and the channel stays open.
-func (c *Catalog) Reconciled() <-chan struct{} { return c.reconciled }
 
 // repoTags lists the tags of repo for a reconciliation, removing the
 // dangling ones when the source can (TagRepairer).

@@ -498,18 +498,9 @@ func (n *Node) startMaintenance(context.Context) error {
 
 // startLeading runs the leader's work while this node leads (cluster.go):
 // the OLM publisher's catch-up on taking over, then the quotas' recomputes
-// and purges, the package sources' checks and the maintenance loop. The
-// quotas' first count walks the whole storage: it waits for the catalog's
-// first reconciliation, which it would otherwise slow down at every start.
+// and purges, the package sources' checks and the maintenance loop.
 func (n *Node) startLeading(ctx context.Context) error {
-	keepQuotas := func(ctx context.Context) {
-		select {
-		case <-n.cat.Reconciled():
-			n.reg.KeepQuotas(ctx)
-		case <-ctx.Done():
-		}
-	}
-	n.onClose(startLeading(ctx, n.cluster, n.publisher.Load(), n.mt, keepQuotas, n.sources, n.log))
+	n.onClose(startLeading(ctx, n.cluster, n.publisher.Load(), n.mt, n.reg.KeepQuotas, n.sources, n.log))
 	return nil
 }
 

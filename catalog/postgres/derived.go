@@ -50,16 +50,12 @@ func (s *Store) Reindex(ctx context.Context, e *catalog.Entry) (bool, error) {
 		if _, err := tx.Exec(ctx, `DELETE FROM entries WHERE id = $1`, id); err != nil {
 			return false, nil, err
 		}
-		if err := insertEntry(ctx, tx, e, row, verified); err != nil {
-			return false, nil, err
-		}
-		if err := recordDerived(ctx, tx, e); err != nil {
-			return false, nil, err
-		}
+		prune := ""
 		if e.Status != apiv1.StatusIndexed {
-			if err := pruneSignatures(ctx, tx, e.Namespace, e.Name, e.Digest); err != nil {
-				return false, nil, err
-			}
+			prune = e.Digest
+		}
+		if err := storeEntry(ctx, tx, e, row, verified, prune); err != nil {
+			return false, nil, err
 		}
 		return true, &change{apiv1.ActionPut, e.Tag, e.Digest, e.Status}, nil
 	})

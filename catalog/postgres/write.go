@@ -137,7 +137,7 @@ func (s *Store) Put(ctx context.Context, e *catalog.Entry) (bool, error) {
 		var digest, status string
 		err := tx.QueryRow(ctx, `SELECT id, digest, status FROM entries WHERE namespace = $1 AND name = $2 AND tag = $3`,
 			e.Namespace, e.Name, e.Tag).Scan(&id, &digest, &status)
-		replaced := false
+		replaced := ""
 		switch {
 		case err == nil && digest == e.Digest && status == e.Status:
 			return false, nil, nil
@@ -146,7 +146,7 @@ func (s *Store) Put(ctx context.Context, e *catalog.Entry) (bool, error) {
 			if _, err := tx.Exec(ctx, `DELETE FROM entries WHERE id = $1`, id); err != nil {
 				return false, nil, err
 			}
-			replaced = true
+			replaced = digest
 		case !errors.Is(err, pgx.ErrNoRows):
 			return false, nil, err
 		}
@@ -157,16 +157,8 @@ func (s *Store) Put(ctx context.Context, e *catalog.Entry) (bool, error) {
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return false, nil, err
 		}
-		if err := insertEntry(ctx, tx, e, row, verified); err != nil {
+		if err := storeEntry(ctx, tx, e, row, verified, replaced); err != nil {
 			return false, nil, err
-		}
-		if err := recordDerived(ctx, tx, e); err != nil {
-			return false, nil, err
-		}
-		if replaced {
-			if err := pruneSignatures(ctx, tx, e.Namespace, e.Name, digest); err != nil {
-				return false, nil, err
-			}
 		}
 		return true, &change{apiv1.ActionPut, e.Tag, e.Digest, e.Status}, nil
 	})
@@ -198,6 +190,23 @@ func (s *Store) Delete(ctx context.Context, namespace, name, tag string) (bool, 
 		return false, fmt.Errorf("catalog: delete %s/%s:%s: %w", namespace, name, tag, err)
 	}
 	return changed, nil
+}
+
+// storeEntry writes e's row with the verdict verified and the columns
+// derived from it (recordDerived), and, when prune names a digest, removes
+// the signature records no version of that digest holds any more
+// (pruneSignatures). Put and Reindex store an entry through it.
+func storeEntry(ctx context.Context, tx pgx.Tx, e *catalog.Entry, row *sqlrow.Row, verified bool, prune string) error {
+	if err := insertEntry(ctx, tx, e, row, verified); err != nil {
+		return err
+	}
+	if err := recordDerived(ctx, tx, e); err != nil {
+		return err
+	}
+	if prune == "" {
+		return nil
+	}
+	return pruneSignatures(ctx, tx, e.Namespace, e.Name, prune)
 }
 
 func insertEntry(ctx context.Context, tx pgx.Tx, e *catalog.Entry, row *sqlrow.Row, verified bool) error {

@@ -50,23 +50,12 @@ func (s *Store) Reindex(ctx context.Context, e *catalog.Entry) (bool, error) {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM entries WHERE id = ?`, id); err != nil {
 			return nil, err
 		}
-		if err := insertEntry(ctx, tx, e, row, verified); err != nil {
-			return nil, err
-		}
-		if err := recordDerived(ctx, tx, e); err != nil {
-			return nil, err
-		}
+		prune := ""
 		if e.Status != apiv1.StatusIndexed {
-			if err := pruneSignatures(ctx, tx, e.Namespace, e.Name, e.Digest); err != nil {
-				return nil, err
-			}
-		}
-		upd, err := refreshPackage(ctx, tx, e.Namespace, e.Name)
-		if err != nil {
-			return nil, err
+			prune = e.Digest
 		}
 		changed = true
-		return upd, appendChange(ctx, tx, apiv1.ActionPut, e.Namespace, e.Name, e.Tag, e.Digest, e.Status)
+		return storeEntry(ctx, tx, e, row, verified, prune)
 	})
 	if err != nil {
 		return false, fmt.Errorf("catalog: reindex %s/%s:%s: %w", e.Namespace, e.Name, e.Tag, err)

@@ -30,7 +30,7 @@ func (s *Store) Put(ctx context.Context, e *catalog.Entry) (bool, error) {
 		var digest, status string
 		err := tx.QueryRowContext(ctx, `SELECT id, digest, status FROM entries WHERE namespace = ? AND name = ? AND tag = ?`,
 			e.Namespace, e.Name, e.Tag).Scan(&id, &digest, &status)
-		replaced, verified := false, false
+		replaced, verified := "", false
 		switch {
 		case err == nil && digest == e.Digest && status == e.Status:
 			return nil, nil
@@ -39,7 +39,7 @@ func (s *Store) Put(ctx context.Context, e *catalog.Entry) (bool, error) {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM entries WHERE id = ?`, id); err != nil {
 				return nil, err
 			}
-			replaced = true
+			replaced = digest
 		case !errors.Is(err, sql.ErrNoRows):
 			return nil, err
 		}
@@ -52,28 +52,37 @@ func (s *Store) Put(ctx context.Context, e *catalog.Entry) (bool, error) {
 		case err != nil:
 			return nil, err
 		}
-		if err := insertEntry(ctx, tx, e, row, verified); err != nil {
-			return nil, err
-		}
-		if err := recordDerived(ctx, tx, e); err != nil {
-			return nil, err
-		}
-		if replaced {
-			if err := pruneSignatures(ctx, tx, e.Namespace, e.Name, digest); err != nil {
-				return nil, err
-			}
-		}
-		upd, err := refreshPackage(ctx, tx, e.Namespace, e.Name)
-		if err != nil {
-			return nil, err
-		}
 		changed = true
-		return upd, appendChange(ctx, tx, apiv1.ActionPut, e.Namespace, e.Name, e.Tag, e.Digest, e.Status)
+		return storeEntry(ctx, tx, e, row, verified, replaced)
 	})
 	if err != nil {
 		return false, fmt.Errorf("catalog: put %s/%s:%s: %w", e.Namespace, e.Name, e.Tag, err)
 	}
 	return changed, nil
+}
+
+// storeEntry writes e's row with the verdict verified and the columns
+// derived from it (recordDerived); when prune names a digest, it removes
+// the signature records no version of that digest holds any more
+// (pruneSignatures); then it refreshes the package and appends e's "put"
+// change. Put and Reindex store an entry through it.
+func storeEntry(ctx context.Context, tx *writeTx, e *catalog.Entry, row *sqlrow.Row, verified bool, prune string) (*indexUpdate, error) {
+	if err := insertEntry(ctx, tx, e, row, verified); err != nil {
+		return nil, err
+	}
+	if err := recordDerived(ctx, tx, e); err != nil {
+		return nil, err
+	}
+	if prune != "" {
+		if err := pruneSignatures(ctx, tx, e.Namespace, e.Name, prune); err != nil {
+			return nil, err
+		}
+	}
+	upd, err := refreshPackage(ctx, tx, e.Namespace, e.Name)
+	if err != nil {
+		return nil, err
+	}
+	return upd, appendChange(ctx, tx, apiv1.ActionPut, e.Namespace, e.Name, e.Tag, e.Digest, e.Status)
 }
 
 // Delete removes the entry of one tag and appends a "delete" change, in one
